@@ -1,0 +1,23 @@
+/*!
+ * \file bindings/bind.h
+ * \brief One Bind* function per area; module.cc calls them all. Binding code only: no logic
+ *        lives here, only conversions between Python and the core's types.
+ */
+#ifndef VLLM_MEM_BINDINGS_BIND_H_
+#define VLLM_MEM_BINDINGS_BIND_H_
+
+#include <pybind11/pybind11.h>
+
+namespace vllm_mem::bindings {
+
+void BindUnits(pybind11::module_& m);      // bind_units.cc
+void BindModelSpec(pybind11::module_& m);  // bind_model_spec.cc
+void BindKvCache(pybind11::module_& m);    // bind_kv_cache.cc
+void BindWeights(pybind11::module_& m);    // bind_weights.cc
+void BindDevice(pybind11::module_& m);     // bind_device.cc
+void BindPlan(pybind11::module_& m);       // bind_plan.cc
+void BindStages(pybind11::module_& m);     // bind_stages.cc
+
+}  // namespace vllm_mem::bindings
+
+#endif  // VLLM_MEM_BINDINGS_BIND_H_

@@ -1,0 +1,67 @@
+/*!
+ * \file bindings/bind_model_spec.cc
+ * \brief ModelSpec and its parts, read-only from Python.
+ */
+#include <pybind11/stl.h>
+
+#include "bindings/bind.h"
+#include "core/model_spec.h"
+
+namespace py = pybind11;
+
+namespace vllm_mem::bindings {
+
+void BindModelSpec(py::module_& m) {
+  py::enum_<AttentionKind>(m, "AttentionKind")
+      .value("FULL", AttentionKind::kFull)
+      .value("SLIDING_WINDOW", AttentionKind::kSlidingWindow)
+      .value("MLA", AttentionKind::kMla)
+      .value("NONE", AttentionKind::kNone);
+
+  py::class_<LayerSpec>(m, "LayerSpec")
+      .def_readonly("attention", &LayerSpec::attention)
+      .def_readonly("sliding_window_tokens", &LayerSpec::sliding_window_tokens)
+      .def_readonly("moe", &LayerSpec::moe);
+
+  py::class_<MlaSpec>(m, "MlaSpec")
+      .def_readonly("kv_lora_rank", &MlaSpec::kv_lora_rank)
+      .def_readonly("q_lora_rank", &MlaSpec::q_lora_rank)
+      .def_readonly("qk_nope_head_dim", &MlaSpec::qk_nope_head_dim)
+      .def_readonly("qk_rope_head_dim", &MlaSpec::qk_rope_head_dim)
+      .def_readonly("v_head_dim", &MlaSpec::v_head_dim);
+
+  py::class_<MoeSpec>(m, "MoeSpec")
+      .def_readonly("num_experts", &MoeSpec::num_experts)
+      .def_readonly("num_experts_per_token", &MoeSpec::num_experts_per_token)
+      .def_readonly("expert_intermediate_size", &MoeSpec::expert_intermediate_size)
+      .def_readonly("num_shared_experts", &MoeSpec::num_shared_experts)
+      .def_readonly("shared_expert_intermediate_size", &MoeSpec::shared_expert_intermediate_size);
+
+  py::class_<QuantizationSpec>(m, "QuantizationSpec")
+      .def_readonly("method", &QuantizationSpec::method)
+      .def_readonly("weight_bits", &QuantizationSpec::weight_bits)
+      .def_readonly("group_size", &QuantizationSpec::group_size)
+      .def_readonly("zero_point", &QuantizationSpec::zero_point);
+
+  py::class_<ModelSpec>(m, "ModelSpec")
+      .def_static("from_json", &ModelSpec::FromHfConfigText, py::arg("json_text"),
+                  "Parse the text of a Hugging Face config.json")
+      .def_readonly("model_type", &ModelSpec::model_type)
+      .def_readonly("architectures", &ModelSpec::architectures)
+      .def_property_readonly("dtype", [](const ModelSpec& s) { return DTypeName(s.dtype); })
+      .def_readonly("num_layers", &ModelSpec::num_layers)
+      .def_readonly("hidden_size", &ModelSpec::hidden_size)
+      .def_readonly("num_attention_heads", &ModelSpec::num_attention_heads)
+      .def_readonly("num_kv_heads", &ModelSpec::num_kv_heads)
+      .def_readonly("head_dim", &ModelSpec::head_dim)
+      .def_readonly("intermediate_size", &ModelSpec::intermediate_size)
+      .def_readonly("vocab_size", &ModelSpec::vocab_size)
+      .def_readonly("max_position_embeddings", &ModelSpec::max_position_embeddings)
+      .def_readonly("tie_word_embeddings", &ModelSpec::tie_word_embeddings)
+      .def_readonly("mla", &ModelSpec::mla)
+      .def_readonly("moe", &ModelSpec::moe)
+      .def_readonly("quantization", &ModelSpec::quantization)
+      .def_readonly("layers", &ModelSpec::layers);
+}
+
+}  // namespace vllm_mem::bindings

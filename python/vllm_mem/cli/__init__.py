@@ -1,0 +1,45 @@
+"""The ``vllm-mem`` command line: one sub-command per module of this package.
+
+Exit codes: 0 fits / success, 1 does not fit, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+# Sub-command modules; each defines register(subparsers) and sets args.func.
+_COMMANDS = ("kv", "plan", "gpus", "stages", "snapshot")
+
+EXIT_OK = 0
+EXIT_DOES_NOT_FIT = 1
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vllm-mem",
+        description="GPU-memory sizing and profiling for vLLM serving.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _COMMANDS:
+        module = importlib.import_module(f"vllm_mem.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ValueError, TypeError, NotImplementedError, FileNotFoundError) as exc:
+        # Bad input: one line, exit 2, no traceback.
+        print(f"vllm-mem {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

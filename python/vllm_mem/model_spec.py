@@ -1,0 +1,212 @@
+"""A model as the sizing code sees it, read from a Hugging Face ``config.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from . import _C
+
+__all__ = ["ModelSpec", "bundled_model_configs"]
+
+ConfigSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+_BUNDLED_SUFFIX = ".json"
+
+
+def _bundled_dir() -> Path:
+    return Path(str(resources.files("vllm_mem") / "configs"))
+
+
+def bundled_model_configs() -> list[str]:
+    """Names of the model configs shipped with the package (Hugging Face ids)."""
+    names = []
+    for path in sorted(_bundled_dir().glob("*" + _BUNDLED_SUFFIX)):
+        names.append(path.stem.replace("--", "/"))
+    return names
+
+
+def _bundled_path(name: str) -> Optional[Path]:
+    candidate = _bundled_dir() / (name.replace("/", "--") + _BUNDLED_SUFFIX)
+    if candidate.is_file():
+        return candidate
+    # Case-insensitive match on the id or on its last part ("llama-3.1-8b-instruct").
+    wanted = name.lower()
+    for known in bundled_model_configs():
+        if known.lower() == wanted or known.split("/")[-1].lower() == wanted:
+            return _bundled_dir() / (known.replace("/", "--") + _BUNDLED_SUFFIX)
+    return None
+
+
+def _read_config_text(source: ConfigSource) -> tuple[str, str]:
+    """Returns (json text, a name for messages)."""
+    if isinstance(source, Mapping):
+        return json.dumps(source), "<dict>"
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            "config: expected a path to config.json, a folder holding one, a bundled model "
+            f"name or a dict; got {type(source).__name__}"
+        )
+    path = Path(source)
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise ValueError(f"config: no config.json in folder {source}")
+    if path.is_file():
+        return path.read_text(encoding="utf-8"), str(path)
+    bundled = _bundled_path(str(source))
+    if bundled is not None:
+        return bundled.read_text(encoding="utf-8"), bundled.stem.replace("--", "/")
+    raise ValueError(
+        f"config: {str(source)!r} is neither a file, a folder holding config.json, nor a bundled "
+        f"model; bundled models: {', '.join(bundled_model_configs())}"
+    )
+
+
+class ModelSpec:
+    """Dimensions, per-layer attention kinds, MLA, MoE and quantization of one model.
+
+    Build it with :meth:`from_hf_config`. The object is a light handle on the C++ spec; every
+    computation (weights, KV cache, plans) happens in C++.
+    """
+
+    __slots__ = ("_spec", "name")
+
+    def __init__(self, spec: _C.ModelSpec, name: str = "") -> None:
+        self._spec = spec
+        self.name = name
+
+    @classmethod
+    def from_hf_config(cls, source: ConfigSource) -> "ModelSpec":
+        """Read a model from a ``config.json`` path, a folder holding one, a dict, or the name
+        of a bundled config (see :func:`bundled_model_configs`).
+
+        Raises ``ValueError`` naming the field when a required field is missing or invalid.
+        """
+        text, name = _read_config_text(source)
+        return cls(_C.ModelSpec.from_json(text), name)
+
+    # --- dimensions ---------------------------------------------------------------------------
+    @property
+    def model_type(self) -> str:
+        return self._spec.model_type
+
+    @property
+    def architectures(self) -> list[str]:
+        return list(self._spec.architectures)
+
+    @property
+    def dtype(self) -> str:
+        """Checkpoint dtype (``torch_dtype`` in config.json)."""
+        return self._spec.dtype
+
+    @property
+    def num_layers(self) -> int:
+        return self._spec.num_layers
+
+    @property
+    def hidden_size(self) -> int:
+        return self._spec.hidden_size
+
+    @property
+    def num_attention_heads(self) -> int:
+        return self._spec.num_attention_heads
+
+    @property
+    def num_kv_heads(self) -> int:
+        """Total KV heads before tensor parallelism."""
+        return self._spec.num_kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self._spec.head_dim
+
+    @property
+    def intermediate_size(self) -> int:
+        return self._spec.intermediate_size
+
+    @property
+    def vocab_size(self) -> int:
+        return self._spec.vocab_size
+
+    @property
+    def max_position_embeddings(self) -> int:
+        return self._spec.max_position_embeddings
+
+    @property
+    def tie_word_embeddings(self) -> bool:
+        return self._spec.tie_word_embeddings
+
+    @property
+    def mla(self) -> Optional[_C.MlaSpec]:
+        return self._spec.mla
+
+    @property
+    def moe(self) -> Optional[_C.MoeSpec]:
+        return self._spec.moe
+
+    @property
+    def quantization(self) -> Optional[_C.QuantizationSpec]:
+        return self._spec.quantization
+
+    @property
+    def layers(self) -> list[_C.LayerSpec]:
+        return list(self._spec.layers)
+
+    # --- weights ------------------------------------------------------------------------------
+    def num_parameters(self) -> int:
+        """Parameter count of the checkpoint (embeddings counted once when tied)."""
+        return int(_C.num_parameters(self._spec))
+
+    def weight_bytes(
+        self,
+        dtype: str = "auto",
+        quantization: Optional[str] = None,
+        tensor_parallel_size: int = 1,
+        pipeline_parallel_size: int = 1,
+    ) -> int:
+        """Bytes of weights on the fullest GPU, as vLLM's "Model loading took X GiB" reports.
+
+        ``dtype`` is vLLM's ``--dtype`` (``auto`` keeps the checkpoint dtype, fp32 served as
+        bf16); ``quantization`` is vLLM's ``--quantization`` (``None`` uses the checkpoint's
+        ``quantization_config``).
+        """
+        return int(
+            _C.weight_bytes(
+                self._spec, dtype, quantization, tensor_parallel_size, pipeline_parallel_size
+            )
+        )
+
+    def weight_breakdown(
+        self,
+        dtype: str = "auto",
+        quantization: Optional[str] = None,
+        tensor_parallel_size: int = 1,
+        pipeline_parallel_size: int = 1,
+    ) -> dict[str, Any]:
+        """Weights per component and per pipeline rank (bytes), for reports."""
+        return dict(
+            _C.weight_breakdown(
+                self._spec, dtype, quantization, tensor_parallel_size, pipeline_parallel_size
+            )
+        )
+
+    def __repr__(self) -> str:
+        extra = []
+        if self.mla is not None:
+            extra.append("MLA")
+        if self.moe is not None:
+            extra.append(f"MoE {self.moe.num_experts}x top-{self.moe.num_experts_per_token}")
+        sliding = sum(1 for layer in self._spec.layers
+                      if layer.attention == _C.AttentionKind.SLIDING_WINDOW)
+        if sliding:
+            extra.append(f"{sliding}/{self.num_layers} sliding-window layers")
+        tail = (", " + ", ".join(extra)) if extra else ""
+        return (
+            f"ModelSpec({self.name or self.model_type!r}: {self.num_layers} layers, hidden "
+            f"{self.hidden_size}, {self.num_attention_heads} heads / {self.num_kv_heads} KV heads "
+            f"x {self.head_dim}, vocab {self.vocab_size}, {self.dtype}{tail})"
+        )

@@ -1,0 +1,5 @@
+"""(area not yet implemented)"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

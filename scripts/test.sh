@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test: sets up the machine (scripts/setup.sh --test), builds and runs the C++ core
+# tests through CTest, then the Python tests with pytest. GPU tests skip cleanly without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+bash scripts/setup.sh --test
+
+echo "== C++ core tests (GoogleTest through CTest)"
+cmake -S . -B build/cxx-tests -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DVLLM_MEM_BUILD_PYTHON=OFF -DVLLM_MEM_BUILD_CXX_TESTS=ON >/dev/null
+cmake --build build/cxx-tests -j "$(nproc)"
+ctest --test-dir build/cxx-tests --output-on-failure -j "$(nproc)"
+
+echo "== Python tests (pytest)"
+# Run from outside the source tree so the installed package, not python/, is imported.
+"$PYTHON" -m pytest -c pyproject.toml --rootdir . tests/python "$@"
