@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/checked_math.h"
 #include "core/units.h"
 
@@ -45,6 +47,24 @@ TEST(CheckedMath, OverflowThrowsNamingTheField) {
   EXPECT_EQ(CeilDiv(8193, 16), 513);
   EXPECT_EQ(FloorDiv(-7, 2), -4);
   EXPECT_THROW(RequirePositive(0, "block_size"), InvalidArgument);
+}
+
+}  // namespace vllm_mem
+
+#include "core/memory_budget.h"
+
+namespace vllm_mem {
+
+TEST(MemoryBudget, RequestedMemoryIsCeilOfTotalTimesUtilization) {
+  // 79.19 GiB H100 at 0.95 prints "75.23 GiB" in the calibration logs.
+  const int64_t h100 = 85029158912;  // 79.19 GiB as CUDA reports an H100 80GB HBM3
+  EXPECT_EQ(FormatGib(RequestedMemoryBytes(h100, 0.95)), "75.23");
+  EXPECT_EQ(RequestedMemoryBytes(10, 0.25), 3);  // ceil(2.5)
+  EXPECT_EQ(RequestedMemoryBytes(kGiB, 1.0), kGiB);
+  EXPECT_THROW(RequestedMemoryBytes(kGiB, 0.0), InvalidArgument);
+  EXPECT_THROW(RequestedMemoryBytes(kGiB, 1.01), InvalidArgument);
+  EXPECT_THROW(RequestedMemoryBytes(kGiB, std::nan("")), InvalidArgument);
+  EXPECT_EQ(UtilizationToPpm(0.6) + UtilizationToPpm(0.3), 900000);
 }
 
 }  // namespace vllm_mem

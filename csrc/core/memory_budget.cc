@@ -1,0 +1,34 @@
+/*!
+ * \file core/memory_budget.cc
+ * \brief gpu_memory_utilization arithmetic.
+ */
+#include "core/memory_budget.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/checked_math.h"
+#include "core/error.h"
+#include "core/units.h"
+
+namespace vllm_mem {
+
+void ValidateUtilization(double utilization, const char* field) {
+  if (!(utilization > 0.0 && utilization <= 1.0)) {  // also false for NaN
+    throw InvalidArgument(field, "must be in (0, 1], a fraction of the device's total memory; got " +
+                                     FormatRounded(utilization, 6));
+  }
+}
+
+int64_t RequestedMemoryBytes(int64_t total_memory_bytes, double utilization) {
+  ValidateUtilization(utilization);
+  RequireNonNegative(total_memory_bytes, "total_memory_bytes");
+  // Python: math.ceil(int * float) multiplies in double precision, then rounds up.
+  return static_cast<int64_t>(std::ceil(static_cast<double>(total_memory_bytes) * utilization));
+}
+
+int64_t UtilizationToPpm(double utilization) {
+  return static_cast<int64_t>(std::llround(utilization * 1'000'000.0));
+}
+
+}  // namespace vllm_mem
