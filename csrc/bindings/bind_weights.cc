@@ -1,13 +1,94 @@
 /*!
  * \file bindings/bind_weights.cc
- * \brief Bindings of the weights area (not yet bound).
+ * \brief Parameter counts, weight bytes per GPU and the guide's rules of thumb. Conversions
+ *        only: every number is computed in core/weights.cc and core/approximations.cc.
  */
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
 #include "bindings/bind.h"
+#include "core/approximations.h"
+#include "core/weights.h"
 
 namespace py = pybind11;
 
 namespace vllm_mem::bindings {
+namespace {
 
-void BindWeights(py::module_& m) {}
+WeightOptions MakeOptions(const std::string& dtype, const std::optional<std::string>& quantization,
+                          int64_t tp, int64_t pp) {
+  WeightOptions o;
+  o.dtype = dtype;
+  o.quantization = quantization.value_or("");
+  o.tensor_parallel_size = tp;
+  o.pipeline_parallel_size = pp;
+  return o;
+}
+
+py::dict RankToDict(const RankWeights& r) {
+  py::dict d;
+  d["pp_rank"] = r.pp_rank;
+  d["first_layer"] = r.first_layer;
+  d["end_layer"] = r.end_layer;
+  d["embedding_bytes"] = r.embedding_bytes;
+  d["lm_head_bytes"] = r.lm_head_bytes;
+  d["attention_bytes"] = r.attention_bytes;
+  d["mlp_bytes"] = r.mlp_bytes;
+  d["norm_bytes"] = r.norm_bytes;
+  d["quantization_overhead_bytes"] = r.quantization_overhead_bytes;
+  d["buffer_bytes"] = r.buffer_bytes;
+  d["total_bytes"] = r.total_bytes;
+  return d;
+}
+
+py::dict BreakdownToDict(const WeightBreakdown& b) {
+  py::dict d;
+  d["num_parameters"] = b.num_parameters;
+  d["dtype"] = b.dtype;
+  d["quantization"] = b.quantization.empty() ? py::object(py::none()) : py::object(py::str(b.quantization));
+  d["fullest_rank_bytes"] = b.fullest_rank_bytes;
+  d["fullest_pp_rank"] = b.fullest_pp_rank;
+  py::list ranks;
+  for (const RankWeights& r : b.per_pp_rank) ranks.append(RankToDict(r));
+  d["per_pp_rank"] = ranks;
+  return d;
+}
+
+}  // namespace
+
+void BindWeights(py::module_& m) {
+  m.def("num_parameters", &NumParameters, py::arg("spec"),
+        "Parameter count of the checkpoint (tied embeddings counted once)");
+  m.def(
+      "weight_bytes",
+      [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,
+         int64_t tp, int64_t pp) { return WeightBytes(spec, MakeOptions(dtype, quantization, tp, pp)); },
+      py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
+      py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1,
+      "Weight bytes of the fullest GPU (vLLM's 'Model loading took')");
+  m.def(
+      "weight_breakdown",
+      [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,
+         int64_t tp, int64_t pp) { return BreakdownToDict(ComputeWeights(spec, MakeOptions(dtype, quantization, tp, pp))); },
+      py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
+      py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1,
+      "Weight bytes per component and per pipeline rank");
+
+  m.def("rule_of_thumb_kv_cache_bytes",
+        py::overload_cast<const ModelSpec&, int64_t, int64_t, std::string_view>(&RuleOfThumbKvCacheBytes),
+        py::arg("spec"), py::arg("batch_size"), py::arg("seq_len"), py::arg("dtype") = "auto");
+  m.def("rule_of_thumb_weight_bytes",
+        py::overload_cast<const ModelSpec&, std::string_view>(&RuleOfThumbWeightBytes), py::arg("spec"),
+        py::arg("dtype") = "auto");
+  m.def(
+      "rule_of_thumb_activation_bytes",
+      [](int64_t weight_bytes) {
+        const ActivationRange r = RuleOfThumbActivationBytes(weight_bytes);
+        return py::make_tuple(r.low_bytes, r.high_bytes);
+      },
+      py::arg("weight_bytes"));
+}
 
 }  // namespace vllm_mem::bindings

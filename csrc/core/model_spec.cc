@@ -107,12 +107,26 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
   const std::string& m = spec.method;
   if (m == "fp8" || m == "fbgemm_fp8" || m == "modelopt") {
     spec.weight_bits = 8;
+    // fp8: per-tensor scales unless weight_block_size asks for [out, in] blocks;
+    // fbgemm_fp8: per-channel; modelopt fp8: per-tensor.
+    spec.per_tensor_scale = m != "fbgemm_fp8";
+    if (const JsonValue* b = q->Find("weight_block_size"); b != nullptr && !b->IsNull()) {
+      if (!b->IsArray() || b->AsArray().size() != 2) {
+        throw InvalidArgument("quantization_config.weight_block_size", "must be a list [out, in]");
+      }
+      spec.block_out = AsInteger(b->AsArray()[0], "quantization_config.weight_block_size");
+      spec.block_in = AsInteger(b->AsArray()[1], "quantization_config.weight_block_size");
+      RequirePositive(spec.block_out, "quantization_config.weight_block_size");
+      RequirePositive(spec.block_in, "quantization_config.weight_block_size");
+      spec.per_tensor_scale = false;
+    }
   } else if (m == "awq" || m == "gptq" || m == "awq_marlin" || m == "gptq_marlin") {
     spec.weight_bits = OptionalInt(*q, {"bits", "w_bit"}).value_or(4);
     spec.group_size = OptionalInt(*q, {"group_size", "q_group_size"}).value_or(128);
     // AWQ stores zero points unless told otherwise; GPTQ checkpoints always carry a qzeros
     // tensor, symmetric or not.
     spec.zero_point = (m.rfind("awq", 0) == 0) ? OptionalBool(*q, "zero_point").value_or(true) : true;
+    spec.desc_act = OptionalBool(*q, "desc_act").value_or(false);
   } else if (m == "compressed-tensors") {
     // The first config group's weight scheme decides the storage width.
     spec.weight_bits = 8;
@@ -123,6 +137,17 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
         spec.weight_bits = OptionalInt(*w, {"num_bits"}).value_or(8);
         spec.group_size = OptionalInt(*w, {"group_size"}).value_or(-1);
         spec.zero_point = !OptionalBool(*w, "symmetric").value_or(true);
+        const std::string strategy = OptionalString(*w, "strategy");
+        spec.per_tensor_scale = strategy == "tensor";
+        if (strategy == "block") {
+          if (const JsonValue* b = w->Find("block_structure"); b != nullptr && b->IsArray() &&
+                                                                b->AsArray().size() == 2) {
+            spec.block_out = AsInteger(b->AsArray()[0], "quantization_config.block_structure");
+            spec.block_in = AsInteger(b->AsArray()[1], "quantization_config.block_structure");
+            RequirePositive(spec.block_out, "quantization_config.block_structure");
+            RequirePositive(spec.block_in, "quantization_config.block_structure");
+          }
+        }
       }
     }
   } else if (m == "bitsandbytes") {
@@ -131,6 +156,7 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
   } else if (m == "mxfp4") {
     spec.weight_bits = 4;
     spec.group_size = 32;  // one e8m0 scale byte per 32 weights
+    spec.experts_only = true;  // gpt-oss: attention, router, embeddings stay in bf16
   } else {
     throw InvalidArgument("quantization_config.quant_method",
                           "unknown quantization method '" + m +
@@ -142,6 +168,40 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
                           "must be between 1 and 16, got " + std::to_string(spec.weight_bits));
   }
   return spec;
+}
+
+/*! The rotary embedding's cos/sin cache, which vLLM allocates on the GPU at load time (one
+ *  per distinct rope configuration, shared by all layers): its row count follows get_rope
+ *  (max_position_embeddings, times the scaling factor for yarn / linear / dynamic scaling,
+ *  which precompute the extended range), its width the rotated part of the head. */
+void ReadRotary(const std::string& model_type, const JsonValue& text, ArchitectureTraits& t) {
+  // Learned absolute positions or ALiBi: no rotary cache.
+  for (const char* absolute : {"gpt2", "gpt_bigcode", "opt", "bloom", "mpt"}) {
+    if (model_type == absolute) return;
+  }
+  if (const JsonValue* f = text.Find("partial_rotary_factor"); f != nullptr && f->IsNumber()) {
+    t.partial_rotary_factor = f->AsNumber().value;
+  } else if (model_type == "phi") {
+    t.partial_rotary_factor = 0.5;  // transformers' PhiConfig default
+  }
+  if (!(t.partial_rotary_factor > 0.0 && t.partial_rotary_factor <= 1.0)) {
+    throw InvalidArgument("partial_rotary_factor", "must be in (0, 1]");
+  }
+  int64_t positions = OptionalInt(text, {"max_position_embeddings"}).value_or(0);
+  const JsonValue* scaling = FindFirst(text, {"rope_scaling", "rope_parameters"});
+  if (scaling != nullptr && scaling->IsObject()) {
+    std::string type = OptionalString(*scaling, "rope_type");
+    if (type.empty()) type = OptionalString(*scaling, "type");
+    const JsonValue* factor = scaling->Find("factor");
+    const double f = (factor != nullptr && factor->IsNumber()) ? factor->AsNumber().value : 1.0;
+    if (type == "yarn" || type == "deepseek_yarn") {
+      if (auto original = OptionalInt(*scaling, {"original_max_position_embeddings"})) positions = *original;
+      positions = static_cast<int64_t>(static_cast<double>(positions) * f);
+    } else if (type == "linear" || type == "dynamic") {
+      positions = static_cast<int64_t>(static_cast<double>(positions) * f);
+    }
+  }
+  t.rope_cache_positions = std::max<int64_t>(positions, 0);
 }
 
 ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& text) {
@@ -169,7 +229,11 @@ ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& te
   }
   if (model_type == "gpt_oss") {
     t.qkv_bias = t.attention_out_bias = true;
+    t.mlp_bias = true;  // expert biases
+    t.attention_sinks = true;
+    t.router_bias = true;
   }
+  ReadRotary(model_type, text, t);
   return t;
 }
 

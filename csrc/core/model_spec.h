@@ -33,6 +33,9 @@ enum class AttentionKind {
 struct LayerSpec {
   AttentionKind attention = AttentionKind::kFull;
   int64_t sliding_window_tokens = 0;  //!< for kSlidingWindow
+  /*! For kFull layers that attend within fixed chunks (Llama-4's attention_chunk_size on its
+   *  RoPE layers): vLLM's ChunkedLocalAttentionSpec. 0: not chunked. */
+  int64_t attention_chunk_size_tokens = 0;
   bool moe = false;                   //!< the layer's MLP is a mixture of experts
 };
 
@@ -62,6 +65,11 @@ struct QuantizationSpec {
   int64_t weight_bits = 16;
   int64_t group_size = -1;    //!< -1: per-channel (no groups)
   bool zero_point = false;    //!< asymmetric 4-bit schemes store zero points
+  bool per_tensor_scale = false;  //!< 8-bit: one scale per tensor instead of one per channel
+  int64_t block_out = 0;      //!< fp8 weight_block_size [out, in] (DeepSeek-V3); 0: no blocks
+  int64_t block_in = 0;
+  bool desc_act = false;      //!< GPTQ act-order: g_idx is kept after loading
+  bool experts_only = false;  //!< only MoE expert weights are quantized (mxfp4 in gpt-oss)
 };
 
 /*! \brief Architecture details that change the parameter count but not the KV cache. */
@@ -75,6 +83,10 @@ struct ArchitectureTraits {
   bool qk_norm = false;           //!< per-head q/k RMSNorm (Qwen3, Gemma3)
   int64_t norms_per_layer = 2;    //!< input + post-attention (Gemma-2/3 have 4)
   bool parallel_block = false;    //!< attention and MLP share one input norm (Phi)
+  bool attention_sinks = false;   //!< one learned sink logit per query head (gpt-oss)
+  bool router_bias = false;       //!< the MoE router Linear has a bias (gpt-oss)
+  double partial_rotary_factor = 1.0;  //!< fraction of head_dim that is rotated (Phi: 0.4-0.5)
+  int64_t rope_cache_positions = 0;    //!< rows of vLLM's cos/sin cache; 0: no rotary embedding
 };
 
 /*! \brief A model as the sizing code sees it. */
@@ -98,6 +110,9 @@ struct ModelSpec {
   std::optional<QuantizationSpec> quantization;
   ArchitectureTraits traits;
   std::vector<LayerSpec> layers;  //!< num_layers entries
+  /*! The checkpoint's KV-cache quantization (quantization_config.kv_cache_scheme): "fp8" when
+   *  the checkpoint ships KV scales, so vLLM's "auto" KV dtype becomes fp8; "" otherwise. */
+  std::string checkpoint_kv_cache_dtype;
 
   /*! \brief Parses a config.json document. InvalidArgument naming the field when a required
    *  field is missing, not a positive integer, or inconsistent. */

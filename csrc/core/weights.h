@@ -30,6 +30,9 @@ struct RankWeights {
   int64_t mlp_bytes = 0;         //!< dense MLP, routed and shared experts, router
   int64_t norm_bytes = 0;        //!< layer norms and the final norm
   int64_t quantization_overhead_bytes = 0;  //!< scales and zero points of quantized layers
+  int64_t buffer_bytes = 0;      //!< non-parameter buffers allocated at load (rotary cos/sin cache)
+  int64_t first_layer = 0;       //!< decoder layers [first_layer, end_layer) on this rank
+  int64_t end_layer = 0;
   int64_t total_bytes = 0;
 };
 
@@ -39,6 +42,8 @@ struct WeightBreakdown {
   std::vector<RankWeights> per_pp_rank;    //!< one per pipeline rank (tensor ranks are equal)
   int64_t fullest_rank_bytes = 0;          //!< max over ranks: what "Model loading took" shows
   int64_t fullest_pp_rank = 0;
+  std::string dtype;                       //!< the model dtype weights are served in
+  std::string quantization;                //!< the quantization method in effect ("" none)
 };
 
 /*! \brief Parameter count of the checkpoint (tied embeddings counted once). */
