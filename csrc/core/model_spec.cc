@@ -243,6 +243,29 @@ ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& te
  *  that applies to every layer (Mistral-7B-v0.1, Phi-3). */
 void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text) {
   spec.layers.assign(static_cast<size_t>(spec.num_layers), LayerSpec{});
+  // A checkpoint with KV-cache scales (compressed-tensors / modelopt kv_cache_scheme) makes
+  // vLLM's "auto" KV dtype fp8. Only the config level holding the model fields is read here.
+  if (const JsonValue* q = text.Find("quantization_config"); q != nullptr && q->IsObject()) {
+    if (const JsonValue* kv = q->Find("kv_cache_scheme"); kv != nullptr && !kv->IsNull()) {
+      spec.checkpoint_kv_cache_dtype = "fp8";
+    }
+  }
+  // Llama-4: layers with RoPE attend within chunks of attention_chunk_size tokens; the NoPE
+  // layers (no_rope_layers[i] == 0, by default every 4th) attend globally (vLLM llama4.py).
+  if (const int64_t chunk = OptionalInt(text, {"attention_chunk_size"}).value_or(0); chunk > 0) {
+    const JsonValue* no_rope = text.Find("no_rope_layers");
+    const bool listed = no_rope != nullptr && no_rope->IsArray() && !no_rope->AsArray().empty();
+    if (listed && static_cast<int64_t>(no_rope->AsArray().size()) != spec.num_layers) {
+      throw InvalidArgument("no_rope_layers", "must list num_hidden_layers (" + std::to_string(spec.num_layers) +
+                                                  ") entries");
+    }
+    const int64_t interval = OptionalInt(text, {"no_rope_layer_interval"}).value_or(4);
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      const bool uses_rope = listed ? AsInteger(no_rope->AsArray()[i], "no_rope_layers") != 0
+                                    : (interval <= 0 || (static_cast<int64_t>(i) + 1) % interval != 0);
+      if (uses_rope) spec.layers[i].attention_chunk_size_tokens = chunk;
+    }
+  }
   if (spec.mla) {
     for (auto& layer : spec.layers) layer.attention = AttentionKind::kMla;
     return;
