@@ -9,13 +9,9 @@
 #include <cstdint>
 #include <string>
 
-namespace vllm_mem {
+#include "core/device_reader.h"  // HostMemory: the device interface reports host memory too
 
-/*! \brief MemTotal and MemAvailable in bytes. */
-struct HostMemory {
-  int64_t total_bytes = 0;
-  int64_t available_bytes = 0;
-};
+namespace vllm_mem {
 
 /*! \brief Parses the text of /proc/meminfo (kB units). DeviceError when a field is missing. */
 HostMemory ParseProcMeminfo(const std::string& text);
