@@ -13,6 +13,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/gpu_catalog.h"
 #include "core/memory_budget.h"
 #include "core/units.h"
 
@@ -93,7 +94,7 @@ class Checker {
     for (const auto& d : options_.devices) {
       if (d.physical_id == physical) return d;
     }
-    if (options_.default_device.total_bytes <= 0) {
+    if (options_.default_device.total_bytes <= 0 && options_.default_device.name.empty()) {
       throw InvalidArgument("gpus", "no memory figure for GPU " + std::to_string(physical) +
                                         ", which a stage uses; give every device or one GPU kind for all");
     }
@@ -104,17 +105,23 @@ class Checker {
     auto it = devices_.find(physical);
     if (it != devices_.end()) return it->second;
     const DeviceMemoryInfo& info = Info(physical);
-    RequirePositive(info.total_bytes, "gpus total_memory_bytes");
     DeviceCheck d;
     d.physical_id = physical;
     d.name = info.name;
     d.total_bytes = info.total_bytes;
+    if (d.total_bytes == 0 && !info.name.empty()) {
+      // A catalog GPU: the total the runtime reports, not the marketing size.
+      const GpuInfo& gpu = LookupGpu(info.name);
+      d.name = gpu.name;
+      d.total_bytes = gpu.total_memory_bytes;
+    }
+    RequirePositive(d.total_bytes, "gpus total_memory_bytes");
     if (info.free_bytes >= 0) {
-      d.free_bytes = std::min(info.free_bytes, info.total_bytes);
+      d.free_bytes = std::min(info.free_bytes, d.total_bytes);
       d.free_is_live = options_.free_is_live;
       d.free_source = options_.free_is_live ? "live" : "given";
     } else {
-      d.free_bytes = std::max<int64_t>(0, CheckedSub(info.total_bytes, options_.reserve_bytes, "reserve_bytes"));
+      d.free_bytes = std::max<int64_t>(0, CheckedSub(d.total_bytes, options_.reserve_bytes, "reserve_bytes"));
       d.free_source = options_.reserve_bytes > 0 ? "assumed: total - " + Gib(options_.reserve_bytes) + " reserve"
                                                  : "assumed: nothing else on it";
     }

@@ -26,14 +26,14 @@ namespace vllm_mem {
 struct DeviceMemoryInfo {
   int64_t physical_id = 0;
   std::string name;          //!< "H100-80GB", a device name, or "" when unknown
-  int64_t total_bytes = 0;   //!< > 0
+  int64_t total_bytes = 0;   //!< > 0; 0: looked up in the GPU catalog by name
   int64_t free_bytes = -1;   //!< free before any stage starts; < 0: total - reserve (offline)
 };
 
 /*! \brief The machine the stages run on. */
 struct StageCheckOptions {
   std::vector<DeviceMemoryInfo> devices;  //!< per physical id; others use default_device
-  DeviceMemoryInfo default_device;        //!< total_bytes 0: every device must be listed
+  DeviceMemoryInfo default_device;        //!< no name and no total: every device must be listed
   int64_t reserve_bytes = 0;              //!< offline: free assumed = total - reserve
   bool free_is_live = false;              //!< free_bytes came from a live snapshot
 };

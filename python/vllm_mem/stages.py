@@ -1,5 +1,437 @@
-"""(area not yet implemented)"""
+"""Several vLLM engines (vLLM-Omni stages) on shared GPUs.
+
+Read a vLLM-Omni stage config (the old ``stage_args:`` list or the newer top-level ``stages:``
+list), check per physical GPU that the resident stages' ``gpu_memory_utilization`` sum to at
+most 1.0, predict vLLM's start-up check ("Free memory on device ... is less than desired GPU
+memory utilization") stage by stage, and get the fixes made concrete for the config. The
+memory-imbalance check across ranks (SGLang's) lives here too.
+
+Everything is computed in C++ (``csrc/core/stage_config.h``, ``stage_check.h``,
+``memory_imbalance.h``); this module loads YAML / JSON and shapes the results.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import html
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from . import _C
+
+__all__ = [
+    "StageConfig",
+    "StageDeviceRow",
+    "StageStartup",
+    "StageCheck",
+    "MemoryImbalance",
+    "load_stage_config",
+    "check_stages",
+    "check_memory_imbalance",
+    "bundled_stage_examples",
+]
+
+StageSource = Union[str, "os.PathLike[str]", Mapping[str, Any], "StageConfig"]
+GpuSpec = Union[str, int]
+GpusArg = Union[None, GpuSpec, Sequence[GpuSpec], Mapping[int, GpuSpec]]
+FreeArg = Union[None, int, Sequence[int], Mapping[int, int]]
+VisibleArg = Union[None, str, Sequence[int]]
+
+
+def bundled_stage_examples() -> list[Path]:
+    """The example stage configs shipped with the package (``examples/stages/*.yaml``)."""
+    folder = Path(__file__).resolve().parent / "examples" / "stages"
+    return sorted(folder.glob("*.yaml"))
+
+
+def _visible_list(cuda_visible_devices: VisibleArg) -> list[int]:
+    if cuda_visible_devices is None:
+        return []
+    if isinstance(cuda_visible_devices, str):
+        return list(_C.parse_cuda_visible_devices(cuda_visible_devices))
+    return [int(x) for x in cuda_visible_devices]
+
+
+def _read_document(source: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> tuple[Any, str]:
+    """(parsed document, a name for messages). YAML through PyYAML; JSON is YAML too."""
+    if isinstance(source, Mapping):
+        return dict(source), "<dict>"
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            "stage config: expected a path to a YAML/JSON file or a dict, got "
+            f"{type(source).__name__}"
+        )
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"stage config: no such file: {path}")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        return json.loads(text), str(path)
+    import yaml  # PyYAML, a dependency of the package
+
+    try:
+        return yaml.safe_load(text), str(path)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"stage config {path}: not valid YAML: {exc}") from None
+
+
+class StageConfig:
+    """A vLLM-Omni stage config: the document and its stages as vLLM-Omni resolves them.
+
+    Build it with :func:`load_stage_config`. ``stages`` are in list (start) order; each has
+    ``stage_id``, ``physical_devices``, ``resident_devices`` (the first
+    ``tensor_parallel_size x pipeline_parallel_size`` devices, which vLLM uses),
+    ``gpu_memory_utilization`` and ``utilization_text`` (as written), ``tensor_parallel_size``...
+    """
+
+    __slots__ = ("_set", "_json_text", "name")
+
+    def __init__(self, parsed: _C.StageConfigSet, json_text: str, name: str = "") -> None:
+        self._set = parsed
+        self._json_text = json_text
+        self.name = name
+
+    @property
+    def format(self) -> str:
+        """``"stage_args"`` (old schema) or ``"stages"`` (current)."""
+        return str(self._set.format)
+
+    @property
+    def stages(self) -> list[_C.StageConfig]:
+        return list(self._set.stages)
+
+    @property
+    def cuda_visible_devices(self) -> list[int]:
+        return list(self._set.cuda_visible_devices)
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._set.notes)
+
+    def reparsed(self, cuda_visible_devices: VisibleArg, num_visible_devices: int = 0) -> "StageConfig":
+        """The same document read under another CUDA_VISIBLE_DEVICES."""
+        parsed = _C.parse_stage_config(
+            self._json_text, _visible_list(cuda_visible_devices), int(num_visible_devices)
+        )
+        return StageConfig(parsed, self._json_text, self.name)
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{s.stage_id}@{','.join(map(str, s.resident_devices)) or 'cpu'}:{s.utilization_text}"
+            for s in self._set.stages
+        ]
+        return f"StageConfig({self.name or self.format!r}: {' '.join(parts)})"
+
+
+def load_stage_config(
+    source: StageSource,
+    cuda_visible_devices: VisibleArg = None,
+    num_visible_devices: int = 0,
+) -> StageConfig:
+    """Read a vLLM-Omni stage config.
+
+    Parameters
+    ----------
+    source
+        A YAML or JSON file path, a dict (as ``yaml.safe_load`` gives), or a
+        :class:`StageConfig` (re-read under the given visibility).
+    cuda_visible_devices
+        ``CUDA_VISIBLE_DEVICES`` of the process that launches the stages (``"4,5"`` or
+        ``[4, 5]``): stage device indices are logical indices into it. ``None``: unset, so
+        indices are physical ids. The environment is never read implicitly.
+    num_visible_devices
+        When > 0, device indices at or above it are rejected.
+
+    Raises
+    ------
+    ValueError
+        Naming the stage and field for every malformed entry (duplicate stage ids, device
+        outside the visible set, fewer devices than TP x PP, utilization outside (0, 1], ...).
+    """
+    if isinstance(source, StageConfig):
+        return source.reparsed(cuda_visible_devices, num_visible_devices)
+    document, name = _read_document(source)
+    if not isinstance(document, Mapping):
+        kind = "nothing" if document is None else type(document).__name__
+        raise ValueError(
+            f"top level: a stage config must be a mapping with a stages: (or stage_args:) list; "
+            f"{name} holds {kind}"
+        )
+    try:
+        text = json.dumps(document, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"stage config {name}: holds values that are not plain data: {exc}") from None
+    parsed = _C.parse_stage_config(text, _visible_list(cuda_visible_devices), int(num_visible_devices))
+    return StageConfig(parsed, text, name)
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageDeviceRow:
+    """One physical GPU: its resident stages and their exact utilization sum."""
+
+    physical_id: int
+    name: str
+    total_bytes: int
+    free_bytes: int
+    free_source: str
+    stages: list[dict[str, Any]]
+    utilization: str
+    """The exact sum as users write it (``"0.9"``)."""
+    utilization_expression: str
+    requested_bytes: int
+    headroom_bytes: int
+    headroom: str
+    over_committed: bool
+    reason: str
+    admission_required_bytes: int
+    admission_ok: bool
+
+
+@dataclass(frozen=True)
+class StageStartup:
+    """vLLM's start-up check of one stage worker, predicted in start order."""
+
+    stage_id: int
+    physical_id: int
+    device: str
+    free_bytes: int
+    requested_bytes: int
+    fails: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class StageCheck:
+    """What :func:`check_stages` found. ``str()`` is a readable report."""
+
+    ok: bool
+    format: str
+    devices: list[StageDeviceRow]
+    startup: list[StageStartup]
+    problems: list[str]
+    suggestions: list[str]
+    oom_advice: list[str]
+    notes: list[str]
+    report: str = field(repr=False)
+
+    def device(self, physical_id: int) -> StageDeviceRow:
+        """The row of GPU ``physical_id``."""
+        for row in self.devices:
+            if row.physical_id == physical_id:
+                return row
+        raise KeyError(f"GPU {physical_id} carries no stage and was not given")
+
+    def __str__(self) -> str:
+        return self.report
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (ints, strings, lists), for ``--json`` and notebooks."""
+        out = asdict(self)
+        out.pop("report")
+        return out
+
+    def _repr_html_(self) -> str:
+        status = "OK" if self.ok else "DOES NOT FIT"
+        rows = []
+        for d in self.devices:
+            style = ' style="color:#b00"' if d.over_committed else ""
+            stages = ", ".join(f"stage {s['stage_id']}: {s['utilization']}" for s in d.stages)
+            rows.append(
+                f"<tr{style}><td>GPU {d.physical_id}</td><td>{html.escape(d.name)}</td>"
+                f"<td>{html.escape(stages)}</td><td>{html.escape(d.utilization)}</td>"
+                f"<td>{_C.format_gib(d.requested_bytes)} / {_C.format_gib(d.total_bytes)} GiB</td>"
+                f"<td>{html.escape(d.headroom)}</td></tr>"
+            )
+        items = "".join(
+            f"<li>{html.escape(line)}</li>" for line in [*self.problems, *self.suggestions]
+        )
+        return (
+            f"<p><b>vLLM-Omni stages ({self.format}): {status}</b></p>"
+            "<table><tr><th>device</th><th>GPU</th><th>stages</th><th>sum</th>"
+            "<th>requested / total</th><th>headroom</th></tr>" + "".join(rows) + "</table>"
+            + (f"<ul>{items}</ul>" if items else "")
+        )
+
+
+def _device_row(d: _C.DeviceCheck) -> StageDeviceRow:
+    return StageDeviceRow(
+        physical_id=d.physical_id,
+        name=d.name,
+        total_bytes=d.total_bytes,
+        free_bytes=d.free_bytes,
+        free_source=d.free_source,
+        stages=[
+            {
+                "stage_id": s.stage_id,
+                "local_device": f"cuda:{s.local_index}",
+                "utilization": s.utilization_text,
+                "requested_bytes": s.requested_bytes,
+            }
+            for s in d.stages
+        ],
+        utilization=d.utilization_text,
+        utilization_expression=d.utilization_expression,
+        requested_bytes=d.requested_bytes,
+        headroom_bytes=d.headroom_bytes,
+        headroom=_C.format_utilization_ppm(d.headroom_ppm),
+        over_committed=d.over_committed,
+        reason=d.reason,
+        admission_required_bytes=d.admission_required_bytes,
+        admission_ok=d.admission_ok,
+    )
+
+
+def _gpu_info(physical_id: int, gpu: GpuSpec, free: int = -1) -> _C.DeviceMemoryInfo:
+    if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
+        raise TypeError(f"gpus: a GPU is a catalog name or a total in bytes, got {gpu!r}")
+    if isinstance(gpu, str):
+        return _C.DeviceMemoryInfo(physical_id, gpu, 0, free)
+    return _C.DeviceMemoryInfo(physical_id, "", int(gpu), free)
+
+
+def _live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:
+    """Per visible device: a fresh snapshot's total and free, keyed by physical id."""
+    count = int(_C.device_count())
+    if count <= 0:
+        raise ValueError(
+            "gpus: no GPU is visible for a live check; pass gpus='H100-80GB' (or a total in "
+            "bytes) to check offline"
+        )
+    out = []
+    for index in range(count):
+        snap = _C.measure_snapshot(index)
+        physical = visible[index] if index < len(visible) else index
+        out.append(
+            _C.DeviceMemoryInfo(
+                physical, str(_C.active_device_name()), int(snap.total_memory), int(snap.free_memory)
+            )
+        )
+    return out
+
+
+def check_stages(
+    config: StageSource,
+    gpus: GpusArg = None,
+    free_memory_bytes: FreeArg = None,
+    cuda_visible_devices: VisibleArg = None,
+    reserve_bytes: int = 0,
+) -> StageCheck:
+    """Check a vLLM-Omni stage layout per physical GPU.
+
+    Parameters
+    ----------
+    config
+        A stage config (path, dict or :class:`StageConfig`).
+    gpus
+        The GPUs, offline: a catalog name (``"H100-80GB"``) or a total in bytes for every
+        device; a list (index = physical id); or a ``{physical_id: gpu}`` mapping. ``None``:
+        measure the visible GPUs now (live snapshot).
+    free_memory_bytes
+        Free memory before any stage starts: one figure for all, a list or a mapping per
+        physical id. ``None`` offline: total minus ``reserve_bytes``.
+    cuda_visible_devices
+        ``CUDA_VISIBLE_DEVICES`` of the launching process (``"2,3"``); stage indices map
+        through it. ``None``: unset.
+    reserve_bytes
+        Offline: memory assumed held by others on each device (CUDA contexts, other jobs).
+
+    Returns
+    -------
+    StageCheck
+        Per-device rows (sum exactly as written: ``0.6 + 0.3`` is ``"0.9"``), the start-up
+        prediction, problems with their exact reasons, and concrete suggestions.
+    """
+    visible = _visible_list(cuda_visible_devices)
+    devices: list[_C.DeviceMemoryInfo] = []
+    default = _C.DeviceMemoryInfo(0, "", 0, -1)
+    live = gpus is None
+    frees: dict[int, int] = {}
+    common_free = -1
+    if isinstance(free_memory_bytes, Mapping):
+        frees = {int(k): int(v) for k, v in free_memory_bytes.items()}
+    elif isinstance(free_memory_bytes, (list, tuple)):
+        frees = {i: int(v) for i, v in enumerate(free_memory_bytes)}
+    elif free_memory_bytes is not None:
+        common_free = int(free_memory_bytes)
+
+    if live:
+        devices = _live_devices(visible)
+    elif isinstance(gpus, (str, int)):
+        default = _gpu_info(0, gpus, common_free)
+        devices = [_gpu_info(i, gpus, f) for i, f in frees.items()]
+    elif isinstance(gpus, Mapping):
+        devices = [_gpu_info(int(i), g, frees.get(int(i), common_free)) for i, g in gpus.items()]
+    elif isinstance(gpus, (list, tuple)):
+        devices = [_gpu_info(i, g, frees.get(i, common_free)) for i, g in enumerate(gpus)]
+    else:
+        raise TypeError(f"gpus: expected a GPU name, a total in bytes, a list or a mapping; got {gpus!r}")
+
+    num_visible = 0
+    if not visible and (live or isinstance(gpus, (list, tuple))):
+        num_visible = len(devices)  # indices beyond the GPUs there are cannot be valid
+    parsed = load_stage_config(config, visible or None, num_visible)
+    result = _C.check_stages(parsed._set, devices, default, int(reserve_bytes), live)
+    return StageCheck(
+        ok=bool(result.ok),
+        format=parsed.format,
+        devices=[_device_row(d) for d in result.devices],
+        startup=[
+            StageStartup(p.stage_id, p.physical_id, p.device, p.free_bytes, p.requested_bytes,
+                         p.fails, p.message)
+            for p in result.startup
+        ],
+        problems=list(result.problems),
+        suggestions=list(result.suggestions),
+        oom_advice=list(result.oom_advice),
+        notes=list(result.notes),
+        report=result.report(),
+    )
+
+
+# --- ranks -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryImbalance:
+    """SGLang's imbalance check over ranks: warn when the least free memory is below
+    ``ratio`` x a rank's free memory."""
+
+    imbalanced: bool
+    ratio: float
+    free_bytes_per_rank: list[int]
+    min_rank: int
+    max_rank: int
+    warning_ranks: list[int]
+    lost_bytes: int
+    message: str
+
+    def __str__(self) -> str:
+        return self.message or (
+            f"memory balanced over {len(self.free_bytes_per_rank)} ranks "
+            f"(min {_C.format_gib(min(self.free_bytes_per_rank))} GiB, max "
+            f"{_C.format_gib(max(self.free_bytes_per_rank))} GiB, ratio {self.ratio})"
+        )
+
+
+def check_memory_imbalance(free_bytes_per_rank: Sequence[int], ratio: float = 0.9) -> MemoryImbalance:
+    """SGLang-style imbalance check over the free memory of each rank (index = rank).
+
+    vLLM sizes every worker by the tightest one (the minimum block count), so one GPU that
+    another process sits on shrinks the whole engine; vLLM does not warn, SGLang does.
+    """
+    r = _C.check_memory_imbalance([int(x) for x in free_bytes_per_rank], float(ratio))
+    return MemoryImbalance(
+        imbalanced=bool(r.imbalanced),
+        ratio=float(r.ratio),
+        free_bytes_per_rank=list(r.free_bytes_per_rank),
+        min_rank=int(r.min_rank),
+        max_rank=int(r.max_rank),
+        warning_ranks=list(r.warning_ranks),
+        lost_bytes=int(r.lost_bytes),
+        message=str(r.message),
+    )

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/gpu_catalog.h"
 #include "core/memory_budget.h"
 #include "core/stage_check.h"
 #include "core/units.h"
@@ -159,6 +160,22 @@ TEST(StageCheck, UnknownDeviceIsBadInput) {
     EXPECT_EQ(e.field(), "gpus");
     EXPECT_NE(std::string(e.what()).find("GPU 1"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace vllm_mem
+
+namespace vllm_mem {
+namespace {
+
+TEST(StageCheck, CatalogGpuByName) {
+  StageCheckOptions o;
+  o.default_device.name = "h100 80gb";
+  StageCheckResult r = CheckStages(ParseStageConfigText(SeedLayout("0.3")), o);
+  EXPECT_EQ(r.devices[0].name, "H100-80GB");
+  EXPECT_EQ(r.devices[0].total_bytes, LookupGpu("H100-80GB").total_memory_bytes);
+  o.default_device.name = "no-such-gpu";
+  EXPECT_THROW(CheckStages(ParseStageConfigText(SeedLayout("0.3")), o), InvalidArgument);
 }
 
 }  // namespace
