@@ -264,4 +264,10 @@ void CheckEnoughKvCacheMemory(const ModelSpec& spec, const std::vector<int64_t>&
   if (!shortfall.empty()) throw InsufficientMemory(shortfall);
 }
 
+std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity) {
+  return {"GPU KV cache size: " + FormatThousands(capacity.num_tokens) + " tokens",
+          "Maximum concurrency for " + FormatThousands(capacity.max_model_len) +
+              " tokens per request: " + FormatFixed(capacity.max_concurrency, 2) + "x"};
+}
+
 }  // namespace vllm_mem

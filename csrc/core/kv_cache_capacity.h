@@ -92,6 +92,11 @@ std::string KvCacheMemoryShortfall(const ModelSpec& spec, const std::vector<int6
 int64_t AutoFitMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available_bytes_per_worker,
                            const KvCacheOptions& options);
 
+/*! \brief The two lines vLLM logs for \p capacity, worded as vLLM words them:
+ *  "GPU KV cache size: 476,016 tokens" and
+ *  "Maximum concurrency for 8,192 tokens per request: 58.11x". */
+std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity);
+
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_CORE_KV_CACHE_CAPACITY_H_

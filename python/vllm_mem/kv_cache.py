@@ -1,5 +1,418 @@
-"""(area not yet implemented)"""
+"""Exact KV-cache sizing, as vLLM computes it (blocks, tokens, concurrency).
+
+Every rule lives in the C++ core (``csrc/core/kv_cache_*``); this module converts arguments and
+results. The rules follow vLLM v0.19 (see ``docs/kv_cache.md``).
+
+Examples
+--------
+>>> import vllm_mem
+>>> cap = vllm_mem.kv_cache_capacity("meta-llama/Llama-3.1-8B-Instruct", 58 * 2**30)
+>>> cap.num_blocks, cap.num_tokens
+(29696, 475136)
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any, Optional, Sequence, Union
+
+from . import _C
+from .model_spec import ConfigSource, ModelSpec
+
+__all__ = [
+    "KvCacheGroup",
+    "KvCacheCapacity",
+    "kv_cache_capacity",
+    "estimate_max_model_len",
+    "auto_fit_max_model_len",
+    "check_enough_kv_cache_memory",
+    "kv_cache_memory_shortfall",
+    "allowed_kv_cache_dtypes",
+]
+
+AvailableBytes = Union[int, Sequence[int]]
+SpecSource = Union[ModelSpec, ConfigSource]
+
+
+@dataclass(frozen=True)
+class KvCacheGroup:
+    """One KV-cache group: layers that share a block table (vLLM's ``KVCacheGroupSpec``).
+
+    Attributes
+    ----------
+    kind : str
+        ``"full_attention"``, ``"sliding_window"``, ``"mla"``, ``"chunked_local"`` or ``"mamba"``.
+    layer_indices : tuple of int
+        Global decoder-layer indices in the group.
+    block_size : int
+        Tokens per block of this group, after page-size unification.
+    page_size_bytes : int
+        Bytes of one block of one layer.
+    sliding_window_tokens : int
+        The window for sliding-window groups, else 0.
+    max_memory_per_request_bytes : int
+        Bytes one ``max_model_len`` request needs in one layer of the group.
+    blocks_per_request : int
+        Block ids one ``max_model_len`` request takes in this group.
+    uniform_type : bool
+        Layers of one type with different shapes (vLLM's ``UniformTypeKVCacheSpecs``).
+    """
+
+    kind: str
+    layer_indices: tuple[int, ...]
+    block_size: int
+    page_size_bytes: int
+    sliding_window_tokens: int
+    max_memory_per_request_bytes: int
+    blocks_per_request: int
+    uniform_type: bool
+
+    @classmethod
+    def _from_native(cls, g: Any) -> "KvCacheGroup":
+        return cls(
+            kind=g.kind,
+            layer_indices=tuple(g.layer_indices),
+            block_size=g.block_size,
+            page_size_bytes=g.page_size_bytes,
+            sliding_window_tokens=g.sliding_window_tokens,
+            max_memory_per_request_bytes=g.max_memory_per_request_bytes,
+            blocks_per_request=g.blocks_per_request,
+            uniform_type=g.uniform_type,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python form (lists for tuples), for JSON."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["layer_indices"] = list(self.layer_indices)
+        return out
+
+
+@dataclass(frozen=True)
+class KvCacheCapacity:
+    """How much KV cache fits, in vLLM's own figures.
+
+    Attributes
+    ----------
+    num_blocks : int
+        vLLM's ``num_gpu_blocks``: the minimum over workers.
+    num_tokens : int
+        vLLM's "GPU KV cache size: N tokens" (``int(max_concurrency * max_model_len)``).
+    max_concurrency : float
+        vLLM's "Maximum concurrency for L tokens per request".
+    block_size : int
+        Smallest block size over groups (vLLM's ``cache_config.block_size``).
+    bytes_per_block : int
+        Bytes one block id costs on the tightest worker, all its layers.
+    bytes_per_request : int
+        KV bytes one ``max_model_len`` request needs on the tightest worker.
+    kv_cache_bytes : int
+        Bytes allocated for KV per worker (``num_blocks * bytes_per_block``).
+    available_bytes : int
+        The budget of the tightest worker.
+    max_model_len : int
+    num_blocks_per_worker : tuple of int
+        Each worker's block count before the min-reduction.
+    groups : tuple of KvCacheGroup
+    kv_cache_dtype : str
+        The KV storage dtype, ``"auto"`` resolved.
+    num_padding_layers : int
+        vLLM's "Add N padding layers" for hybrid models.
+    log_lines : tuple of str
+        The two lines vLLM logs, worded as vLLM words them.
+    """
+
+    num_blocks: int
+    num_tokens: int
+    max_concurrency: float
+    block_size: int
+    bytes_per_block: int
+    bytes_per_request: int
+    kv_cache_bytes: int
+    available_bytes: int
+    max_model_len: int
+    num_blocks_per_worker: tuple[int, ...]
+    groups: tuple[KvCacheGroup, ...]
+    kv_cache_dtype: str
+    num_padding_layers: int
+    log_lines: tuple[str, ...]
+
+    @classmethod
+    def _from_native(cls, c: Any) -> "KvCacheCapacity":
+        return cls(
+            num_blocks=c.num_blocks,
+            num_tokens=c.num_tokens,
+            max_concurrency=c.max_concurrency,
+            block_size=c.block_size,
+            bytes_per_block=c.bytes_per_block,
+            bytes_per_request=c.bytes_per_request,
+            kv_cache_bytes=c.kv_cache_bytes,
+            available_bytes=c.available_bytes,
+            max_model_len=c.max_model_len,
+            num_blocks_per_worker=tuple(c.num_blocks_per_worker),
+            groups=tuple(KvCacheGroup._from_native(g) for g in c.groups),
+            kv_cache_dtype=c.kv_cache_dtype,
+            num_padding_layers=c.num_padding_layers,
+            log_lines=tuple(_C.kv_cache_log_lines(c)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python form (lists for tuples, groups as dicts), for JSON."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["num_blocks_per_worker"] = list(self.num_blocks_per_worker)
+        out["groups"] = [g.to_dict() for g in self.groups]
+        out["log_lines"] = list(self.log_lines)
+        return out
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{g.kind} x{len(g.layer_indices)}" for g in self.groups) or "attention-free"
+        return (
+            f"KvCacheCapacity({self.num_blocks:,} blocks of {self.block_size} tokens, "
+            f"{self.num_tokens:,} tokens, {self.max_concurrency:.2f}x concurrency at "
+            f"{self.max_model_len:,} tokens, {self.bytes_per_block:,} B/block, "
+            f"kv {self.kv_cache_dtype}, groups: {kinds})"
+        )
+
+
+def allowed_kv_cache_dtypes() -> list[str]:
+    """The ``--kv-cache-dtype`` values understood here."""
+    return [name.strip() for name in _C.allowed_kv_cache_dtypes().split(",")]
+
+
+def _native_spec(spec: SpecSource) -> Any:
+    if isinstance(spec, ModelSpec):
+        return spec._spec
+    return ModelSpec.from_hf_config(spec)._spec
+
+
+def _integer(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{field}: must be an integer, got {value!r}")
+    return int(value)
+
+
+def _available_list(available_bytes: AvailableBytes) -> list[int]:
+    if isinstance(available_bytes, (list, tuple)):
+        if not available_bytes:
+            raise ValueError("available_bytes: must be an int or a non-empty list of ints "
+                             "(one per pipeline rank or per worker)")
+        return [_integer(v, "available_bytes") for v in available_bytes]
+    return [_integer(available_bytes, "available_bytes")]
+
+
+def _options(
+    max_model_len: int,
+    block_size: Optional[int],
+    kv_cache_dtype: str,
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    max_num_batched_tokens: Optional[int],
+    dtype: str,
+    disable_hybrid_kv_cache_manager: bool,
+    num_gpu_blocks_override: Optional[int],
+    max_concurrent_batches: int,
+    cap_sliding_window_at_full: bool,
+) -> Any:
+    o = _C.KvCacheOptions()
+    o.max_model_len = _integer(max_model_len, "max_model_len")
+    o.block_size = 0 if block_size is None else _integer(block_size, "block_size")
+    if o.block_size == 0 and block_size is not None:
+        raise ValueError("block_size: must be a positive integer or None (vLLM's default), got 0")
+    if not isinstance(kv_cache_dtype, str):
+        raise ValueError(f"kv_cache_dtype: must be a string, one of {', '.join(allowed_kv_cache_dtypes())}")
+    o.kv_cache_dtype = kv_cache_dtype
+    if not isinstance(dtype, str):
+        raise ValueError("dtype: must be a string: auto, float16, bfloat16 or float32")
+    o.model_dtype = dtype
+    o.tensor_parallel_size = _integer(tensor_parallel_size, "tensor_parallel_size")
+    o.pipeline_parallel_size = _integer(pipeline_parallel_size, "pipeline_parallel_size")
+    if max_num_batched_tokens is not None:
+        o.max_num_batched_tokens = _integer(max_num_batched_tokens, "max_num_batched_tokens")
+        if o.max_num_batched_tokens <= 0:
+            raise ValueError("max_num_batched_tokens: must be a positive integer or None (8192)")
+    o.max_concurrent_batches = _integer(max_concurrent_batches, "max_concurrent_batches")
+    o.disable_hybrid_kv_cache_manager = bool(disable_hybrid_kv_cache_manager)
+    if num_gpu_blocks_override is not None:
+        o.num_gpu_blocks_override = _integer(num_gpu_blocks_override, "num_gpu_blocks_override")
+        if o.num_gpu_blocks_override <= 0:
+            raise ValueError("num_gpu_blocks_override: must be a positive integer or None")
+    o.cap_sliding_window_at_full = bool(cap_sliding_window_at_full)
+    return o
+
+
+_COMMON_DOC = """
+    Parameters
+    ----------
+    spec : ModelSpec, path, folder, dict or bundled model name
+        The model.
+    available_bytes : int or list of int
+        KV-cache bytes per worker (vLLM's "Available KV cache memory"): one value for every
+        worker, one per pipeline rank, or one per worker (``tp * pp``, pipeline-rank major).
+    max_model_len : int
+        vLLM's ``--max-model-len``.
+    block_size : int, optional
+        Tokens per block; ``None``: vLLM's default (16, or 64 for MLA models).
+    kv_cache_dtype : str
+        vLLM's ``--kv-cache-dtype`` (``auto`` follows the served model dtype).
+    tensor_parallel_size, pipeline_parallel_size : int
+    max_num_batched_tokens : int, optional
+        Sizes the sliding-window reservation; ``None``: 8192.
+    dtype : str
+        vLLM's ``--dtype`` (``auto``: checkpoint dtype, float32 served as bfloat16).
+    disable_hybrid_kv_cache_manager : bool
+        vLLM's ``--disable-hybrid-kv-cache-manager``.
+    num_gpu_blocks_override : int, optional
+        vLLM's ``--num-gpu-blocks-override``.
+    max_concurrent_batches : int
+        Batches in flight (sliding-window reservations grow with it).
+    cap_sliding_window_at_full : bool
+        v0.19 behaviour: a sliding-window group never needs more blocks than full attention.
+"""
+
+
+def kv_cache_capacity(
+    spec: SpecSource,
+    available_bytes: AvailableBytes,
+    max_model_len: int = 8192,
+    block_size: Optional[int] = None,
+    kv_cache_dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    max_num_batched_tokens: Optional[int] = None,
+    dtype: str = "auto",
+    disable_hybrid_kv_cache_manager: bool = False,
+    num_gpu_blocks_override: Optional[int] = None,
+    max_concurrent_batches: int = 1,
+    cap_sliding_window_at_full: bool = True,
+) -> KvCacheCapacity:
+    """KV-cache blocks, tokens and concurrency for the given per-worker bytes, as vLLM sizes them.
+
+    Raises
+    ------
+    ValueError
+        Bad input (naming the field and the allowed values), or vLLM's own message when no
+        memory is available or one ``max_model_len`` request does not fit.
+    NotImplementedError
+        A hybrid layout vLLM cannot build.
+    """
+    native = _C.kv_cache_capacity(
+        _native_spec(spec),
+        _available_list(available_bytes),
+        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
+                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
+                 max_concurrent_batches, cap_sliding_window_at_full),
+    )
+    return KvCacheCapacity._from_native(native)
+
+
+def estimate_max_model_len(
+    spec: SpecSource,
+    available_bytes: AvailableBytes,
+    max_model_len: int = 8192,
+    block_size: Optional[int] = None,
+    kv_cache_dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    max_num_batched_tokens: Optional[int] = None,
+    dtype: str = "auto",
+    disable_hybrid_kv_cache_manager: bool = False,
+    num_gpu_blocks_override: Optional[int] = None,
+    max_concurrent_batches: int = 1,
+    cap_sliding_window_at_full: bool = True,
+) -> int:
+    """vLLM's ``estimate_max_model_len``: the largest length in ``[1, max_model_len]`` whose one
+    request fits on every worker; 0 when not even one token fits."""
+    return int(_C.estimate_max_model_len(
+        _native_spec(spec),
+        _available_list(available_bytes),
+        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
+                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
+                 max_concurrent_batches, cap_sliding_window_at_full),
+    ))
+
+
+def auto_fit_max_model_len(
+    spec: SpecSource,
+    available_bytes: AvailableBytes,
+    max_model_len: int = 8192,
+    block_size: Optional[int] = None,
+    kv_cache_dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    max_num_batched_tokens: Optional[int] = None,
+    dtype: str = "auto",
+    disable_hybrid_kv_cache_manager: bool = False,
+    num_gpu_blocks_override: Optional[int] = None,
+    max_concurrent_batches: int = 1,
+    cap_sliding_window_at_full: bool = True,
+) -> int:
+    """vLLM's auto-fit (``--max-model-len -1``): like :func:`estimate_max_model_len` but counting
+    the tensor slots that grouped hybrid layers share (padding layers included)."""
+    return int(_C.auto_fit_max_model_len(
+        _native_spec(spec),
+        _available_list(available_bytes),
+        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
+                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
+                 max_concurrent_batches, cap_sliding_window_at_full),
+    ))
+
+
+def check_enough_kv_cache_memory(
+    spec: SpecSource,
+    available_bytes: AvailableBytes,
+    max_model_len: int = 8192,
+    block_size: Optional[int] = None,
+    kv_cache_dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    max_num_batched_tokens: Optional[int] = None,
+    dtype: str = "auto",
+    disable_hybrid_kv_cache_manager: bool = False,
+    num_gpu_blocks_override: Optional[int] = None,
+    max_concurrent_batches: int = 1,
+    cap_sliding_window_at_full: bool = True,
+) -> None:
+    """vLLM's ``check_enough_kv_cache_memory``: returns when one ``max_model_len`` request fits on
+    every worker, else raises ``ValueError`` with vLLM's exact message."""
+    _C.check_enough_kv_cache_memory(
+        _native_spec(spec),
+        _available_list(available_bytes),
+        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
+                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
+                 max_concurrent_batches, cap_sliding_window_at_full),
+    )
+
+
+def kv_cache_memory_shortfall(
+    spec: SpecSource,
+    available_bytes: AvailableBytes,
+    max_model_len: int = 8192,
+    block_size: Optional[int] = None,
+    kv_cache_dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    max_num_batched_tokens: Optional[int] = None,
+    dtype: str = "auto",
+    disable_hybrid_kv_cache_manager: bool = False,
+    num_gpu_blocks_override: Optional[int] = None,
+    max_concurrent_batches: int = 1,
+    cap_sliding_window_at_full: bool = True,
+) -> Optional[str]:
+    """The message :func:`check_enough_kv_cache_memory` would raise, or ``None`` when it fits.
+
+    Bad input still raises ``ValueError``, so callers can tell "does not fit" from "wrong input".
+    """
+    message = _C.kv_cache_memory_shortfall(
+        _native_spec(spec),
+        _available_list(available_bytes),
+        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
+                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
+                 max_concurrent_batches, cap_sliding_window_at_full),
+    )
+    return message or None
+
+
+for _fn in (kv_cache_capacity, estimate_max_model_len, auto_fit_max_model_len, check_enough_kv_cache_memory,
+            kv_cache_memory_shortfall):
+    _fn.__doc__ = (_fn.__doc__ or "") + _COMMON_DOC
+del _fn
