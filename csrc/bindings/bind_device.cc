@@ -245,7 +245,8 @@ void BindSimulated(py::module_& m) {
       .def("set_failure", &SimulatedDevice::SetFailure, py::arg("message"))
       .def("state", &SimulatedDevice::State, py::arg("device"))
       .def_property_readonly("empty_cache_calls", &SimulatedDevice::empty_cache_calls)
-      .def_property_readonly("reset_peak_calls", &SimulatedDevice::reset_peak_calls);
+      .def_property_readonly("reset_peak_calls", &SimulatedDevice::reset_peak_calls)
+      .def_property_readonly("mem_info_calls", &SimulatedDevice::mem_info_calls);
   m.def("install_device", &InstallDeviceReader, py::arg("reader"),
         "Make a (simulated) device the active one");
   m.def("remove_device",

@@ -82,6 +82,7 @@ DeviceMemInfo SimulatedDevice::MemInfo(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   ThrowIfFailed();
   const SimulatedDeviceState& d = At(device);
+  ++mem_info_calls_;
   return {d.free_bytes(), d.total_bytes};
 }
 
@@ -238,6 +239,11 @@ int64_t SimulatedDevice::empty_cache_calls() {
 int64_t SimulatedDevice::reset_peak_calls() {
   std::lock_guard<std::mutex> lock(mutex_);
   return reset_peak_calls_;
+}
+
+int64_t SimulatedDevice::mem_info_calls() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mem_info_calls_;
 }
 
 }  // namespace vllm_mem

@@ -77,6 +77,8 @@ class SimulatedDevice final : public DeviceReader {
   SimulatedDeviceState State(int device);
   int64_t empty_cache_calls();
   int64_t reset_peak_calls();
+  /*! MemInfo reads so far: lets a test wait until the sampler thread has read the device. */
+  int64_t mem_info_calls();
 
  private:
   SimulatedDeviceState& At(int device);  // caller holds mutex_
@@ -92,6 +94,7 @@ class SimulatedDevice final : public DeviceReader {
   std::string failure_;
   int64_t empty_cache_calls_ = 0;
   int64_t reset_peak_calls_ = 0;
+  int64_t mem_info_calls_ = 0;
 };
 
 }  // namespace vllm_mem

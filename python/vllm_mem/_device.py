@@ -56,6 +56,8 @@ def device_index(device: DeviceLike) -> int:
     if isinstance(device, bool):
         raise TypeError(f"device must be an int, 'cuda:N' or a torch.device, got {device!r}")
     if isinstance(device, int):
+        if device < 0:
+            raise ValueError(f"device: unknown CUDA device index {device} (indices are >= 0)")
         return device
     if isinstance(device, str):
         index = _C.parse_cuda_device(device)

@@ -10,6 +10,7 @@ sampler sees every change.
 from __future__ import annotations
 
 import contextlib
+import time
 from types import TracebackType
 from typing import Any, Iterator, Optional
 
@@ -146,6 +147,26 @@ class SimulatedDevice:
     @property
     def reset_peak_calls(self) -> int:
         return int(self._dev.reset_peak_calls)
+
+    @property
+    def mem_info_calls(self) -> int:
+        """Free/total reads so far (a test can wait for the sampler thread with it)."""
+        return int(self._dev.mem_info_calls)
+
+    def wait_for_reads(self, count: int, timeout_s: float = 30.0) -> None:
+        """Block until ``count`` more free/total reads happened (e.g. by a sampler).
+
+        Raises
+        ------
+        TimeoutError
+            If they did not happen within ``timeout_s`` (a safety net, not a timing check).
+        """
+        target = self.mem_info_calls + count
+        deadline = time.monotonic() + timeout_s
+        while self.mem_info_calls < target:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {count} device reads within {timeout_s} s")
+            time.sleep(0.0001)
 
 
 def _clear_memos() -> None:

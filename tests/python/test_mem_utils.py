@@ -1,0 +1,415 @@
+"""vllm_mem's drop-in for vllm.utils.mem_utils, on the simulated device.
+
+vLLM's own tests (tests/utils_/test_mem_utils.py) are ported with vLLM's exact asserts; the rest
+covers what vLLM misses (a transient non-torch spike) and bad input.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+from vllm_mem import _C
+from vllm_mem.mem_utils import (
+    DeviceMemoryProfiler,
+    MemoryProfilingResult,
+    MemorySnapshot,
+    format_gib,
+    get_cpu_memory,
+    get_max_shared_memory_bytes,
+    memory_profiling,
+    release_device_memory_under_pressure,
+    torch_memory_stats,
+)
+from vllm_mem.sampler import MemorySampler, MemoryTimeline
+from vllm_mem.testing import SimulatedDevice
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+@pytest.fixture
+def sim() -> Iterator[SimulatedDevice]:
+    with SimulatedDevice(total_memory=80 * GiB, num_devices=2) as device:
+        yield device
+
+
+class _Monitor:
+    """vLLM's ``monitor``: the measured value at the start and the end of a block."""
+
+    def __init__(self) -> None:
+        self.values: list[int] = []
+
+    def __enter__(self) -> "_Monitor":
+        self.values.append(MemorySnapshot().non_torch_memory)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.values.append(MemorySnapshot().non_torch_memory)
+
+
+# ---- vLLM's test_memory_profiling, on the simulated device ---------------------------------
+
+def test_memory_profiling(sim: SimulatedDevice) -> None:
+    # 512 MiB allocation outside of this instance
+    sim.other_process_alloc(512 * MiB)
+    baseline_snapshot = MemorySnapshot()
+
+    # load weights: randn(128, 1024, 1024, fp32)
+    weights_memory = 128 * 1024 * 1024 * 4  # 512 MiB
+    sim.torch_alloc(weights_memory)
+
+    with memory_profiling(baseline_snapshot=baseline_snapshot,
+                          weights_memory=weights_memory) as result, _Monitor() as monitored:
+        # make a memory spike, 1 GiB
+        sim.torch_alloc(256 * 1024 * 1024 * 4)
+        sim.torch_free(256 * 1024 * 1024 * 4)
+        # Add some extra non-torch memory 256 MiB (simulate NCCL)
+        sim.non_torch_alloc(256 * MiB)
+
+    # this is an analytic value, it is exact: only 256 MiB non-torch memory increase
+    measured_diff = monitored.values[-1] - monitored.values[0]
+    assert measured_diff == 256 * 1024 * 1024
+    non_torch_ratio = result.non_torch_increase / (256 * 1024 * 1024)
+    assert abs(non_torch_ratio - 1) <= 0.05
+    assert result.torch_peak_increase == 1024 * 1024 * 1024
+    # On the simulated device there is no CUDA runtime noise: the accounting is exact.
+    assert result.non_torch_increase == 256 * MiB
+    assert result.weights_memory == 512 * MiB
+    assert result.non_kv_cache_memory == 256 * MiB + GiB + 512 * MiB
+    assert result.total_consumed == 512 * MiB + 256 * MiB
+    assert result.transient_peak_headroom == GiB  # peak 1.5 GiB, 0.5 GiB still allocated
+    assert result.profile_time >= 0.0
+    assert result.timeline is None
+    # The profiler emptied the cache and reset the peak, as vLLM does.
+    assert sim.reset_peak_calls == 1
+    assert sim.empty_cache_calls == 2
+    assert sim.state(0).torch_reserved_bytes == 512 * MiB
+
+
+def test_memory_snapshot_uses_host_available_on_integrated_gpu() -> None:
+    # vLLM: cuda free 40 GiB, total 120 GiB, psutil available 100 GiB, integrated.
+    with SimulatedDevice(total_memory=120 * GiB, integrated=True,
+                         host_total_memory=128 * GiB, host_available_memory=120 * GiB) as s:
+        s.other_process_alloc(80 * GiB)
+        s.set_host_memory(total=128 * GiB, available=100 * GiB)
+        snapshot = MemorySnapshot()
+    assert snapshot.free_memory == 100 * GiB
+    assert snapshot.total_memory == 120 * GiB
+    assert snapshot.cuda_free_memory == 40 * GiB  # the raw CUDA figure is kept
+    assert snapshot.integrated is True
+    assert snapshot.cuda_memory == 20 * GiB
+
+
+def test_memory_snapshot_uses_cuda_on_discrete_gpu() -> None:
+    with SimulatedDevice(total_memory=80 * GiB, host_total_memory=256 * GiB,
+                         host_available_memory=3 * GiB) as s:
+        s.other_process_alloc(10 * GiB)
+        snapshot = MemorySnapshot()
+    assert snapshot.free_memory == 70 * GiB
+    assert snapshot.total_memory == 80 * GiB
+    assert snapshot.integrated is False
+
+
+def test_integrated_device_allocations_reduce_host_available() -> None:
+    with SimulatedDevice(total_memory=64 * GiB, integrated=True, host_total_memory=64 * GiB,
+                         host_available_memory=60 * GiB) as s:
+        before = MemorySnapshot()
+        s.non_torch_alloc(4 * GiB)
+        after = MemorySnapshot()
+    assert (after - before).non_torch_memory == 4 * GiB
+    assert after.free_memory == 56 * GiB
+
+
+# ---- what vLLM misses: a transient non-torch spike -------------------------------------------
+
+def test_transient_non_torch_spike_is_missed_by_vllm_and_caught_by_sampler(
+        sim: SimulatedDevice) -> None:
+    sim.other_process_alloc(512 * MiB)
+    baseline = MemorySnapshot()
+    sim.torch_alloc(512 * MiB)
+    with memory_profiling(baseline, weights_memory=512 * MiB,
+                          sample_interval_s=1e-4) as result:
+        # A 2 GiB workspace (cuBLAS, NCCL, attention backend) allocated and freed in the block.
+        with sim.non_torch_buffer(2 * GiB):
+            sim.wait_for_reads(3)  # the sampler thread has read the device while it was up
+        sim.non_torch_alloc(256 * MiB)
+    # vLLM's two readings see only the 256 MiB left at the end.
+    assert result.non_torch_increase == 256 * MiB
+    assert result.non_kv_cache_memory == 256 * MiB + 512 * MiB
+    # The sampler saw the workspace.
+    assert result.non_torch_peak_increase == 2 * GiB
+    assert result.peak_cuda_memory == 512 * MiB + 512 * MiB + 2 * GiB
+    timeline = result.timeline
+    assert isinstance(timeline, MemoryTimeline)
+    assert len(timeline) >= 3
+    assert timeline.time_s.dtype == np.float64
+    assert timeline.non_torch_memory.dtype == np.int64
+    assert int(timeline.non_torch_memory.max()) == baseline.non_torch_memory + 2 * GiB
+    np.testing.assert_array_equal(timeline.cuda_memory, 80 * GiB - timeline.free_memory)
+    np.testing.assert_array_equal(timeline.non_torch_memory,
+                                  timeline.cuda_memory - timeline.torch_reserved)
+    assert int(timeline.non_torch_memory[-1]) == baseline.non_torch_memory + 256 * MiB
+
+
+def test_standalone_sampler_catches_spike(sim: SimulatedDevice) -> None:
+    base = MemorySnapshot()
+    with MemorySampler(device="cuda:0", interval_s=1e-4) as sampler:
+        sim.wait_for_reads(1)
+        with sim.non_torch_buffer(3 * GiB):
+            sim.wait_for_reads(2)
+    assert not sampler.running
+    assert sampler.error == ""
+    assert sampler.peak_non_torch_memory - base.non_torch_memory == 3 * GiB
+    assert sampler.num_samples == len(sampler.timeline)
+    assert sampler.dropped_samples == 0
+
+
+def test_without_sampler_peaks_come_from_the_two_readings(sim: SimulatedDevice) -> None:
+    baseline = MemorySnapshot()
+    with memory_profiling(baseline) as result:
+        with sim.non_torch_buffer(2 * GiB):
+            pass
+    assert result.non_torch_peak_increase == 0
+    assert result.peak_cuda_memory == 0
+
+
+# ---- repr text -------------------------------------------------------------------------------
+
+def test_snapshot_repr_is_vllm_text(sim: SimulatedDevice) -> None:
+    s = MemorySnapshot(torch_peak=GiB, free_memory=70 * GiB, total_memory=80 * GiB,
+                       cuda_memory=10 * GiB, torch_memory=3 * GiB // 2,
+                       non_torch_memory=17 * GiB // 2, timestamp=1.5, auto_measure=False)
+    assert repr(s) == (
+        "torch_peak=1.0GiB, free_memory=70.0GiB, total_memory=80.0GiB, cuda_memory=10.0GiB, "
+        "torch_memory=1.5GiB, non_torch_memory=8.5GiB, timestamp=1.5, auto_measure=False")
+
+
+def test_profiling_result_repr_is_vllm_text(sim: SimulatedDevice) -> None:
+    base = MemorySnapshot(auto_measure=False)
+    r = MemoryProfilingResult(non_kv_cache_memory=3 * GiB // 2, torch_peak_increase=GiB,
+                              non_torch_increase=GiB // 4, weights_memory=GiB // 2,
+                              before_create=base, profile_time=2.345)
+    assert repr(r) == (
+        "Memory profiling takes 2.35 seconds. Total non KV cache memory: 1.5GiB; torch peak "
+        "memory increase: 1.0GiB; non-torch forward increase memory: 0.25GiB; weights memory: "
+        "0.5GiB.")
+    assert r.before_profile.device_ == base.device_
+    assert r.after_profile.auto_measure is False
+
+
+def test_format_gib_is_reexported() -> None:
+    assert format_gib(15 * GiB) == "15.0"
+    assert format_gib(int(14.9889 * GiB)) == "14.99"
+
+
+# ---- snapshot arithmetic and devices ---------------------------------------------------------
+
+def test_subtract_same_device(sim: SimulatedDevice) -> None:
+    a = MemorySnapshot(device=1)
+    sim.torch_alloc(GiB, device=1)
+    sim.non_torch_alloc(GiB // 2, device=1)
+    b = MemorySnapshot(device="cuda:1")
+    d = b - a
+    assert d.torch_peak == GiB
+    assert d.torch_memory == GiB
+    assert d.torch_allocated == GiB
+    assert d.cuda_memory == 3 * GiB // 2
+    assert d.non_torch_memory == GiB // 2
+    assert d.free_memory == -(3 * GiB // 2)
+    assert d.total_memory == 0
+    assert d.auto_measure is False
+    assert d.device_ == b.device_
+
+
+def test_subtract_different_devices_raises_vllm_message(sim: SimulatedDevice) -> None:
+    a = MemorySnapshot(device=0)
+    b = MemorySnapshot(device="cuda:1")
+    with pytest.raises(ValueError) as info:
+        _ = a - b
+    assert str(info.value) == (
+        "The two snapshots should be from the same device! Found: cuda:0 vs. cuda:1")
+
+
+def test_device_forms(sim: SimulatedDevice) -> None:
+    fake_torch_device = types.SimpleNamespace(type="cuda", index=1)
+    assert MemorySnapshot(device=fake_torch_device).device_ == MemorySnapshot(device=1).device_
+    sim.set_current_device(1)
+    assert MemorySnapshot().device_.index == 1
+    assert MemorySnapshot(device="cuda").device_.index == 1
+    assert str(MemorySnapshot(device=0).device_) == "cuda:0"
+
+
+def test_torch_device_argument(sim: SimulatedDevice) -> None:
+    torch = pytest.importorskip("torch")
+    snap = MemorySnapshot(device=torch.device("cuda", 1))
+    assert snap.device_ == torch.device("cuda:1")
+    with pytest.raises(ValueError, match="expected a CUDA device"):
+        MemorySnapshot(device=torch.device("cpu"))
+
+
+@pytest.mark.parametrize("device", [2, -1, 99])
+def test_unknown_device_index(sim: SimulatedDevice, device: int) -> None:
+    with pytest.raises(ValueError, match="unknown CUDA device index"):
+        MemorySnapshot(device=device)
+
+
+@pytest.mark.parametrize("device", ["cpu", "xpu:0", "cuda:x", "cuda:", "cuda:-1", "mps"])
+def test_non_cuda_device_string(sim: SimulatedDevice, device: str) -> None:
+    with pytest.raises(ValueError, match="expected a CUDA device"):
+        MemorySnapshot(device=device)
+
+
+@pytest.mark.parametrize("device", [1.5, True, object()])
+def test_device_of_wrong_type(sim: SimulatedDevice, device: Any) -> None:
+    with pytest.raises(TypeError):
+        MemorySnapshot(device=device)
+
+
+# ---- sampler bad input and shutdown ----------------------------------------------------------
+
+@pytest.mark.parametrize("interval", [0.0, -1.0, 1e-9, float("nan"), float("inf"), 1e6])
+def test_bad_sample_interval(sim: SimulatedDevice, interval: float) -> None:
+    baseline = MemorySnapshot()
+    with pytest.raises(ValueError, match="sample_interval_s"):
+        with memory_profiling(baseline, sample_interval_s=interval):
+            pass
+    with pytest.raises(ValueError, match="sample_interval_s"):
+        MemorySampler(interval_s=interval)
+
+
+def test_sampler_stops_when_block_raises(sim: SimulatedDevice) -> None:
+    sampler = MemorySampler(interval_s=1e-4)
+    with pytest.raises(KeyError):
+        with sampler:
+            sim.wait_for_reads(2)
+            raise KeyError("boom")
+    assert not sampler.running
+    assert sampler.num_samples >= 2
+
+
+def test_memory_profiling_stops_sampler_when_block_raises(sim: SimulatedDevice) -> None:
+    baseline = MemorySnapshot()
+    with pytest.raises(RuntimeError, match="profile run failed"):
+        with memory_profiling(baseline, sample_interval_s=1e-4):
+            sim.wait_for_reads(2)
+            raise RuntimeError("profile run failed")
+    # Had the sampler survived, reads would keep coming; a new sampler must start cleanly and
+    # the simulated device must be removable (no thread holds it busy).
+    with MemorySampler(interval_s=1e-4):
+        sim.wait_for_reads(1)
+
+
+def test_sampler_unknown_device(sim: SimulatedDevice) -> None:
+    with pytest.raises(ValueError, match="unknown CUDA device index"):
+        with MemorySampler(device=5, interval_s=1e-3):
+            pass
+
+
+def test_use_after_driver_is_gone(sim: SimulatedDevice) -> None:
+    baseline = MemorySnapshot()
+    sim.fail("CUDA driver shut down")
+    with pytest.raises(RuntimeError, match="CUDA driver shut down"):
+        MemorySnapshot()
+    with pytest.raises(RuntimeError, match="CUDA driver shut down"):
+        with memory_profiling(baseline):
+            pass
+    sim.heal()
+    # A driver lost while sampling stops the sampler and is reported at exit.
+    with pytest.raises(RuntimeError, match="memory sampler stopped early: gone"):
+        with MemorySampler(interval_s=1e-4) as sampler:
+            sim.wait_for_reads(1)
+            sim.fail("gone")
+            while sampler.running:
+                pass
+    assert "gone" in sampler.error
+
+
+# ---- torch availability ----------------------------------------------------------------------
+
+def test_torch_not_initialised_is_flagged() -> None:
+    with SimulatedDevice(torch_initialized=False) as s:
+        s.non_torch_alloc(GiB)
+        snap = MemorySnapshot()
+        assert torch_memory_stats() == {}
+    assert snap.torch_status == "not_initialized"
+    assert snap.torch_peak == 0 and snap.torch_memory == 0
+    assert snap.non_torch_memory == GiB
+
+
+def test_torch_memory_stats_keys(sim: SimulatedDevice) -> None:
+    sim.torch_alloc(GiB)
+    stats = torch_memory_stats(0)
+    assert stats["allocated_bytes.all.current"] == GiB
+    assert stats["reserved_bytes.all.peak"] == GiB
+    assert list(stats) == sorted(stats)
+
+
+# ---- the other helpers -----------------------------------------------------------------------
+
+def test_device_memory_profiler(sim: SimulatedDevice) -> None:
+    sim.torch_alloc(GiB)
+    with DeviceMemoryProfiler() as profiler:
+        sim.torch_alloc(3 * GiB // 2)
+        sim.non_torch_alloc(GiB)  # not torch: not counted, as in vLLM
+    assert profiler.consumed_memory == 3 * GiB // 2
+    assert profiler.initial_memory == GiB
+
+
+def test_get_cpu_memory_and_shared_memory() -> None:
+    with SimulatedDevice(host_total_memory=512 * GiB, host_available_memory=1 * GiB,
+                         max_shared_memory_bytes=101376):
+        assert get_cpu_memory() == 512 * GiB
+        assert get_max_shared_memory_bytes() == 101376
+        assert get_max_shared_memory_bytes(0) == 101376
+    with SimulatedDevice(max_shared_memory_bytes=0):
+        with pytest.raises(AssertionError, match="max_shared_mem cannot be zero"):
+            get_max_shared_memory_bytes()
+
+
+def test_release_under_pressure() -> None:
+    with SimulatedDevice(total_memory=64 * GiB, integrated=True, host_total_memory=64 * GiB,
+                         host_available_memory=60 * GiB) as s:
+        s.torch_alloc(2 * GiB)
+        s.torch_free(GiB)  # 1 GiB cached, unused
+        s.set_host_memory(total=64 * GiB, available=20 * GiB)  # 69% used: no pressure
+        assert release_device_memory_under_pressure("cuda:0") is False
+        s.set_host_memory(total=64 * GiB, available=8 * GiB)  # 87.5% used
+        assert release_device_memory_under_pressure("cpu") is False
+        assert release_device_memory_under_pressure(types.SimpleNamespace(type="cpu",
+                                                                          index=None)) is False
+        assert release_device_memory_under_pressure(0) is True
+        assert s.state().torch_reserved_bytes == GiB
+        assert release_device_memory_under_pressure(0) is False  # nothing left to release
+    with SimulatedDevice() as s:  # discrete: never
+        s.torch_alloc(2 * GiB)
+        s.torch_free(2 * GiB)
+        s.set_host_memory(total=64 * GiB, available=GiB)
+        assert release_device_memory_under_pressure(0) is False
+
+
+def test_simulated_device_rejects_impossible_frees(sim: SimulatedDevice) -> None:
+    with pytest.raises(ValueError):
+        sim.torch_free(1)
+    with pytest.raises(ValueError):
+        sim.non_torch_free(1)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        sim.torch_alloc(81 * GiB)
+
+
+def test_nested_simulated_devices_restore() -> None:
+    with SimulatedDevice(total_memory=10 * GiB):
+        with SimulatedDevice(total_memory=20 * GiB):
+            assert MemorySnapshot().total_memory == 20 * GiB
+        assert MemorySnapshot().total_memory == 10 * GiB
+
+
+def test_no_gpu_gives_a_clear_error() -> None:
+    ok, why, count, _ = _C.cuda_driver_status()
+    if ok and count > 0:
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError):
+        MemorySnapshot()
