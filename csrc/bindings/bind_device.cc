@@ -89,6 +89,14 @@ void BindReaderFunctions(py::module_& m) {
   m.def("measure_snapshot",
         [](int device) { return MeasureSnapshot(*ActiveDeviceReader(), device); },
         py::arg("device"), Release(), "MemorySnapshot.measure() on the active device");
+  m.def("mem_get_info",
+        [](int device) {
+          auto r = ActiveDeviceReader();
+          r->CheckDevice(device);
+          const DeviceMemInfo info = r->MemInfo(device);
+          return std::make_tuple(info.free_bytes, info.total_bytes);
+        },
+        py::arg("device"), Release(), "(free, total) as torch.cuda.mem_get_info");
   m.def("subtract_snapshots", &SubtractSnapshots, py::arg("a"), py::arg("b"), "a - b, field-wise");
   m.def("parse_cuda_device", &ParseCudaDevice, py::arg("text"),
         "'cuda' -> None, 'cuda:N' -> N; ValueError for anything else");

@@ -40,8 +40,9 @@ struct Driver {
   CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
   CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
 
-  bool ok = false;
-  std::string why;        // reason when !ok
+  bool symbols_ok = false;  // libcuda loaded and every entry point found
+  bool ok = false;          // ... and cuInit succeeded
+  std::string why;          // reason when !ok
   int device_count = 0;
   int version = 0;
   pid_t init_pid = 0;     // a forked child cannot use the parent's driver state
@@ -58,7 +59,8 @@ bool Resolve(void* lib, const char* name, Fn*& out, std::string* why) {
   return out != nullptr;
 }
 
-Driver& Load() {
+/*! Stage 1: dlopen and resolve the symbols. Initialises nothing (fork-safe). */
+Driver& LoadSymbols() {
   static Driver* driver = [] {
     auto* d = new Driver();  // leaked on purpose: used by the sampler until process exit
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -69,22 +71,30 @@ Driver& Load() {
       return d;
     }
     std::string* why = &d->why;
-    bool ok = Resolve(lib, "cuInit", d->cuInit, why) &&
-              Resolve(lib, "cuDriverGetVersion", d->cuDriverGetVersion, why) &&
-              Resolve(lib, "cuDeviceGetCount", d->cuDeviceGetCount, why) &&
-              Resolve(lib, "cuDeviceGet", d->cuDeviceGet, why) &&
-              Resolve(lib, "cuDeviceGetAttribute", d->cuDeviceGetAttribute, why) &&
-              Resolve(lib, "cuDeviceGetPCIBusId", d->cuDeviceGetPCIBusId, why) &&
-              Resolve(lib, "cuDevicePrimaryCtxRetain", d->cuDevicePrimaryCtxRetain, why) &&
-              Resolve(lib, "cuCtxPushCurrent_v2", d->cuCtxPushCurrent, why) &&
-              Resolve(lib, "cuCtxPopCurrent_v2", d->cuCtxPopCurrent, why) &&
-              Resolve(lib, "cuCtxGetCurrent", d->cuCtxGetCurrent, why) &&
-              Resolve(lib, "cuCtxGetDevice", d->cuCtxGetDevice, why) &&
-              Resolve(lib, "cuCtxSynchronize", d->cuCtxSynchronize, why) &&
-              Resolve(lib, "cuMemGetInfo_v2", d->cuMemGetInfo, why) &&
-              Resolve(lib, "cuGetErrorName", d->cuGetErrorName, why);
-    if (!ok) return d;
-    // cuInit loads the driver's state but creates no context.
+    d->symbols_ok = Resolve(lib, "cuInit", d->cuInit, why) &&
+                    Resolve(lib, "cuDriverGetVersion", d->cuDriverGetVersion, why) &&
+                    Resolve(lib, "cuDeviceGetCount", d->cuDeviceGetCount, why) &&
+                    Resolve(lib, "cuDeviceGet", d->cuDeviceGet, why) &&
+                    Resolve(lib, "cuDeviceGetAttribute", d->cuDeviceGetAttribute, why) &&
+                    Resolve(lib, "cuDeviceGetPCIBusId", d->cuDeviceGetPCIBusId, why) &&
+                    Resolve(lib, "cuDevicePrimaryCtxRetain", d->cuDevicePrimaryCtxRetain, why) &&
+                    Resolve(lib, "cuCtxPushCurrent_v2", d->cuCtxPushCurrent, why) &&
+                    Resolve(lib, "cuCtxPopCurrent_v2", d->cuCtxPopCurrent, why) &&
+                    Resolve(lib, "cuCtxGetCurrent", d->cuCtxGetCurrent, why) &&
+                    Resolve(lib, "cuCtxGetDevice", d->cuCtxGetDevice, why) &&
+                    Resolve(lib, "cuCtxSynchronize", d->cuCtxSynchronize, why) &&
+                    Resolve(lib, "cuMemGetInfo_v2", d->cuMemGetInfo, why) &&
+                    Resolve(lib, "cuGetErrorName", d->cuGetErrorName, why);
+    return d;
+  }();
+  return *driver;
+}
+
+/*! Stage 2: cuInit (which creates no context), the device count, the context slots. */
+Driver& Load() {
+  static Driver* driver = [] {
+    Driver* d = &LoadSymbols();
+    if (!d->symbols_ok) return d;
     const CUresult rc = d->cuInit(0);
     if (rc == kErrorNoDevice) {
       d->ok = true;  // a driver with no visible device: count 0, not an error
@@ -183,12 +193,23 @@ int DeviceCount() {
 }
 
 int CurrentDevice() {
-  Driver& d = Load();
-  // No driver: report 0, so a snapshot of "the current device" fails on the device's own
-  // check with the driver's reason rather than here.
-  if (!d.ok || getpid() != d.init_pid) return 0;
+  // If nobody has loaded the driver, no context can be current: answer without loading it.
+  // Otherwise ask without cuInit: naming "the current device" (a snapshot built with
+  // auto_measure=False, say, in a parent that will fork) must never initialise CUDA.
+  static std::atomic<bool> driver_in_process{false};
+  if (!driver_in_process.load(std::memory_order_acquire)) {
+    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib == nullptr) return 0;
+    dlclose(lib);
+    driver_in_process.store(true, std::memory_order_release);
+  }
+  Driver& s = LoadSymbols();
+  if (!s.symbols_ok) return 0;
   CUcontext current = nullptr;
-  if (d.cuCtxGetCurrent(&current) != kSuccess || current == nullptr) return 0;
+  // Before anyone's cuInit this returns CUDA_ERROR_NOT_INITIALIZED: no context, device 0.
+  if (s.cuCtxGetCurrent(&current) != kSuccess || current == nullptr) return 0;
+  Driver& d = Load();  // a context exists, so the driver is initialised already
+  if (!d.ok || getpid() != d.init_pid) return 0;
   CUdevice dev = 0;
   if (d.cuCtxGetDevice(&dev) != kSuccess) return 0;
   // A CUdevice handle is its ordinal in every driver release; map it back explicitly anyway.
