@@ -262,5 +262,45 @@ TEST(KvCacheCapacity, MlaDeepSeekV3) {
   EXPECT_EQ(cap.groups[0].kind, "mla");
 }
 
+TEST(KvCacheCapacity, AutoFitMaxModelLen) {
+  // vLLM's test_auto_fit_max_model_len: 2 layers, max_model_len 1024.
+  ModelSpec m = Dense(2, 2, 64, "float32");
+  EXPECT_EQ(AutoFitMaxModelLen(m, {kMem * 2 * 1024}, Opts32(1024)), 1024);
+  const int64_t reduced = AutoFitMaxModelLen(m, {kMem * 2 * 32}, Opts32(1024));
+  EXPECT_GT(reduced, 0);
+  EXPECT_LT(reduced, 1024);
+  EXPECT_EQ(reduced, 32 * 16);  // 32 blocks of 16 tokens per layer
+  // ..._respects_num_gpu_blocks_override: 32 blocks cap the length whatever the memory.
+  KvCacheOptions o = Opts32(1024);
+  o.num_gpu_blocks_override = 32;
+  const int64_t capped = AutoFitMaxModelLen(m, {100 * kGiB}, o);
+  EXPECT_GT(capped, 0);
+  EXPECT_LE(capped, 512);
+}
+
+TEST(KvCacheCapacity, AutoFitCountsHybridPaddingLayers) {
+  // 3 full + 7 sliding layers pad to 3 + 9: auto-fit counts the padded tensor slots, the plain
+  // estimate does not, so auto-fit is never longer.
+  ModelSpec m = ModelSpec::FromHfConfigText(R"({"model_type": "gpt_oss", "num_hidden_layers": 10,
+    "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 64,
+    "vocab_size": 100, "torch_dtype": "float32", "sliding_window": 64,
+    "layer_types": ["full_attention", "full_attention", "full_attention", "sliding_attention",
+                    "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+                    "sliding_attention", "sliding_attention"]})");
+  KvCacheOptions o = Opts32(1024);
+  o.max_num_batched_tokens = 64;
+  auto cap = ComputeKvCacheCapacity(m, {kMem * 3 * 4096}, o);
+  EXPECT_EQ(cap.num_padding_layers, 2);
+  EXPECT_EQ(cap.groups.size(), 4u);
+  EXPECT_EQ(cap.bytes_per_block, kMem * 3);
+  EXPECT_EQ(cap.num_blocks, 4096);
+  // A sliding layer needs cdiv(63 + 64, 16) + 1 = 9 blocks. Plain sum over 10 layers:
+  // 3*c + 7*9 <= 3*4096 -> c <= 4075 blocks. Auto-fit over 3 tensor slots and 4 groups (one
+  // full, three sliding): 3 * (c + 3*9) <= 3*4096 -> c <= 4069 blocks.
+  o.max_model_len = 100000;
+  EXPECT_EQ(EstimateMaxModelLen(m, {kMem * 3 * 4096}, o), 4075 * 16);
+  EXPECT_EQ(AutoFitMaxModelLen(m, {kMem * 3 * 4096}, o), 4069 * 16);
+}
+
 }  // namespace
 }  // namespace vllm_mem
