@@ -53,7 +53,9 @@ void BindRecords(py::module_& m) {
       .def_property(
           "torch_status",
           [](const MemorySnapshotRecord& r) { return AllocatorStatusName(r.torch_status); },
-          [](MemorySnapshotRecord& r, int code) { r.torch_status = static_cast<AllocatorStatus>(code); });
+          [](MemorySnapshotRecord& r, const std::string& name) {
+            r.torch_status = ParseAllocatorStatus(name);
+          });
 
   py::class_<AllocatorStats>(m, "AllocatorStats", "Torch caching-allocator aggregate figures.")
       .def_property_readonly("status", [](const AllocatorStats& s) { return AllocatorStatusName(s.status); })

@@ -20,6 +20,14 @@ const char* AllocatorStatusName(AllocatorStatus status) {
   return "unknown";
 }
 
+AllocatorStatus ParseAllocatorStatus(const std::string& name) {
+  for (int code = 0; code <= static_cast<int>(AllocatorStatus::kError); ++code) {
+    const auto status = static_cast<AllocatorStatus>(code);
+    if (name == AllocatorStatusName(status)) return status;
+  }
+  throw InvalidArgument("torch_status", "unknown allocator status '" + name + "'");
+}
+
 void DeviceReader::CheckDevice(int device) {
   const int count = DeviceCount();
   if (device < 0 || device >= count) {

@@ -41,6 +41,8 @@ enum class AllocatorStatus : int {
 
 /*! \brief Short stable name of a status ("available", "no_torch", ...), for Python and JSON. */
 const char* AllocatorStatusName(AllocatorStatus status);
+/*! \brief The status named \p name (AllocatorStatusName's inverse); InvalidArgument if none. */
+AllocatorStatus ParseAllocatorStatus(const std::string& name);
 
 /*! \brief The aggregate ("all") figures of PyTorch's caching allocator that the core uses. The
  *  full key/value set (torch.cuda.memory_stats naming) is read through DeviceReader::

@@ -45,7 +45,7 @@ _UMA_MIN_RELEASE_BYTES = 512 * (1 << 20)
 
 _RECORD_FIELDS = ("torch_peak", "free_memory", "total_memory", "cuda_memory", "torch_memory",
                   "non_torch_memory", "timestamp", "torch_allocated", "integrated",
-                  "cuda_free_memory")
+                  "cuda_free_memory", "torch_status")
 
 
 @dataclass
@@ -128,7 +128,6 @@ class MemorySnapshot:
         out = cls(device=device, auto_measure=False)
         for name in _RECORD_FIELDS:
             setattr(out, name, getattr(rec, name))
-        out.torch_status = rec.torch_status
         return out
 
     def __sub__(self, other: "MemorySnapshot") -> "MemorySnapshot":

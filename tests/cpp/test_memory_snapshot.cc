@@ -55,6 +55,14 @@ TEST(MemorySnapshot, UnavailableTorchIsFlaggedNotInvented) {
   EXPECT_EQ(s.non_torch_memory, s.cuda_memory);
 }
 
+TEST(AllocatorStatus, NamesRoundTrip) {
+  for (int code = 0; code <= static_cast<int>(AllocatorStatus::kError); ++code) {
+    const auto status = static_cast<AllocatorStatus>(code);
+    EXPECT_EQ(ParseAllocatorStatus(AllocatorStatusName(status)), status);
+  }
+  EXPECT_THROW(ParseAllocatorStatus("fine"), InvalidArgument);
+}
+
 TEST(MemorySnapshot, UnknownDeviceIsInvalidArgument) {
   FakeReader r;
   EXPECT_THROW(MeasureSnapshot(r, 2), InvalidArgument);

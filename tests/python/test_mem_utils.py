@@ -223,6 +223,7 @@ def test_subtract_same_device(sim: SimulatedDevice) -> None:
     assert d.total_memory == 0
     assert d.auto_measure is False
     assert d.device_ == b.device_
+    assert d.torch_status == "available"
 
 
 def test_subtract_different_devices_raises_vllm_message(sim: SimulatedDevice) -> None:
@@ -338,6 +339,7 @@ def test_torch_not_initialised_is_flagged() -> None:
     assert snap.torch_status == "not_initialized"
     assert snap.torch_peak == 0 and snap.torch_memory == 0
     assert snap.non_torch_memory == GiB
+    assert (snap - snap).torch_status == "not_initialized"  # a difference keeps the flag
 
 
 def test_torch_memory_stats_keys(sim: SimulatedDevice) -> None:
