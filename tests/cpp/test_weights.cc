@@ -60,6 +60,9 @@ TEST(Weights, PublishedParameterCounts) {
   EXPECT_EQ(NumParameters(Bundled("Qwen/Qwen2.5-7B-Instruct")), 7615616512);
   EXPECT_EQ(NumParameters(Bundled("microsoft/phi-2")), 2779683840);
   EXPECT_EQ(NumParameters(Bundled("mistralai/Mixtral-8x7B-Instruct-v0.1")), 46702792704);
+  // DeepSeek-V3: "671B total parameters" (the main model; the MTP layer vLLM does not load for
+  // the main model is not counted). Published rounded, so within 0.5B.
+  EXPECT_NEAR(static_cast<double>(NumParameters(Bundled("deepseek-ai/DeepSeek-V3"))), 671e9, 0.5e9);
 }
 
 TEST(Weights, TinyModelTensorByTensor) {
