@@ -133,7 +133,7 @@ def main() -> None:
     ours = median_call_s(lambda: MemorySnapshot(device=0), args.calls)
     snap = MemorySnapshot(device=0)
     ours_measure = median_call_s(snap.measure, args.calls)
-    ours_c = median_call_s(lambda: _C.measure_snapshot(0), args.calls)
+    ours_c = median_call_s(lambda: _C.measure_snapshot_fields(0), args.calls)
     theirs = median_call_s(reference, args.calls)
     print(f"MemorySnapshot(device=0)        median {ours * 1e6:8.2f} us")
     print(f"MemorySnapshot.measure()        median {ours_measure * 1e6:8.2f} us")

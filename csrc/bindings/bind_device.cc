@@ -91,6 +91,17 @@ void BindReaderFunctions(py::module_& m) {
   m.def("measure_snapshot",
         [](int device) { return MeasureSnapshot(*ActiveDeviceReader(), device); },
         py::arg("device"), Release(), "MemorySnapshot.measure() on the active device");
+  // The hot path of MemorySnapshot.measure(): one tuple converts faster than eleven attribute
+  // reads on a bound record. Order: _SNAPSHOT_FIELDS in mem_utils.py.
+  m.def("measure_snapshot_fields",
+        [](int device) {
+          const MemorySnapshotRecord r = MeasureSnapshot(*ActiveDeviceReader(), device);
+          return std::make_tuple(r.torch_peak, r.free_memory, r.total_memory, r.cuda_memory,
+                                 r.torch_memory, r.non_torch_memory, r.timestamp,
+                                 r.torch_allocated, r.integrated, r.cuda_free_memory,
+                                 std::string(AllocatorStatusName(r.torch_status)));
+        },
+        py::arg("device"), Release());
   m.def("mem_get_info",
         [](int device) {
           auto r = ActiveDeviceReader();

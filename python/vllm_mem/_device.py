@@ -71,9 +71,20 @@ def device_index(device: DeviceLike) -> int:
     return int(_C.current_device()) if index is None else int(index)
 
 
+_DEVICES: dict[tuple[int, bool], Any] = {}
+
+
 def make_device(index: int) -> Any:
-    """``torch.device("cuda", index)`` when torch is imported, else a :class:`CudaDevice`."""
+    """``torch.device("cuda", index)`` when torch is imported, else a :class:`CudaDevice`.
+
+    Both are immutable, so one object per index is shared (building a torch.device costs about a
+    microsecond, a third of a snapshot).
+    """
     torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "device"):
-        return torch.device("cuda", index)
-    return CudaDevice(index)
+    with_torch = torch is not None and hasattr(torch, "device")
+    key = (index, with_torch)
+    device = _DEVICES.get(key)
+    if device is None:
+        device = torch.device("cuda", index) if with_torch else CudaDevice(index)  # type: ignore[union-attr]
+        _DEVICES[key] = device
+    return device

@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 _UMA_PRESSURE_THRESHOLD = 0.8
 _UMA_MIN_RELEASE_BYTES = 512 * (1 << 20)
 
+# The fields a measurement fills, in the order of _C.measure_snapshot_fields.
 _RECORD_FIELDS = ("torch_peak", "free_memory", "total_memory", "cuda_memory", "torch_memory",
                   "non_torch_memory", "timestamp", "torch_allocated", "integrated",
                   "cuda_free_memory", "torch_status")
@@ -103,18 +104,10 @@ class MemorySnapshot:
 
     def measure(self) -> None:
         """Read the device now (releases the GIL while the driver is queried)."""
-        rec = _C.measure_snapshot(self._index)
-        self.torch_peak = rec.torch_peak
-        self.free_memory = rec.free_memory
-        self.total_memory = rec.total_memory
-        self.cuda_memory = rec.cuda_memory
-        self.torch_memory = rec.torch_memory
-        self.non_torch_memory = rec.non_torch_memory
-        self.timestamp = rec.timestamp
-        self.torch_allocated = rec.torch_allocated
-        self.integrated = rec.integrated
-        self.cuda_free_memory = rec.cuda_free_memory
-        self.torch_status = rec.torch_status
+        (self.torch_peak, self.free_memory, self.total_memory, self.cuda_memory,
+         self.torch_memory, self.non_torch_memory, self.timestamp, self.torch_allocated,
+         self.integrated, self.cuda_free_memory,
+         self.torch_status) = _C.measure_snapshot_fields(self._index)
 
     def _record(self) -> Any:
         rec = _C.SnapshotRecord()
