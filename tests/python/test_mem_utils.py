@@ -415,3 +415,43 @@ def test_no_gpu_gives_a_clear_error() -> None:
         pytest.skip("a GPU is present")
     with pytest.raises(RuntimeError):
         MemorySnapshot()
+
+
+def _no_gpu() -> bool:
+    ok, _, count, _ = _C.cuda_driver_status()
+    return not (ok and count > 0)
+
+
+@pytest.mark.skipif(not _no_gpu(), reason="a GPU is present")
+def test_cli_snapshot_without_gpu_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from vllm_mem.cli import main
+
+    assert main(["snapshot"]) == 2
+    err = capsys.readouterr().err
+    assert "no GPU available" in err
+
+
+def test_torch_provider_statuses_in_a_fresh_process() -> None:
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    path, _ = _C.torch_provider_info()
+    if not os.path.exists(path):
+        pytest.skip("vllm_mem was built without the torch provider")
+    code = (
+        "from vllm_mem import _C\n"
+        "before = _C.torch_stats(0)\n"
+        "import torch\n"
+        "after = _C.torch_stats(0)\n"
+        "print(before.status, after.status, torch.version.cuda is None, _C.torch_provider_info()[1])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    assert out[0] == "no_torch"  # torch not imported: the provider is not even loaded
+    if out[2] == "True":  # a CPU-only torch: no CUDA allocator, said so rather than zeros
+        assert out[1] == "no_cuda_allocator"
+        assert out[3] == "True"
+    else:  # a CUDA torch that has not initialised CUDA yet
+        assert out[1] == "not_initialized"
