@@ -6,9 +6,13 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
+#include "core/memory_budget.h"
 #include "core/memory_imbalance.h"
+#include "core/rank_layout.h"
 #include "core/stage_check.h"
 #include "core/stage_config.h"
+#include "core/stage_demand.h"
+#include "core/utilization_assignment.h"
 
 namespace py = pybind11;
 
@@ -68,6 +72,9 @@ void BindStages(py::module_& m) {
              return DeviceMemoryInfo{physical_id, name, total_bytes, free_bytes};
            }),
            py::arg("physical_id"), py::arg("name") = "", py::arg("total_bytes") = 0, py::arg("free_bytes") = -1);
+
+  m.def("device_total_bytes", &DeviceTotalBytes, py::arg("info"),
+        "total_bytes when > 0, else the GPU catalog's figure for the name");
 
   py::class_<ResidentStage>(m, "ResidentStage")
       .def_readonly("stage_id", &ResidentStage::stage_id)
@@ -149,6 +156,134 @@ void BindStages(py::module_& m) {
       .def_readonly("message", &MemoryImbalance::message);
   m.def("check_memory_imbalance", &CheckMemoryImbalance, py::arg("free_bytes_per_rank"),
         py::arg("ratio") = kSglangImbalanceRatio);
+
+  py::class_<WorkerLayout>(m, "WorkerLayout")
+      .def_readonly("rank", &WorkerLayout::rank)
+      .def_readonly("tp_rank", &WorkerLayout::tp_rank)
+      .def_readonly("pp_rank", &WorkerLayout::pp_rank)
+      .def_readonly("first_layer", &WorkerLayout::first_layer)
+      .def_readonly("end_layer", &WorkerLayout::end_layer)
+      .def_readonly("holds_embedding", &WorkerLayout::holds_embedding)
+      .def_readonly("holds_lm_head", &WorkerLayout::holds_lm_head)
+      .def_readonly("total_bytes", &WorkerLayout::total_bytes)
+      .def_readonly("budget_bytes", &WorkerLayout::budget_bytes)
+      .def_readonly("free_bytes", &WorkerLayout::free_bytes)
+      .def_readonly("fails_startup", &WorkerLayout::fails_startup)
+      .def_readonly("weights_bytes", &WorkerLayout::weights_bytes)
+      .def_readonly("overhead_bytes", &WorkerLayout::overhead_bytes)
+      .def_readonly("available_kv_bytes", &WorkerLayout::available_kv_bytes)
+      .def_readonly("num_blocks", &WorkerLayout::num_blocks)
+      .def_readonly("extra_blocks", &WorkerLayout::extra_blocks);
+
+  py::class_<RankLayout>(m, "RankLayout")
+      .def_readonly("workers", &RankLayout::workers)
+      .def_readonly("tightest_rank", &RankLayout::tightest_rank)
+      .def_readonly("tightest_reason", &RankLayout::tightest_reason)
+      .def_readonly("kv_cache", &RankLayout::kv_cache)
+      .def_readonly("fits", &RankLayout::fits)
+      .def_readonly("failure_message", &RankLayout::failure_message);
+
+  m.def(
+      "compute_rank_layout",
+      [](const ModelSpec& spec, const std::vector<int64_t>& total_memory_bytes_per_worker, double utilization,
+         const std::vector<int64_t>& free_memory_bytes_per_worker, const std::vector<int64_t>& overhead_bytes_per_pp_rank,
+         const std::string& dtype, const std::string& quantization, int64_t tensor_parallel_size,
+         int64_t pipeline_parallel_size, const KvCacheOptions& kv) {
+        RankLayoutInputs in;
+        in.total_memory_bytes_per_worker = total_memory_bytes_per_worker;
+        in.gpu_memory_utilization = utilization;
+        in.free_memory_bytes_per_worker = free_memory_bytes_per_worker;
+        in.overhead_bytes_per_pp_rank = overhead_bytes_per_pp_rank;
+        in.weights.dtype = dtype;
+        in.weights.quantization = quantization;
+        in.weights.tensor_parallel_size = tensor_parallel_size;
+        in.weights.pipeline_parallel_size = pipeline_parallel_size;
+        in.kv = kv;
+        return ComputeRankLayout(spec, in);
+      },
+      py::arg("spec"), py::arg("total_memory_bytes_per_worker"), py::arg("gpu_memory_utilization"),
+      py::arg("free_memory_bytes_per_worker"), py::arg("overhead_bytes_per_pp_rank"), py::arg("dtype"),
+      py::arg("quantization"), py::arg("tensor_parallel_size"), py::arg("pipeline_parallel_size"), py::arg("kv"));
+
+  py::class_<StageDemand>(m, "StageDemand")
+      .def(py::init([](int64_t stage_id, int64_t world_size, const std::vector<int64_t>& devices, int64_t fixed_bytes,
+                       int64_t kv_bytes_needed) {
+             return StageDemand{stage_id, world_size, devices, fixed_bytes, kv_bytes_needed};
+           }),
+           py::arg("stage_id"), py::arg("world_size"), py::arg("devices"), py::arg("fixed_bytes"),
+           py::arg("kv_bytes_needed"))
+      .def_readonly("stage_id", &StageDemand::stage_id)
+      .def_readonly("world_size", &StageDemand::world_size)
+      .def_readonly("devices", &StageDemand::devices)
+      .def_readonly("fixed_bytes", &StageDemand::fixed_bytes)
+      .def_readonly("kv_bytes_needed", &StageDemand::kv_bytes_needed);
+
+  py::class_<StageAssignment>(m, "StageAssignment")
+      .def_readonly("stage_id", &StageAssignment::stage_id)
+      .def_readonly("devices", &StageAssignment::devices)
+      .def_readonly("min_utilization_ppm", &StageAssignment::min_utilization_ppm)
+      .def_readonly("utilization_ppm", &StageAssignment::utilization_ppm)
+      .def_readonly("utilization_text", &StageAssignment::utilization_text)
+      .def_readonly("requested_bytes", &StageAssignment::requested_bytes)
+      .def_readonly("kv_bytes", &StageAssignment::kv_bytes)
+      .def_readonly("kv_bytes_needed", &StageAssignment::kv_bytes_needed)
+      .def_readonly("kv_headroom", &StageAssignment::kv_headroom);
+
+  py::class_<AssignedDevice>(m, "AssignedDevice")
+      .def_readonly("physical_id", &AssignedDevice::physical_id)
+      .def_readonly("name", &AssignedDevice::name)
+      .def_readonly("total_bytes", &AssignedDevice::total_bytes)
+      .def_readonly("utilization_ppm", &AssignedDevice::utilization_ppm)
+      .def_readonly("utilization_text", &AssignedDevice::utilization_text)
+      .def_readonly("stage_ids", &AssignedDevice::stage_ids);
+
+  py::class_<UtilizationAssignment>(m, "UtilizationAssignment")
+      .def_readonly("feasible", &UtilizationAssignment::feasible)
+      .def_readonly("stages", &UtilizationAssignment::stages)
+      .def_readonly("devices", &UtilizationAssignment::devices)
+      .def_readonly("unsatisfied_stage_id", &UtilizationAssignment::unsatisfied_stage_id)
+      .def_readonly("unsatisfied_device", &UtilizationAssignment::unsatisfied_device)
+      .def_readonly("shortfall_bytes", &UtilizationAssignment::shortfall_bytes)
+      .def_readonly("message", &UtilizationAssignment::message);
+
+  m.def(
+      "assign_utilizations",
+      [](const std::vector<StageDemand>& demands, const std::vector<DeviceMemoryInfo>& devices,
+         int64_t max_device_utilization_ppm, int64_t step_ppm) {
+        AssignmentOptions o;
+        o.devices = devices;
+        o.max_device_utilization_ppm = max_device_utilization_ppm;
+        o.step_ppm = step_ppm;
+        return AssignUtilizations(demands, o);
+      },
+      py::arg("demands"), py::arg("devices"), py::arg("max_device_utilization_ppm"), py::arg("step_ppm"));
+  m.def(
+      "stage_demand_for",
+      [](const ModelSpec& spec, int64_t stage_id, const std::vector<int64_t>& devices, double concurrency,
+         int64_t total_memory_bytes, int64_t max_model_len, int64_t tensor_parallel_size,
+         int64_t pipeline_parallel_size, int64_t max_num_seqs, int64_t max_num_batched_tokens,
+         const std::string& dtype, const std::string& quantization, const std::string& kv_cache_dtype,
+         int64_t block_size, bool enforce_eager) {
+        PlanInputs in;
+        in.total_memory_bytes = total_memory_bytes;
+        in.max_model_len = max_model_len;
+        in.tensor_parallel_size = tensor_parallel_size;
+        in.pipeline_parallel_size = pipeline_parallel_size;
+        in.max_num_seqs = max_num_seqs;
+        in.max_num_batched_tokens = max_num_batched_tokens;
+        in.dtype = dtype;
+        in.quantization = quantization;
+        in.kv_cache_dtype = kv_cache_dtype;
+        in.block_size = block_size;
+        in.enforce_eager = enforce_eager;
+        return StageDemandFor(spec, in, stage_id, devices, concurrency);
+      },
+      py::arg("spec"), py::arg("stage_id"), py::arg("devices"), py::arg("concurrency"),
+      py::arg("total_memory_bytes"), py::arg("max_model_len"), py::arg("tensor_parallel_size"),
+      py::arg("pipeline_parallel_size"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"),
+      py::arg("dtype"), py::arg("quantization"), py::arg("kv_cache_dtype"), py::arg("block_size"),
+      py::arg("enforce_eager"));
+  m.def("utilization_to_ppm", &UtilizationToPpm, py::arg("utilization"));
 }
 
 }  // namespace vllm_mem::bindings

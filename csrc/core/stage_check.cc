@@ -108,14 +108,8 @@ class Checker {
     DeviceCheck d;
     d.physical_id = physical;
     d.name = info.name;
-    d.total_bytes = info.total_bytes;
-    if (d.total_bytes == 0 && !info.name.empty()) {
-      // A catalog GPU: the total the runtime reports, not the marketing size.
-      const GpuInfo& gpu = LookupGpu(info.name);
-      d.name = gpu.name;
-      d.total_bytes = gpu.total_memory_bytes;
-    }
-    RequirePositive(d.total_bytes, "gpus total_memory_bytes");
+    d.total_bytes = DeviceTotalBytes(info);
+    if (info.total_bytes <= 0) d.name = LookupGpu(info.name).name;  // the canonical spelling
     if (info.free_bytes >= 0) {
       d.free_bytes = std::min(info.free_bytes, d.total_bytes);
       d.free_is_live = options_.free_is_live;
@@ -384,6 +378,16 @@ class Checker {
 };
 
 }  // namespace
+
+int64_t DeviceTotalBytes(const DeviceMemoryInfo& info) {
+  if (info.total_bytes > 0) return info.total_bytes;
+  if (info.total_bytes < 0 || info.name.empty()) {
+    throw InvalidArgument("gpu", "GPU " + std::to_string(info.physical_id) +
+                                     " needs a catalog name or a positive total in bytes");
+  }
+  // A catalog GPU: the total the runtime reports, not the marketing size.
+  return LookupGpu(info.name).total_memory_bytes;
+}
 
 StageCheckResult CheckStages(const StageConfigSet& config, const StageCheckOptions& options) {
   return Checker(config, options).Run();

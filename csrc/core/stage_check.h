@@ -30,6 +30,10 @@ struct DeviceMemoryInfo {
   int64_t free_bytes = -1;   //!< free before any stage starts; < 0: total - reserve (offline)
 };
 
+/*! \brief The device's total: total_bytes when > 0, else the catalog figure of its name
+ *  (core/gpu_catalog.h). InvalidArgument (field gpu) for an unknown name or no figure at all. */
+int64_t DeviceTotalBytes(const DeviceMemoryInfo& info);
+
 /*! \brief The machine the stages run on. */
 struct StageCheckOptions {
   std::vector<DeviceMemoryInfo> devices;  //!< per physical id; others use default_device

@@ -49,13 +49,8 @@ class Search {
   Search(const std::vector<StageDemand>& demands, const AssignmentOptions& options, int64_t step)
       : demands_(demands), options_(options), step_(step), cap_(options.max_device_utilization_ppm) {
     for (const auto& d : options.devices) {
-      Gpu g{d.physical_id, d.name, d.total_bytes};
-      if (g.total == 0 && !g.name.empty()) {
-        const GpuInfo& info = LookupGpu(g.name);
-        g.name = info.name;
-        g.total = info.total_memory_bytes;
-      }
-      RequirePositive(g.total, "gpus total_memory_bytes");
+      const int64_t total = DeviceTotalBytes(d);  // first: it names a GPU with no figure at all
+      Gpu g{d.physical_id, d.total_bytes > 0 ? d.name : LookupGpu(d.name).name, total};
       if (!gpus_.emplace(g.id, g).second) {
         throw InvalidArgument("gpus", "GPU " + std::to_string(g.id) + " is listed twice");
       }

@@ -31,6 +31,13 @@ __all__ = [
     "check_stages",
     "check_memory_imbalance",
     "bundled_stage_examples",
+    "StageNeed",
+    "StageAssignmentRow",
+    "UtilizationAssignment",
+    "assign_utilizations",
+    "RankPlanRow",
+    "RankPlans",
+    "plan_ranks",
 ]
 
 StageSource = Union[str, "os.PathLike[str]", Mapping[str, Any], "StageConfig"]
@@ -434,4 +441,329 @@ def check_memory_imbalance(free_bytes_per_rank: Sequence[int], ratio: float = 0.
         warning_ranks=list(r.warning_ranks),
         lost_bytes=int(r.lost_bytes),
         message=str(r.message),
+    )
+
+
+# --- utilization assignment ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageNeed:
+    """What one stage (one vLLM engine) needs, per worker GPU.
+
+    Give either the bytes directly (``fixed_bytes``: weights + activation + non-torch +
+    CUDA-graph memory; ``kv_bytes_needed``: KV cache for the required concurrency), or a
+    ``model`` with ``max_model_len`` and ``concurrency`` for the start-up planner to size.
+    ``devices``: fixed physical GPUs (``tensor_parallel_size x pipeline_parallel_size`` of
+    them); ``None``: let :func:`assign_utilizations` place the stage.
+    """
+
+    stage_id: int
+    devices: Optional[Sequence[int]] = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    fixed_bytes: Optional[int] = None
+    kv_bytes_needed: Optional[int] = None
+    model: Any = None
+    max_model_len: Optional[int] = None
+    concurrency: float = 1.0
+    plan_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageAssignmentRow:
+    """One stage's assigned utilization."""
+
+    stage_id: int
+    devices: list[int]
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    gpu_memory_utilization: str
+    """As users write it (``"0.45"``)."""
+    min_gpu_memory_utilization: str
+    requested_bytes: int
+    kv_bytes: int
+    kv_bytes_needed: int
+    kv_headroom: float
+
+
+@dataclass(frozen=True)
+class UtilizationAssignment:
+    """What :func:`assign_utilizations` found: per-stage utilizations and per-device sums, or
+    the stage that cannot be satisfied and by how many bytes."""
+
+    feasible: bool
+    stages: list[StageAssignmentRow]
+    devices: list[dict[str, Any]]
+    unsatisfied_stage_id: Optional[int]
+    unsatisfied_device: Optional[int]
+    shortfall_bytes: int
+    message: str
+
+    def __str__(self) -> str:
+        if not self.feasible:
+            return self.message
+        lines = [self.message]
+        for s in self.stages:
+            lines.append(
+                f"  stage {s.stage_id} on GPU {','.join(map(str, s.devices))}: gpu_memory_utilization "
+                f"{s.gpu_memory_utilization} (needs >= {s.min_gpu_memory_utilization}), KV "
+                f"{_C.format_gib(s.kv_bytes)} GiB = {s.kv_headroom:.2f}x the "
+                f"{_C.format_gib(s.kv_bytes_needed)} GiB needed"
+            )
+        for d in self.devices:
+            lines.append(f"  GPU {d['physical_id']}: {d['utilization']} (stages {d['stage_ids']})")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def stage_config(self) -> dict[str, Any]:
+        """The assignment as a vLLM-Omni ``stages:`` document (devices as physical ids)."""
+        return {
+            "stages": [
+                {
+                    "stage_id": s.stage_id,
+                    "devices": ",".join(map(str, s.devices)),
+                    "gpu_memory_utilization": float(s.gpu_memory_utilization),
+                    **({"tensor_parallel_size": s.tensor_parallel_size} if s.tensor_parallel_size > 1 else {}),
+                    **({"pipeline_parallel_size": s.pipeline_parallel_size}
+                       if s.pipeline_parallel_size > 1 else {}),
+                }
+                for s in self.stages
+            ]
+        }
+
+
+_PLAN_DEFAULTS: dict[str, Any] = {
+    "max_num_seqs": 256,
+    "max_num_batched_tokens": 8192,
+    "dtype": "auto",
+    "quantization": "",
+    "kv_cache_dtype": "auto",
+    "block_size": 0,
+    "enforce_eager": False,
+}
+
+
+def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
+    world = int(need.tensor_parallel_size) * int(need.pipeline_parallel_size)
+    devices = [] if need.devices is None else [int(d) for d in need.devices]
+    if need.fixed_bytes is not None and need.kv_bytes_needed is not None:
+        return _C.StageDemand(int(need.stage_id), world, devices, int(need.fixed_bytes), int(need.kv_bytes_needed))
+    if need.model is None:
+        raise ValueError(
+            f"stage {need.stage_id}: give either fixed_bytes and kv_bytes_needed, or a model with "
+            "max_model_len and concurrency"
+        )
+    from .model_spec import ModelSpec
+
+    unknown = set(need.plan_options) - set(_PLAN_DEFAULTS)
+    if unknown:
+        raise ValueError(
+            f"stage {need.stage_id} plan_options: unknown {sorted(unknown)}; allowed: {sorted(_PLAN_DEFAULTS)}"
+        )
+    opts = {**_PLAN_DEFAULTS, **need.plan_options}
+    opts["quantization"] = opts["quantization"] or ""
+    opts["block_size"] = opts["block_size"] or 0
+    spec = need.model if isinstance(need.model, ModelSpec) else ModelSpec.from_hf_config(need.model)
+    return _C.stage_demand_for(
+        spec._spec, int(need.stage_id), devices, float(need.concurrency), int(reference_total_bytes),
+        int(need.max_model_len or 0), int(need.tensor_parallel_size), int(need.pipeline_parallel_size),
+        int(opts["max_num_seqs"]), int(opts["max_num_batched_tokens"]), str(opts["dtype"]),
+        str(opts["quantization"]), str(opts["kv_cache_dtype"]), int(opts["block_size"]),
+        bool(opts["enforce_eager"]),
+    )
+
+
+def _assignment_devices(gpus: GpusArg, count: int) -> list[_C.DeviceMemoryInfo]:
+    if isinstance(gpus, Mapping):
+        return [_gpu_info(int(i), g) for i, g in gpus.items()]
+    if isinstance(gpus, (list, tuple)):
+        return [_gpu_info(i, g) for i, g in enumerate(gpus)]
+    if isinstance(gpus, (str, int)):
+        return [_gpu_info(i, gpus) for i in range(count)]
+    raise TypeError(f"gpus: expected a GPU name, a total in bytes, a list or a mapping; got {gpus!r}")
+
+
+def assign_utilizations(
+    stages: Sequence[Union[StageNeed, Mapping[str, Any]]],
+    gpus: GpusArg,
+    num_gpus: Optional[int] = None,
+    max_device_utilization: float = 0.95,
+    step: float = 0.01,
+) -> UtilizationAssignment:
+    """Choose ``gpu_memory_utilization`` (and devices for stages without) for stages sharing
+    GPUs: every stage gets its need, and the room left goes, ``step`` at a time, to the stage
+    whose KV cache is the smallest multiple of its need.
+
+    Parameters
+    ----------
+    stages
+        :class:`StageNeed` objects or dicts with the same keys.
+    gpus
+        The GPUs: a list or ``{physical_id: gpu}`` of catalog names / totals in bytes, or one
+        name / total for ``num_gpus`` devices (default: as many as the stages reference).
+    max_device_utilization
+        The most one device may carry in total (default 0.95: the docs advise a buffer).
+    step
+        Granularity of the utilizations handed out.
+
+    Returns
+    -------
+    UtilizationAssignment
+        ``feasible`` False names ``unsatisfied_stage_id`` and ``shortfall_bytes``.
+    """
+    needs = [s if isinstance(s, StageNeed) else StageNeed(**dict(s)) for s in stages]
+    if num_gpus is None:
+        used = [d for s in needs for d in (s.devices or [])]
+        num_gpus = max(used) + 1 if used else max(
+            int(s.tensor_parallel_size) * int(s.pipeline_parallel_size) for s in needs) if needs else 0
+    devices = _assignment_devices(gpus, int(num_gpus))
+    # Model-sized stages are sized on the largest GPU given; their fixed and KV bytes do not
+    # depend on which device they land on.
+    reference = max(int(_C.device_total_bytes(d)) for d in devices) if devices else 0
+    r = _C.assign_utilizations(
+        [_demand(s, reference) for s in needs],
+        devices,
+        int(_C.utilization_to_ppm(float(max_device_utilization))),
+        int(_C.utilization_to_ppm(float(step))),
+    )
+    return UtilizationAssignment(
+        feasible=bool(r.feasible),
+        stages=[
+            StageAssignmentRow(
+                stage_id=s.stage_id,
+                devices=list(s.devices),
+                tensor_parallel_size=int(need.tensor_parallel_size),
+                pipeline_parallel_size=int(need.pipeline_parallel_size),
+                gpu_memory_utilization=s.utilization_text,
+                min_gpu_memory_utilization=_C.format_utilization_ppm(s.min_utilization_ppm),
+                requested_bytes=s.requested_bytes,
+                kv_bytes=s.kv_bytes,
+                kv_bytes_needed=s.kv_bytes_needed,
+                kv_headroom=float(s.kv_headroom),
+            )
+            for s, need in zip(r.stages, needs)
+        ],
+        devices=[
+            {"physical_id": d.physical_id, "name": d.name, "total_bytes": d.total_bytes,
+             "utilization": d.utilization_text, "stage_ids": list(d.stage_ids)}
+            for d in r.devices
+        ],
+        unsatisfied_stage_id=None if r.unsatisfied_stage_id < 0 else int(r.unsatisfied_stage_id),
+        unsatisfied_device=None if r.unsatisfied_device < 0 else int(r.unsatisfied_device),
+        shortfall_bytes=int(r.shortfall_bytes),
+        message=str(r.message),
+    )
+
+
+# --- ranks of one engine ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankPlanRow:
+    """One worker of an engine under TP x PP."""
+
+    rank: int
+    tp_rank: int
+    pp_rank: int
+    layers: tuple[int, int]
+    holds_embedding: bool
+    holds_lm_head: bool
+    total_bytes: int
+    budget_bytes: int
+    weights_bytes: int
+    overhead_bytes: int
+    available_kv_bytes: int
+    num_blocks: int
+    extra_blocks: int
+    fails_startup: bool
+
+
+@dataclass(frozen=True)
+class RankPlans:
+    """Per-worker plans of one engine; ``num_blocks`` is vLLM's min over workers."""
+
+    fits: bool
+    workers: list[RankPlanRow]
+    tightest_rank: int
+    tightest_reason: str
+    num_blocks: int
+    num_tokens: int
+    max_concurrency: float
+    failure_message: str
+
+    def __str__(self) -> str:
+        head = (f"engine KV: {self.num_blocks} blocks (min over workers), {self.num_tokens} tokens, "
+                f"max concurrency {self.max_concurrency:.2f}x; tightest: rank {self.tightest_rank}, "
+                f"{self.tightest_reason}") if self.fits else f"does not fit: {self.failure_message}"
+        rows = [
+            f"  rank {w.rank} (tp {w.tp_rank}, pp {w.pp_rank}, layers {w.layers[0]}-{w.layers[1] - 1}"
+            f"{', embedding' if w.holds_embedding else ''}{', LM head' if w.holds_lm_head else ''}): "
+            f"budget {_C.format_gib(w.budget_bytes)} GiB, weights {_C.format_gib(w.weights_bytes)} GiB, "
+            f"KV {_C.format_gib(w.available_kv_bytes)} GiB -> {w.num_blocks} blocks"
+            for w in self.workers
+        ]
+        return "\n".join([head, *rows])
+
+
+def plan_ranks(
+    model: Any,
+    gpus: Union[GpuSpec, Sequence[GpuSpec]],
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    max_model_len: Optional[int] = None,
+    overhead_bytes: Union[int, Sequence[int]] = 0,
+    free_memory_bytes: Optional[Sequence[int]] = None,
+    dtype: str = "auto",
+    quantization: Optional[str] = None,
+    kv_cache_dtype: str = "auto",
+    block_size: Optional[int] = None,
+) -> RankPlans:
+    """Per-worker plans of one engine under TP x PP, and its KV capacity as vLLM computes it.
+
+    Parameters
+    ----------
+    model
+        A :class:`~vllm_mem.ModelSpec`, a config path / dict, or a bundled model name.
+    gpus
+        One GPU (name or total bytes) for every worker, or one per worker in rank order
+        (``rank = pp_rank * tp + tp_rank``).
+    overhead_bytes
+        Activation + non-torch + CUDA-graph bytes per worker: one for all, or one per
+        pipeline rank (the planner's per-rank figures).
+    free_memory_bytes
+        Optional free memory per worker (or one for all) at start-up.
+    """
+    from .model_spec import ModelSpec
+
+    spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
+    gpu_list = list(gpus) if isinstance(gpus, (list, tuple)) else [gpus]
+    totals = [int(_C.device_total_bytes(_gpu_info(i, g))) for i, g in enumerate(gpu_list)]
+    kv = _C.KvCacheOptions()
+    kv.max_model_len = int(max_model_len if max_model_len is not None else spec.max_position_embeddings)
+    kv.block_size = 0 if block_size is None else int(block_size)
+    kv.kv_cache_dtype = kv_cache_dtype
+    kv.model_dtype = dtype
+    overheads = [int(overhead_bytes)] if isinstance(overhead_bytes, int) else [int(x) for x in overhead_bytes]
+    frees = [] if free_memory_bytes is None else (
+        [int(free_memory_bytes)] if isinstance(free_memory_bytes, int) else [int(x) for x in free_memory_bytes])
+    r = _C.compute_rank_layout(spec._spec, totals, float(gpu_memory_utilization), frees, overheads, dtype,
+                               quantization or "", int(tensor_parallel_size), int(pipeline_parallel_size), kv)
+    return RankPlans(
+        fits=bool(r.fits),
+        workers=[
+            RankPlanRow(w.rank, w.tp_rank, w.pp_rank, (w.first_layer, w.end_layer), w.holds_embedding,
+                        w.holds_lm_head, w.total_bytes, w.budget_bytes, w.weights_bytes, w.overhead_bytes,
+                        w.available_kv_bytes, w.num_blocks, w.extra_blocks, w.fails_startup)
+            for w in r.workers
+        ],
+        tightest_rank=int(r.tightest_rank),
+        tightest_reason=str(r.tightest_reason),
+        num_blocks=int(r.kv_cache.num_blocks) if r.fits else 0,
+        num_tokens=int(r.kv_cache.num_tokens) if r.fits else 0,
+        max_concurrency=float(r.kv_cache.max_concurrency) if r.fits else 0.0,
+        failure_message=str(r.failure_message),
     )

@@ -191,3 +191,80 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert "(stage 0) gpu_memory_utilization" in rc2.stderr
     missing = run_cli(str(tmp_path / "nope.yaml"), "--gpu", "H100-80GB")
     assert missing.returncode == 2
+
+
+# --- utilization assignment and per-rank plans ------------------------------------------------
+
+from vllm_mem import StageNeed, assign_utilizations, kv_cache_capacity, plan_ranks  # noqa: E402
+
+
+def test_assign_utilizations_from_bytes() -> None:
+    needs = [
+        StageNeed(0, devices=[0, 1], tensor_parallel_size=2, fixed_bytes=20 * GIB, kv_bytes_needed=10 * GIB),
+        StageNeed(1, devices=[1], fixed_bytes=6 * GIB, kv_bytes_needed=4 * GIB),
+        {"stage_id": 2, "devices": [0], "fixed_bytes": 2 * GIB, "kv_bytes_needed": 1 * GIB},
+    ]
+    a = assign_utilizations(needs, "H100-80GB")
+    assert a.feasible, a.message
+    for s in a.stages:
+        assert s.kv_bytes >= s.kv_bytes_needed and s.kv_headroom >= 1.0
+        assert float(s.gpu_memory_utilization) >= float(s.min_gpu_memory_utilization)
+    assert all(float(d["utilization"]) <= 0.95 for d in a.devices)
+    # The assignment, written back as a stage config, passes the check with the same sums.
+    check = check_stages(a.stage_config(), gpus="H100-80GB")
+    assert check.ok
+    assert [d.utilization for d in check.devices] == [d["utilization"] for d in a.devices]
+
+
+def test_assign_utilizations_names_the_unsatisfied_stage() -> None:
+    needs = [
+        StageNeed(0, devices=[0, 1], tensor_parallel_size=2, fixed_bytes=20 * GIB, kv_bytes_needed=10 * GIB),
+        StageNeed(1, devices=[1], fixed_bytes=6 * GIB, kv_bytes_needed=60 * GIB),
+    ]
+    a = assign_utilizations(needs, ["H100-80GB", "H100-80GB"])
+    assert not a.feasible
+    assert (a.unsatisfied_stage_id, a.unsatisfied_device) == (1, 1)
+    assert a.shortfall_bytes > 0
+    assert "stage 1 cannot be satisfied on GPU 1" in a.message
+    fixed = [needs[0], StageNeed(1, devices=[1], fixed_bytes=6 * GIB, kv_bytes_needed=60 * GIB - a.shortfall_bytes)]
+    assert assign_utilizations(fixed, "H100-80GB", step=0.000001).feasible
+
+
+def test_assign_utilizations_sizes_models_with_the_planner() -> None:
+    needs = [
+        StageNeed(0, devices=[0, 1], tensor_parallel_size=2, model="meta-llama/Llama-3.1-8B-Instruct",
+                  max_model_len=8192, concurrency=16),
+        StageNeed(1, model="microsoft/phi-2", max_model_len=2048, concurrency=8),
+    ]
+    a = assign_utilizations(needs, "H100-80GB", num_gpus=2)
+    assert a.feasible, a.message
+    llama = a.stages[0]
+    # The KV budget it was given really serves the concurrency, by the KV sizing itself.
+    cap = kv_cache_capacity("meta-llama/Llama-3.1-8B-Instruct", llama.kv_bytes, max_model_len=8192,
+                            tensor_parallel_size=2)
+    assert cap.max_concurrency >= 16
+    assert len(a.stages[1].devices) == 1
+
+
+def test_assign_utilizations_bad_input() -> None:
+    with pytest.raises(ValueError, match="stage 0 devices"):
+        assign_utilizations([StageNeed(0, devices=[0], tensor_parallel_size=2, fixed_bytes=1, kv_bytes_needed=1)],
+                            ["H100-80GB", "H100-80GB"])
+    with pytest.raises(ValueError, match="stage 3: give either"):
+        assign_utilizations([StageNeed(3, devices=[0])], "H100-80GB")
+
+
+def test_plan_ranks_tightest_and_min_blocks() -> None:
+    r = plan_ranks("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", tensor_parallel_size=2,
+                   pipeline_parallel_size=2, gpu_memory_utilization=0.9, max_model_len=8192,
+                   overhead_bytes=[2 * GIB, 4 * GIB])
+    assert r.fits, r.failure_message
+    assert r.num_blocks == min(w.num_blocks for w in r.workers)
+    tight = r.workers[r.tightest_rank]
+    assert tight.holds_lm_head and tight.extra_blocks == 0
+    assert r.workers[0].holds_embedding and not r.workers[0].holds_lm_head
+    assert all(w.budget_bytes == math.ceil(H100_BYTES * 0.9) for w in r.workers)
+    smaller = plan_ranks("meta-llama/Llama-3.1-8B-Instruct", [H100_BYTES, H100_BYTES - 8 * GIB],
+                         tensor_parallel_size=2, max_model_len=8192)
+    assert smaller.tightest_rank == 1 and smaller.workers[0].extra_blocks > 0
+    assert "rank 1" in str(smaller)
