@@ -129,6 +129,11 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
   const KvCacheOptions kv_options = KvOptionsFor(spec, in);
   const KvCacheCapacity probe = ComputeKvCacheCapacity(spec, std::vector<int64_t>(pp, kProbeBytes), kv_options);
 
+  plan.kv_block_size = probe.block_size;
+  plan.kv_single_group = probe.groups.size() == 1 && probe.block_size > 0 &&
+                         probe.groups[0].blocks_per_request == CeilDiv(kv_options.max_model_len, probe.block_size) &&
+                         (probe.groups[0].kind == "full_attention" || probe.groups[0].kind == "mla");
+
   // 4. The profile run, per rank.
   std::vector<int64_t> available;
   for (int64_t r = 0; r < pp; ++r) {

@@ -116,6 +116,10 @@ struct StartupPlan {
   std::optional<KvCacheCapacity> kv_cache;  //!< when fits
   int64_t max_model_len_that_fits = 0;      //!< largest L <= the model's limit one request fits
   int64_t model_max_model_len = 0;          //!< the upper bound searched (model's max_position_embeddings)
+  int64_t kv_block_size = 0;                //!< tokens per block (vLLM's cache_config.block_size)
+  /*! The KV cache is one group whose request needs cdiv(max_model_len, block) blocks (full
+   *  attention or MLA): block counts then follow from bytes per block alone (plan_sweep.h). */
+  bool kv_single_group = false;
   KvCacheMemorySuggestion kv_cache_memory_suggestion;  //!< predicted --kv-cache-memory values
   std::string request_memory_error;  //!< vLLM's free-memory ValueError text, when it applies
   std::string cudagraph_line;        //!< vLLM's CUDA-graph INFO line, as it would print
