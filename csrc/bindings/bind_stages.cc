@@ -5,6 +5,9 @@
  */
 #include <pybind11/stl.h>
 
+#include <tuple>
+#include <utility>
+
 #include "bindings/bind.h"
 #include "core/memory_budget.h"
 #include "core/memory_imbalance.h"
@@ -12,6 +15,7 @@
 #include "core/stage_check.h"
 #include "core/stage_config.h"
 #include "core/stage_demand.h"
+#include "core/stage_plans.h"
 #include "core/utilization_assignment.h"
 
 namespace py = pybind11;
@@ -126,6 +130,7 @@ void BindStages(py::module_& m) {
       .def_readonly("suggestions", &StageCheckResult::suggestions)
       .def_readonly("oom_advice", &StageCheckResult::oom_advice)
       .def_readonly("notes", &StageCheckResult::notes)
+      .def_readonly("plan_lines", &StageCheckResult::plan_lines)
       .def_readonly("ok", &StageCheckResult::ok)
       .def("report", &StageCheckResult::Report);
 
@@ -142,6 +147,45 @@ void BindStages(py::module_& m) {
       },
       py::arg("config"), py::arg("devices"), py::arg("default_device"), py::arg("reserve_bytes") = 0,
       py::arg("free_is_live") = false);
+
+  py::class_<StagePlanSummary>(m, "StagePlanSummary")
+      .def_readonly("stage_id", &StagePlanSummary::stage_id)
+      .def_readonly("model", &StagePlanSummary::model)
+      .def_readonly("physical_id", &StagePlanSummary::physical_id)
+      .def_readonly("total_bytes", &StagePlanSummary::total_bytes)
+      .def_readonly("free_bytes", &StagePlanSummary::free_bytes)
+      .def_readonly("max_model_len", &StagePlanSummary::max_model_len)
+      .def_readonly("fits", &StagePlanSummary::fits)
+      .def_readonly("failure_phase", &StagePlanSummary::failure_phase)
+      .def_readonly("failure_message", &StagePlanSummary::failure_message)
+      .def_readonly("shortfall_bytes", &StagePlanSummary::shortfall_bytes)
+      .def_readonly("requested_bytes", &StagePlanSummary::requested_bytes)
+      .def_readonly("weights_bytes", &StagePlanSummary::weights_bytes)
+      .def_readonly("non_kv_cache_bytes", &StagePlanSummary::non_kv_cache_bytes)
+      .def_readonly("available_kv_cache_bytes", &StagePlanSummary::available_kv_cache_bytes)
+      .def_readonly("num_blocks", &StagePlanSummary::num_blocks)
+      .def_readonly("num_tokens", &StagePlanSummary::num_tokens)
+      .def_readonly("max_concurrency", &StagePlanSummary::max_concurrency)
+      .def_readonly("line", &StagePlanSummary::line);
+
+  m.def(
+      "check_stages_with_plans",
+      [](const StageConfigSet& config, const std::vector<DeviceMemoryInfo>& devices,
+         const DeviceMemoryInfo& default_device, int64_t reserve_bytes, bool free_is_live,
+         const std::vector<std::tuple<int64_t, ModelSpec, std::string, int64_t>>& models) {
+        StageCheckOptions o;
+        o.devices = devices;
+        o.default_device = default_device;
+        o.reserve_bytes = reserve_bytes;
+        o.free_is_live = free_is_live;
+        StageCheckResult result = CheckStages(config, o);
+        std::vector<StageModel> stage_models;
+        for (const auto& [id, spec, name, len] : models) stage_models.push_back({id, spec, name, len});
+        std::vector<StagePlanSummary> plans = AddStagePlans(result, stage_models);
+        return std::make_pair(std::move(result), std::move(plans));
+      },
+      py::arg("config"), py::arg("devices"), py::arg("default_device"), py::arg("reserve_bytes"),
+      py::arg("free_is_live"), py::arg("models"));
 
   py::class_<MemoryImbalance>(m, "MemoryImbalance")
       .def_readonly("imbalanced", &MemoryImbalance::imbalanced)

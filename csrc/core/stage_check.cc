@@ -422,6 +422,7 @@ std::string StageCheckResult::Report() const {
     out << "\n" << title << ":\n";
     for (const auto& l : lines) out << "  - " << l << "\n";
   };
+  list("Stage plans (start-up planner, on each stage's smallest GPU)", plan_lines);
   list("Problems", problems);
   list("Suggestions", suggestions);
   list("If a stage runs out of memory during inference", ok ? std::vector<std::string>{} : oom_advice);

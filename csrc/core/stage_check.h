@@ -104,6 +104,7 @@ struct StageCheckResult {
   std::vector<std::string> suggestions;       //!< the seed's solutions, concrete
   std::vector<std::string> oom_advice;        //!< "OOM during inference" solutions per stage
   std::vector<std::string> notes;             //!< parser notes and remarks
+  std::vector<std::string> plan_lines;        //!< one per stage planned (core/stage_plans.h)
   bool ok = true;                             //!< no device over-committed, every stage starts
 
   /*! \brief A readable multi-line report. */

@@ -224,6 +224,8 @@ class StageCheck:
     suggestions: list[str]
     oom_advice: list[str]
     notes: list[str]
+    plans: list[dict[str, Any]]
+    """Per stage with a model: the start-up plan on its devices (weights, KV, concurrency)."""
     report: str = field(repr=False)
 
     def device(self, physical_id: int) -> StageDeviceRow:
@@ -327,6 +329,8 @@ def check_stages(
     free_memory_bytes: FreeArg = None,
     cuda_visible_devices: VisibleArg = None,
     reserve_bytes: int = 0,
+    models: Optional[Mapping[int, Any]] = None,
+    max_model_len: Union[None, int, Mapping[int, int]] = None,
 ) -> StageCheck:
     """Check a vLLM-Omni stage layout per physical GPU.
 
@@ -346,6 +350,14 @@ def check_stages(
         through it. ``None``: unset.
     reserve_bytes
         Offline: memory assumed held by others on each device (CUDA contexts, other jobs).
+    models
+        ``{stage_id: model}`` (a :class:`~vllm_mem.ModelSpec`, config path / dict or bundled
+        name): those stages also get their full start-up plan (weights on the TP split, KV
+        capacity, max concurrency) on their devices, with the free memory predicted at their
+        start; a plan that does not fit makes the check fail.
+    max_model_len
+        For planned stages: one length for all, or ``{stage_id: length}``; default: the
+        stage's ``max_model_len``, else the model's limit.
 
     Returns
     -------
@@ -382,7 +394,14 @@ def check_stages(
     if not visible and (live or isinstance(gpus, (list, tuple))):
         num_visible = len(devices)  # indices beyond the GPUs there are cannot be valid
     parsed = load_stage_config(config, visible or None, num_visible)
-    result = _C.check_stages(parsed._set, devices, default, int(reserve_bytes), live)
+    from .model_spec import ModelSpec
+
+    planned = []
+    for stage_id, model in (models or {}).items():
+        spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
+        length = max_model_len.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
+        planned.append((int(stage_id), spec._spec, spec.name, int(length)))
+    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, int(reserve_bytes), live, planned)
     return StageCheck(
         ok=bool(result.ok),
         format=parsed.format,
@@ -396,6 +415,14 @@ def check_stages(
         suggestions=list(result.suggestions),
         oom_advice=list(result.oom_advice),
         notes=list(result.notes),
+        plans=[
+            {k: getattr(p, k) for k in (
+                "stage_id", "model", "physical_id", "total_bytes", "free_bytes", "max_model_len", "fits",
+                "failure_phase", "failure_message", "shortfall_bytes", "requested_bytes", "weights_bytes",
+                "non_kv_cache_bytes", "available_kv_cache_bytes", "num_blocks", "num_tokens",
+                "max_concurrency", "line")}
+            for p in plans
+        ],
         report=result.report(),
     )
 

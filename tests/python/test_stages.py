@@ -268,3 +268,35 @@ def test_plan_ranks_tightest_and_min_blocks() -> None:
                          tensor_parallel_size=2, max_model_len=8192)
     assert smaller.tightest_rank == 1 and smaller.workers[0].extra_blocks > 0
     assert "rank 1" in str(smaller)
+
+
+def test_stage_plans_with_models() -> None:
+    models = {0: "Qwen/Qwen3-30B-A3B", 1: "Qwen/Qwen3-8B"}
+    r = check_stages(SEED_NEW, gpus="H100-80GB", models=models, max_model_len={0: 32768, 1: 8192})
+    assert [p["stage_id"] for p in r.plans] == [0, 1]
+    talker = r.plans[1]
+    assert talker["physical_id"] == 1
+    # Planned within its own budget, with the free memory left when it starts (after stage 0).
+    assert talker["requested_bytes"] == math.ceil(H100_BYTES * 0.3)
+    assert talker["free_bytes"] == H100_BYTES - math.ceil(H100_BYTES * 0.6)
+    assert talker["fits"] and talker["max_concurrency"] > 1
+    thinker_1gpu = check_stages(seed_dict(), gpus="H100-80GB", models={0: "Qwen/Qwen3-30B-A3B"}).plans[0]
+    # TP 2 splits the weights.
+    assert thinker_1gpu["weights_bytes"] < vllm_mem.ModelSpec.from_hf_config("Qwen/Qwen3-30B-A3B").weight_bytes()
+    assert "Stage plans" in str(r)
+
+
+def test_stage_plan_that_does_not_fit_gets_a_raise() -> None:
+    config = seed_dict()
+    config["stages"][2]["gpu_memory_utilization"] = 0.05
+    r = check_stages(config, gpus="H100-80GB", models={2: "Qwen/Qwen3-8B"}, max_model_len=4096)
+    assert not r.ok
+    (plan,) = r.plans
+    assert not plan["fits"] and plan["shortfall_bytes"] > 0
+    assert plan["line"] in r.problems
+    (raise_,) = [s for s in r.suggestions if s.startswith("raise stage 2's gpu_memory_utilization")]
+    value = float(raise_.split(" to ")[1].split()[0])
+    assert math.ceil(H100_BYTES * value) >= plan["requested_bytes"] + plan["shortfall_bytes"]
+    config["stages"][2]["gpu_memory_utilization"] = value
+    again = check_stages(config, gpus="H100-80GB", models={2: "Qwen/Qwen3-8B"}, max_model_len=4096)
+    assert again.plans[0]["failure_phase"] != plan["failure_phase"] or again.plans[0]["fits"]
