@@ -300,3 +300,20 @@ def test_stage_plan_that_does_not_fit_gets_a_raise() -> None:
     config["stages"][2]["gpu_memory_utilization"] = value
     again = check_stages(config, gpus="H100-80GB", models={2: "Qwen/Qwen3-8B"}, max_model_len=4096)
     assert again.plans[0]["failure_phase"] != plan["failure_phase"] or again.plans[0]["fits"]
+
+
+def test_live_check_reads_the_visible_gpus() -> None:
+    from vllm_mem.testing import SimulatedDevice
+
+    with SimulatedDevice(H100_BYTES, num_devices=2) as dev:
+        dev.other_process_alloc(12 * GIB, device=1)
+        result = check_stages(SEED_OLD)  # gpus=None: measure now
+    assert [d.free_source for d in result.devices] == ["live", "live"]
+    assert result.device(0).total_bytes == H100_BYTES
+    assert result.device(1).free_bytes <= H100_BYTES - 12 * GIB
+    (failed,) = [p for p in result.startup if p.fails]
+    assert failed.stage_id == 1 and failed.physical_id == 1
+    assert any("other processes hold" in s for s in result.suggestions)
+    with SimulatedDevice(H100_BYTES, num_devices=1):
+        with pytest.raises(ValueError, match=r"\(stage 0\) runtime.devices: device index 1 is outside"):
+            check_stages(SEED_OLD)
