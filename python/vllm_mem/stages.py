@@ -308,8 +308,8 @@ def _live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:
     count = int(_C.device_count())
     if count <= 0:
         raise ValueError(
-            "gpus: no GPU is visible for a live check; pass gpus='H100-80GB' (or a total in "
-            "bytes) to check offline"
+            "gpus: no GPU is visible for a live check; to check offline pass gpus='H100-80GB' "
+            "or a total in bytes (CLI: --gpu H100-80GB)"
         )
     out = []
     for index in range(count):
