@@ -1,5 +1,97 @@
-"""(area not yet implemented)"""
+"""The GPU catalog: total memory as CUDA / ROCm report it, with tolerant name lookup."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from dataclasses import dataclass
+from typing import Any
+
+from . import _C
+
+__all__ = ["GpuInfo", "gpu_catalog", "lookup_gpu", "close_gpu_matches"]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU model of the catalog.
+
+    Attributes
+    ----------
+    name : str
+        Canonical catalog key, e.g. ``"H100-80GB"``.
+    device_name : str
+        What ``torch.cuda.get_device_name()`` prints.
+    vendor : str
+        ``"nvidia"`` or ``"amd"``.
+    memory_type : str
+        ``"HBM3"``, ``"GDDR6"``, ...
+    nominal_memory_gb : int
+        The marketing capacity.
+    total_memory_bytes : int
+        Total memory as the runtime reports it (``cudaMemGetInfo``): what vLLM's
+        ``gpu_memory_utilization`` multiplies.
+    figure_source : str
+        ``"measured"`` (byte-exact), ``"reported_mib"``, ``"reported_gib"`` or ``"estimated"``.
+    figure_uncertainty_bytes : int
+        The +- bound the source implies.
+    source_note : str
+        Where the figure comes from, or the estimation rule.
+    aliases : tuple of str
+        Other accepted spellings (matching is case- and punctuation-insensitive).
+    """
+
+    name: str
+    device_name: str
+    vendor: str
+    memory_type: str
+    nominal_memory_gb: int
+    total_memory_bytes: int
+    figure_source: str
+    figure_uncertainty_bytes: int
+    source_note: str
+    aliases: tuple[str, ...]
+
+    @property
+    def total_memory_gib(self) -> float:
+        """``total_memory_bytes / 2**30``."""
+        return self.total_memory_bytes / (1 << 30)
+
+    @classmethod
+    def _from_dict(cls, d: dict[str, Any]) -> "GpuInfo":
+        return cls(**{**d, "aliases": tuple(d["aliases"])})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict."""
+        return {
+            "name": self.name, "device_name": self.device_name, "vendor": self.vendor,
+            "memory_type": self.memory_type, "nominal_memory_gb": self.nominal_memory_gb,
+            "total_memory_bytes": self.total_memory_bytes,
+            "total_memory_gib": round(self.total_memory_gib, 2),
+            "figure_source": self.figure_source,
+            "figure_uncertainty_bytes": self.figure_uncertainty_bytes,
+            "source_note": self.source_note, "aliases": list(self.aliases),
+        }
+
+
+def gpu_catalog() -> list[GpuInfo]:
+    """Every catalog entry, NVIDIA first."""
+    return [GpuInfo._from_dict(d) for d in _C.gpu_catalog()]
+
+
+def lookup_gpu(name: str) -> GpuInfo:
+    """The entry for ``name`` in any common spelling (``"H100-80GB"``, ``"h100"``,
+    ``"NVIDIA H100 80GB HBM3"``, ``"rtx-4090"``, ``"MI300X"``).
+
+    Raises
+    ------
+    ValueError
+        ``gpu: unknown GPU ...`` listing the close matches, or naming the variants of an
+        ambiguous bare name such as ``"A100"``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"gpu: expected a GPU name, got {type(name).__name__}")
+    return GpuInfo._from_dict(_C.lookup_gpu(name))
+
+
+def close_gpu_matches(name: str, limit: int = 5) -> list[str]:
+    """Up to ``limit`` catalog names closest to ``name``."""
+    return list(_C.close_gpu_matches(name, limit))
