@@ -1,0 +1,156 @@
+"""The offline plan against 25 real vLLM v0.19 start-ups on an H100 (tests/data).
+
+Per term: weights, peak activation, non-torch, CUDA-graph estimate, available KV memory.
+Leave one model out: the estimator constants are refitted without a model's start-ups and the
+held-out model's available KV memory must still come within 3%.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+import pytest
+
+import vllm_mem
+from vllm_mem import _C
+
+GiB = float(1 << 30)
+H100 = 85029158912
+
+
+def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
+             activation: Optional[Any] = None, cudagraph: Optional[Any] = None,
+             graphs_in_budget: bool = False) -> Any:
+    """The native plan for one start-up (v0.19: the graph estimate is not subtracted)."""
+    spec = vllm_mem.ModelSpec.from_hf_config(configs[row["model_config_ref"]])
+    i = _C.PlanInputs()
+    i.total_memory_bytes = H100
+    i.gpu_memory_utilization = row["gpu_memory_utilization"]
+    i.max_model_len = row["max_model_len"]
+    i.tensor_parallel_size = row["tensor_parallel_size"]
+    i.pipeline_parallel_size = row["pipeline_parallel_size"]
+    i.max_num_seqs = row["max_num_seqs"]
+    i.max_num_batched_tokens = row["max_num_batched_tokens"]
+    i.dtype = row["dtype"]
+    i.kv_cache_dtype = row["kv_cache_dtype"]
+    i.quantization = row["quantization"] or ""
+    i.cudagraph_memory_in_budget = graphs_in_budget
+    if activation is not None:
+        i.activation_constants = activation
+    if cudagraph is not None:
+        i.cudagraph_constants = cudagraph
+    return _C.evaluate_plan(spec._spec, i)
+
+
+def rank_of(plan: Any, weights_gib: float, peak_gib: Optional[float] = None) -> Any:
+    """The worker a log line came from: the rank whose weights match the line's figure; PP
+    ranks with equal weights (Llama PP 2) are told apart by the line's peak, since only the
+    last rank runs the sampler."""
+    def distance(r: Any) -> tuple[float, float]:
+        w = round(abs(r.weights_bytes / GiB - weights_gib), 1)
+        p = 0.0 if peak_gib is None else abs(r.activation_peak_bytes / GiB - peak_gib)
+        return (w, p)
+    return min(plan.ranks, key=distance)
+
+
+def available_error(row: dict[str, Any], plan: Any) -> float:
+    obs = row["observed"]
+    r = rank_of(plan, obs["free_line_weights_gib"], obs["free_line_peak_activation_gib"])
+    return r.available_kv_cache_bytes / GiB / obs["free_line_kv_cache_in_use_gib"] - 1.0
+
+
+def test_per_term_errors(calibration_startups: list[dict[str, Any]],
+                         calibration_model_configs: dict[str, Any]) -> None:
+    errors: dict[str, list[float]] = {k: [] for k in ("weights", "activation", "non_torch", "cudagraph",
+                                                      "available_kv", "available_kv_v021")}
+    for row in calibration_startups:
+        plan = plan_for(row, calibration_model_configs)
+        obs = row["observed"]
+        # The suggestion line's worker carries weights, peak, non-torch and KV of one rank.
+        r = rank_of(plan, obs["free_line_weights_gib"], obs["free_line_peak_activation_gib"])
+        errors["weights"].append(r.weights_bytes / GiB / obs["free_line_weights_gib"] - 1)
+        errors["activation"].append(r.activation_peak_bytes / GiB - obs["free_line_peak_activation_gib"])
+        errors["non_torch"].append(r.non_torch_bytes / GiB - obs["free_line_non_torch_gib"])
+        r0 = rank_of(plan, obs["weights_memory_gib"], obs["torch_peak_memory_increase_gib"])
+        errors["cudagraph"].append(r0.cudagraph_bytes / GiB - obs["estimated_cuda_graph_memory_gib"])
+        errors["available_kv"].append(available_error(row, plan))
+        # vLLM >= 0.21 subtracts the graph estimate: compare with what these runs would then have
+        # printed (available minus their own estimate), so the graph term's error counts too.
+        v021 = plan_for(row, calibration_model_configs, graphs_in_budget=True)
+        r21 = rank_of(v021, obs["weights_memory_gib"], obs["torch_peak_memory_increase_gib"])
+        printed = obs["available_kv_cache_memory_gib"] - obs["estimated_cuda_graph_memory_gib"]
+        errors["available_kv_v021"].append(r21.available_kv_cache_bytes / GiB / printed - 1)
+        # The printed "num_gpu_blocks" is the engine-wide minimum over ranks.
+        assert plan.kv_cache is not None
+        assert plan.kv_cache.num_blocks == pytest.approx(obs["num_gpu_blocks"], rel=0.03), row["case_id"]
+    worst = {k: max(abs(e) for e in v) for k, v in errors.items()}
+    print("worst per-term error:", {k: round(v, 4) for k, v in worst.items()})
+    assert worst["weights"] <= 0.01                   # relative
+    assert worst["activation"] <= 0.05                # GiB (largest printed peak: 2.21 GiB)
+    assert worst["non_torch"] <= 0.02                 # GiB
+    assert worst["available_kv"] <= 0.03              # relative: the target
+    assert worst["available_kv_v021"] <= 0.03         # relative, graph estimate included
+    # vLLM's own estimate is noisy (it printed 1.69 GiB for a 0.76 GiB capture at TP 2):
+    # the median, not the worst case, is what a mechanism can match.
+    cg = sorted(abs(e) for e in errors["cudagraph"])
+    assert cg[len(cg) // 2] <= 0.1                    # GiB
+
+
+def _fit_constants(rows: list[dict[str, Any]], configs: dict[str, Any]) -> tuple[Any, Any]:
+    """Refit the activation constants (hidden tensors, sampler bytes per logit) and the graph
+    constants on ``rows`` by grid search, minimising the squared error of the printed terms."""
+    best_act, best_err = None, float("inf")
+    for hidden, sampler in itertools.product([3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0], [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]):
+        a = _C.ActivationConstants()
+        a.hidden_tensors, a.sampler_bytes_per_logit = hidden, sampler
+        err = 0.0
+        for row in rows:
+            plan = plan_for(row, configs, activation=a)
+            r = rank_of(plan, row["observed"]["free_line_weights_gib"],
+                        row["observed"]["free_line_peak_activation_gib"])
+            err += (r.activation_peak_bytes / GiB - row["observed"]["free_line_peak_activation_gib"]) ** 2
+        if err < best_err:
+            best_act, best_err = a, err
+    best_cg, best_err = None, float("inf")
+    for fixed_gib, per in itertools.product([0.1, 0.15, 0.2, 0.25, 0.3], [30.0, 37.5, 45.0, 52.5, 60.0]):
+        c = _C.CudagraphConstants()
+        c.first_capture_fixed_bytes = int(fixed_gib * GiB)
+        c.per_graph_bytes_per_layer_hidden = per
+        err = 0.0
+        for row in rows:
+            plan = plan_for(row, configs, activation=best_act, cudagraph=c)
+            r0 = rank_of(plan, row["observed"]["weights_memory_gib"],
+                         row["observed"]["torch_peak_memory_increase_gib"])
+            err += (r0.cudagraph_bytes / GiB - row["observed"]["estimated_cuda_graph_memory_gib"]) ** 2
+        if err < best_err:
+            best_cg, best_err = c, err
+    return best_act, best_cg
+
+
+@pytest.mark.parametrize("held_out", ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct",
+                                      "codellama/CodeLlama-7b-hf", "microsoft/phi-2"])
+def test_leave_one_model_out(held_out: str, calibration_startups: list[dict[str, Any]],
+                             calibration_model_configs: dict[str, Any]) -> None:
+    train = [r for r in calibration_startups if r["model_id"] != held_out]
+    test = [r for r in calibration_startups if r["model_id"] == held_out]
+    assert train and test
+    activation, cudagraph = _fit_constants(train, calibration_model_configs)
+    errors = [available_error(row, plan_for(row, calibration_model_configs, activation=activation,
+                                            cudagraph=cudagraph)) for row in test]
+    # The same with the graph estimate in the budget (vLLM >= 0.21), against available minus
+    # the run's own printed estimate.
+    errors_v021 = []
+    for row in test:
+        obs = row["observed"]
+        plan = plan_for(row, calibration_model_configs, activation=activation, cudagraph=cudagraph,
+                        graphs_in_budget=True)
+        r = rank_of(plan, obs["weights_memory_gib"], obs["torch_peak_memory_increase_gib"])
+        printed = obs["available_kv_cache_memory_gib"] - obs["estimated_cuda_graph_memory_gib"]
+        errors_v021.append(r.available_kv_cache_bytes / GiB / printed - 1)
+    print(held_out, "refit", activation.hidden_tensors, activation.sampler_bytes_per_logit,
+          cudagraph.first_capture_fixed_bytes / GiB, cudagraph.per_graph_bytes_per_layer_hidden,
+          "worst available-KV error", round(max(abs(e) for e in errors), 4),
+          "with graphs", round(max(abs(e) for e in errors_v021), 4))
+    assert max(abs(e) for e in errors) <= 0.03
+    assert max(abs(e) for e in errors_v021) <= 0.03
