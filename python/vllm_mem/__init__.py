@@ -8,6 +8,8 @@ Importing this package never loads or initialises CUDA: the driver is opened on 
 
 from __future__ import annotations
 
+import importlib
+
 from . import _C
 
 # Each area module lists its public names in __all__; the package re-exports all of them.
@@ -22,22 +24,21 @@ from .catalog import *  # noqa: F403
 from .planner import *  # noqa: F403
 from .sweep import *  # noqa: F403
 from .stages import *  # noqa: F403
-from . import units, model_spec, kv_cache, approximations, mem_utils, sampler, worker_flow
-from . import catalog, planner, sweep, stages
 
 __version__: str = _C.__version__
 
-__all__ = [
-    "__version__",
-    *units.__all__,
-    *model_spec.__all__,
-    *kv_cache.__all__,
-    *approximations.__all__,
-    *mem_utils.__all__,
-    *sampler.__all__,
-    *worker_flow.__all__,
-    *catalog.__all__,
-    *planner.__all__,
-    *sweep.__all__,
-    *stages.__all__,
-]
+# The area modules, fetched by name: "from . import sweep" would hand back vllm_mem.sweep, which
+# the star import above has already rebound to the function of the same name.
+_AREA_MODULES = ("units", "model_spec", "kv_cache", "approximations", "mem_utils", "sampler",
+                 "worker_flow", "catalog", "planner", "sweep", "stages")
+
+
+def _public_names() -> list[str]:
+    names: list[str] = ["__version__"]
+    for area in _AREA_MODULES:
+        module = importlib.import_module(f"{__name__}.{area}")
+        names.extend(name for name in module.__all__ if name not in names)
+    return names
+
+
+__all__ = _public_names()
