@@ -10,7 +10,6 @@ import os
 import time
 
 import numpy as np
-
 import vllm_mem
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

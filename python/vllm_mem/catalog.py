@@ -7,7 +7,7 @@ from typing import Any
 
 from . import _C
 
-__all__ = ["GpuInfo", "gpu_catalog", "lookup_gpu", "close_gpu_matches"]
+__all__ = ["GpuInfo", "close_gpu_matches", "gpu_catalog", "lookup_gpu"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class GpuInfo:
         return self.total_memory_bytes / (1 << 30)
 
     @classmethod
-    def _from_dict(cls, d: dict[str, Any]) -> "GpuInfo":
+    def _from_dict(cls, d: dict[str, Any]) -> GpuInfo:
         return cls(**{**d, "aliases": tuple(d["aliases"])})
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import html
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Union
 
 from . import _C
 from .catalog import lookup_gpu
 from .kv_cache import KvCacheCapacity
 from .model_spec import ConfigSource, ModelSpec
 
-__all__ = ["plan", "StartupPlan", "RankPlan", "PlanSuggestion", "FAILURE_PHASES"]
+__all__ = ["FAILURE_PHASES", "PlanSuggestion", "RankPlan", "StartupPlan", "plan"]
 
 SpecSource = Union[ModelSpec, ConfigSource]
 
@@ -49,7 +50,7 @@ def _float(value: Any, field: str) -> float:
     return float(value)
 
 
-def _gpu_total(gpu: Optional[str], total_memory_bytes: Optional[int]) -> tuple[int, str]:
+def _gpu_total(gpu: str | None, total_memory_bytes: int | None) -> tuple[int, str]:
     if total_memory_bytes is not None:
         total = _int(total_memory_bytes, "total_memory_bytes")
         if total <= 0:
@@ -65,23 +66,23 @@ def _plan_inputs(
     *,
     total_memory_bytes: int,
     gpu_name: str = "",
-    free_memory_bytes: Optional[int] = None,
-    gpu_count: Optional[int] = None,
+    free_memory_bytes: int | None = None,
+    gpu_count: int | None = None,
     gpu_memory_utilization: float = 0.92,
-    max_model_len: Optional[int] = None,
+    max_model_len: int | None = None,
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
     max_num_seqs: int = 256,
     max_num_batched_tokens: int = 8192,
     dtype: str = "auto",
-    quantization: Optional[str] = None,
+    quantization: str | None = None,
     kv_cache_dtype: str = "auto",
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     enforce_eager: bool = False,
     cudagraph_mode: str = "FULL_AND_PIECEWISE",
-    cudagraph_capture_sizes: Optional[Sequence[int]] = None,
-    max_cudagraph_capture_size: Optional[int] = None,
-    kv_cache_memory_bytes: Optional[int] = None,
+    cudagraph_capture_sizes: Sequence[int] | None = None,
+    max_cudagraph_capture_size: int | None = None,
+    kv_cache_memory_bytes: int | None = None,
     cudagraph_memory_in_budget: bool = True,
 ) -> Any:
     """Checked conversion of the plan keywords to the core's PlanInputs (no defaults decided here)."""
@@ -182,7 +183,7 @@ class StartupPlan:
     def __init__(self, native: Any, spec: ModelSpec) -> None:
         self._p = native
         self._spec = spec
-        self._suggestions: Optional[list[PlanSuggestion]] = None
+        self._suggestions: list[PlanSuggestion] | None = None
 
     # --- the breakdown (the tightest GPU), bytes ---------------------------------------------
     @property
@@ -224,7 +225,7 @@ class StartupPlan:
         return int(self._p.available_kv_cache_bytes)
 
     @property
-    def kv_cache(self) -> Optional[KvCacheCapacity]:
+    def kv_cache(self) -> KvCacheCapacity | None:
         """Blocks, tokens and concurrency when the plan fits, else ``None``."""
         kv = self._p.kv_cache
         return None if kv is None else KvCacheCapacity._from_native(kv)
@@ -255,7 +256,7 @@ class StartupPlan:
         return bool(self._p.fits)
 
     @property
-    def failure_phase(self) -> Optional[str]:
+    def failure_phase(self) -> str | None:
         """``None`` when the plan fits, else one of :data:`FAILURE_PHASES`."""
         return self._p.failure_phase or None
 
@@ -294,8 +295,8 @@ class StartupPlan:
     def report(self) -> str:
         """The text report a person reads at a glance."""
         native = _C.suggest_plan_changes(self._spec._spec, self._p)
-        return _C.format_plan_report(self._spec._spec, self._p, self._spec.name,
-                                     _C.format_suggestions(native))
+        return str(_C.format_plan_report(self._spec._spec, self._p, self._spec.name,
+                                         _C.format_suggestions(native)))
 
     def __str__(self) -> str:
         return self.report()
@@ -384,26 +385,26 @@ class StartupPlan:
 
 def plan(
     spec: SpecSource,
-    gpu: Optional[str] = None,
+    gpu: str | None = None,
     *,
-    total_memory_bytes: Optional[int] = None,
-    free_memory_bytes: Optional[int] = None,
-    gpu_count: Optional[int] = None,
+    total_memory_bytes: int | None = None,
+    free_memory_bytes: int | None = None,
+    gpu_count: int | None = None,
     gpu_memory_utilization: float = 0.92,
-    max_model_len: Optional[int] = None,
+    max_model_len: int | None = None,
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
     max_num_seqs: int = 256,
     max_num_batched_tokens: int = 8192,
     dtype: str = "auto",
-    quantization: Optional[str] = None,
+    quantization: str | None = None,
     kv_cache_dtype: str = "auto",
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     enforce_eager: bool = False,
     cudagraph_mode: str = "FULL_AND_PIECEWISE",
-    cudagraph_capture_sizes: Optional[Sequence[int]] = None,
-    max_cudagraph_capture_size: Optional[int] = None,
-    kv_cache_memory_bytes: Optional[int] = None,
+    cudagraph_capture_sizes: Sequence[int] | None = None,
+    max_cudagraph_capture_size: int | None = None,
+    kv_cache_memory_bytes: int | None = None,
     cudagraph_memory_in_budget: bool = True,
 ) -> StartupPlan:
     """Plan vLLM's start-up memory on one GPU type, per pipeline rank.

@@ -11,7 +11,8 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, TypeVar, Union
+from collections.abc import Sequence
+from typing import Any, TypeVar, Union
 
 import numpy as np
 
@@ -37,25 +38,25 @@ def _axis(value: Any) -> list[Any]:
 
 def sweep(
     spec: SpecSource,
-    gpus: OneOrMany[Union[str, int]] = "H100-80GB",
+    gpus: OneOrMany[str | int] = "H100-80GB",
     *,
     gpu_memory_utilization: OneOrMany[float] = 0.92,
-    max_model_len: Optional[OneOrMany[int]] = None,
+    max_model_len: OneOrMany[int] | None = None,
     tensor_parallel_size: OneOrMany[int] = 1,
     pipeline_parallel_size: OneOrMany[int] = 1,
     max_num_seqs: OneOrMany[int] = 256,
     max_num_batched_tokens: OneOrMany[int] = 8192,
     dtype: OneOrMany[str] = "auto",
-    quantization: Optional[OneOrMany[Optional[str]]] = None,
+    quantization: OneOrMany[str | None] | None = None,
     kv_cache_dtype: OneOrMany[str] = "auto",
-    block_size: Optional[OneOrMany[int]] = None,
+    block_size: OneOrMany[int] | None = None,
     enforce_eager: OneOrMany[bool] = False,
-    free_memory_bytes: Optional[int] = None,
-    gpu_count: Optional[int] = None,
+    free_memory_bytes: int | None = None,
+    gpu_count: int | None = None,
     cudagraph_mode: str = "FULL_AND_PIECEWISE",
-    kv_cache_memory_bytes: Optional[int] = None,
+    kv_cache_memory_bytes: int | None = None,
     cudagraph_memory_in_budget: bool = True,
-    as_frame: Optional[bool] = None,
+    as_frame: bool | None = None,
 ) -> Any:
     """Evaluate :func:`vllm_mem.plan` over the cross product of every list-valued keyword.
 
@@ -138,7 +139,8 @@ def sweep(
         "kv_cache_dtype": np.array(raw["kv_cache_dtype_values"], dtype=object)[raw["kv_cache_dtype_index"]],
         "enforce_eager": raw["enforce_eager"].astype(bool),
         "fits": raw["fits"].astype(bool),
-        "failure_phase": np.where(codes == 0, None, phase_names[np.where(codes < 0, len(phase_names) - 1, codes)]),
+        "failure_phase": np.array(
+            [None if c == 0 else phase_names[c if c > 0 else -1] for c in codes.tolist()], dtype=object),
     }
     total = raw["total_memory_bytes"].astype(np.float64)
     for key in ("requested_bytes", "weights_bytes", "activation_peak_bytes", "non_torch_bytes",
@@ -152,7 +154,7 @@ def sweep(
 
     if as_frame is None or as_frame:
         try:
-            import pandas as pd
+            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
         except ImportError:
             if as_frame:
                 raise

@@ -11,22 +11,23 @@ GPU and on :class:`vllm_mem.testing.SimulatedDevice` alike.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Generic, TypeVar
 
 from . import _C
 from .mem_utils import MemoryProfilingResult, MemorySnapshot
 from .units import format_gib
 
 __all__ = [
-    "ProcessMemory",
     "AvailableKvCacheMemory",
     "CudaGraphMemory",
     "KvCacheMemorySuggestion",
-    "request_memory",
-    "device_processes",
+    "ProcessMemory",
     "determine_available_kv_cache_memory",
+    "device_processes",
     "measure_cuda_graph_memory",
+    "request_memory",
     "suggest_kv_cache_memory_bytes",
 ]
 
@@ -43,7 +44,7 @@ class ProcessMemory:
     used_bytes: int
 
 
-def device_processes(device_index: int = 0) -> Optional[list[ProcessMemory]]:
+def device_processes(device_index: int = 0) -> list[ProcessMemory] | None:
     """Processes holding memory on the device, largest first, from NVML (loaded at run time);
     ``None`` where NVML is unavailable (no driver, a simulated device, a container without
     access)."""
@@ -115,12 +116,12 @@ def determine_available_kv_cache_memory(
     requested_memory: int,
     gpu_memory_utilization: float,
     *,
-    profile_result: Optional[MemoryProfilingResult] = None,
+    profile_result: MemoryProfilingResult | None = None,
     weights_memory: int = 0,
     torch_peak_increase: int = 0,
     non_torch_increase: int = 0,
     cudagraph_memory_estimate: int = 0,
-    kv_cache_memory_bytes: Optional[int] = None,
+    kv_cache_memory_bytes: int | None = None,
     estimate_cudagraphs: bool = True,
     log: bool = True,
 ) -> AvailableKvCacheMemory:

@@ -8,10 +8,9 @@ held-out model's available KV memory must still come within 3%.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 import pytest
-
 import vllm_mem
 from vllm_mem import _C
 
@@ -20,7 +19,7 @@ H100 = 85029158912
 
 
 def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
-             activation: Optional[Any] = None, cudagraph: Optional[Any] = None,
+             activation: Any | None = None, cudagraph: Any | None = None,
              graphs_in_budget: bool = False) -> Any:
     """The native plan for one start-up (v0.19: the graph estimate is not subtracted)."""
     spec = vllm_mem.ModelSpec.from_hf_config(configs[row["model_config_ref"]])
@@ -43,7 +42,7 @@ def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
     return _C.evaluate_plan(spec._spec, i)
 
 
-def rank_of(plan: Any, weights_gib: float, peak_gib: Optional[float] = None) -> Any:
+def rank_of(plan: Any, weights_gib: float, peak_gib: float | None = None) -> Any:
     """The worker a log line came from: the rank whose weights match the line's figure; PP
     ranks with equal weights (Llama PP 2) are told apart by the line's peak, since only the
     last rank runs the sampler."""

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import vllm_mem
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

@@ -6,7 +6,6 @@ import json
 import math
 
 import pytest
-
 import vllm_mem
 from vllm_mem import GiB_bytes
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import vllm_mem
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

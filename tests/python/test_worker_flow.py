@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import pytest
-
 import vllm_mem
 from vllm_mem import GiB_bytes, MiB_bytes, format_gib
 from vllm_mem import worker_flow as wf

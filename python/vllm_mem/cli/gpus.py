@@ -9,7 +9,7 @@ from typing import Any
 from ..catalog import gpu_catalog
 
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser("gpus", help="list the GPU catalog",
                               description="GPUs the planner knows, with total memory as the runtime "
                                           "reports it and where each figure comes from.")

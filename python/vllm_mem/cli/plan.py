@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Optional
+from typing import Any
 
 from ..model_spec import ModelSpec
 from ..planner import plan as make_plan
@@ -28,7 +28,7 @@ def _gib(text: str) -> int:
     return int(round(value * GiB_bytes))
 
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser(
         "plan",
         help="vLLM's start-up memory plan: budget, breakdown, KV capacity, verdict, what to change",
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         block_size=args.block_size, enforce_eager=args.enforce_eager,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         cudagraph_memory_in_budget=not args.cudagraph_not_in_budget)
-    live: Optional[dict[str, Any]] = _live_snapshot(p.requested_bytes)
+    live: dict[str, Any] | None = _live_snapshot(p.requested_bytes)
     if args.json:
         out = p.to_dict()
         out["live_snapshot"] = live
