@@ -162,7 +162,3 @@ def sweep(
         return pd.DataFrame(cols)
     return cols
 
-
-# The package re-exports this function under the module's own name (vllm_mem.sweep), so
-# `from . import sweep` in __init__ yields the function: give it the module's export list too.
-sweep.__all__ = __all__  # type: ignore[attr-defined]
