@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/checked_math.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/parallelism.h"
@@ -302,7 +303,7 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
          std::to_string(in.tensor_parallel_size) + " pipeline_parallel_size=" +
          std::to_string(in.pipeline_parallel_size) + " max_num_seqs=" + std::to_string(in.max_num_seqs) +
          " max_num_batched_tokens=" + std::to_string(in.max_num_batched_tokens) + "\n          dtype=" +
-         in.dtype + (in.quantization.empty() ? "" : " quantization=" + in.quantization) +
+         in.dtype + (in.dtype == "auto" ? " (" + DTypeName(ResolveModelDType("auto", spec.dtype, "dtype")) + ")" : "") + (in.quantization.empty() ? "" : " quantization=" + in.quantization) +
          " kv_cache_dtype=" + in.kv_cache_dtype + " cudagraphs=" +
          (in.enforce_eager ? std::string("off (enforce_eager)") : CudagraphModeName(in.cudagraph_mode)) +
          (in.kv_cache_memory_bytes > 0 ? " kv_cache_memory_bytes=" + std::to_string(in.kv_cache_memory_bytes) : "") +
