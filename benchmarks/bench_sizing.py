@@ -15,11 +15,11 @@ import statistics
 import subprocess
 import sys
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import vllm_mem
-from vllm_mem import ModelSpec, _C
+from vllm_mem import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "build" / "bench"
@@ -37,44 +37,21 @@ def time_call(call: Callable[[], object], repeats: int, number: int = 200) -> tu
     return statistics.median(per_call), min(per_call)
 
 
-def kv_call(spec: ModelSpec) -> tuple[Optional[Callable[[], object]], str]:
-    """The KV-capacity call to time, and a note on which entry point it uses."""
-    public = getattr(vllm_mem, "kv_cache_capacity", None)
-    if public is not None:
-        for kwargs in ({"max_model_len": MAX_MODEL_LEN, "tensor_parallel_size": TP},
-                       {"max_model_len": MAX_MODEL_LEN}):
-            try:
-                public(spec, AVAILABLE_BYTES, **kwargs)
-            except TypeError:
-                continue
-            return (lambda: public(spec, AVAILABLE_BYTES, **kwargs)), "vllm_mem.kv_cache_capacity"
-    raw = getattr(_C, "kv_cache_capacity", None)
-    if raw is None:
-        return None, "kv_cache_capacity not available"
-    options = _C.KvCacheOptions()
-    options.max_model_len = MAX_MODEL_LEN
-    options.tensor_parallel_size = TP
-    return (lambda: raw(spec._spec, [AVAILABLE_BYTES], options)), (
-        "_C.kv_cache_capacity (the Python wrapper vllm_mem.kv_cache_capacity was not ready)")
-
-
 def python_rows(repeats: int) -> tuple[list[tuple[str, str, str, float, float]], list[str]]:
-    rows, notes = [], []
+    rows: list[tuple[str, str, str, float, float]] = []
+    notes: list[str] = []
     for name in MODELS:
         spec = ModelSpec.from_hf_config(name)
-        median, low = time_call(lambda: spec.weight_bytes(tensor_parallel_size=TP), repeats)
-        rows.append(("python", name, "weight_bytes", median, low))
-        try:
-            call, note = kv_call(spec)
-            if note not in notes:
-                notes.append(note)
-            if call is None:
-                continue
-            median, low = time_call(call, repeats)
-        except Exception as exc:  # report, do not hide: the KV area may not support this model yet
-            notes.append(f"{name}: kv_cache_capacity raised {type(exc).__name__}: {exc}")
-            continue
-        rows.append(("python", name, "kv_cache_capacity", median, low))
+
+        def weights(spec: ModelSpec = spec) -> int:
+            return spec.weight_bytes(tensor_parallel_size=TP)
+
+        def kv(spec: ModelSpec = spec) -> object:
+            return vllm_mem.kv_cache_capacity(spec, AVAILABLE_BYTES, max_model_len=MAX_MODEL_LEN,
+                                              tensor_parallel_size=TP)
+
+        rows.append(("python", name, "weight_bytes", *time_call(weights, repeats)))
+        rows.append(("python", name, "kv_cache_capacity", *time_call(kv, repeats)))
     return rows, notes
 
 
@@ -104,7 +81,7 @@ def cxx_rows(repeats: int, rebuild: bool) -> tuple[list[tuple[str, str, str, flo
     return rows, notes
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=101, help="timed batches per call (median over them)")
     parser.add_argument("--no-cxx", action="store_true", help="skip the C++ benchmark")

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from vllm_mem import _C
 from vllm_mem.mem_utils import MemorySnapshot
@@ -94,9 +95,13 @@ def overhead(workload: Callable[[], Any], interval_s: float, repeats: int = 15) 
     """Relative slowdown of the workload while sampling (median of paired runs)."""
     ratios = []
     for _ in range(repeats):
-        t0 = time.perf_counter(); workload(); plain = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        workload()
+        plain = time.perf_counter() - t0
         with MemorySampler(interval_s=interval_s):
-            t0 = time.perf_counter(); workload(); sampled = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            workload()
+            sampled = time.perf_counter() - t0
         ratios.append(sampled / plain - 1.0)
     return statistics.median(ratios)
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 import importlib
 
 from . import _C
+from .approximations import *  # noqa: F403
+from .catalog import *  # noqa: F403
+from .kv_cache import *  # noqa: F403
+from .mem_utils import *  # noqa: F403
+from .model_spec import *  # noqa: F403
+from .planner import *  # noqa: F403
+from .sampler import *  # noqa: F403
+from .stages import *  # noqa: F403
+from .sweep import *  # noqa: F403
 
 # Each area module lists its public names in __all__; the package re-exports all of them.
 from .units import *  # noqa: F403
-from .model_spec import *  # noqa: F403
-from .kv_cache import *  # noqa: F403
-from .approximations import *  # noqa: F403
-from .mem_utils import *  # noqa: F403
-from .sampler import *  # noqa: F403
 from .worker_flow import *  # noqa: F403
-from .catalog import *  # noqa: F403
-from .planner import *  # noqa: F403
-from .sweep import *  # noqa: F403
-from .stages import *  # noqa: F403
 
 __version__: str = _C.__version__
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import socket
 import warnings
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .stages import MemoryImbalance, check_memory_imbalance
 from .units import format_gib
@@ -47,7 +48,7 @@ def _dist() -> Any:
     return dist
 
 
-def _tensor_device(dist: Any, group: Optional[Any]) -> Any:
+def _tensor_device(dist: Any, group: Any | None) -> Any:
     """Where a collective's tensor must live: the current GPU for NCCL, the CPU otherwise."""
     import torch
 
@@ -57,7 +58,7 @@ def _tensor_device(dist: Any, group: Optional[Any]) -> Any:
     return torch.device("cpu")
 
 
-def _all_reduce_min(value: int, group: Optional[Any], name: str) -> int:
+def _all_reduce_min(value: int, group: Any | None, name: str) -> int:
     import torch
 
     if isinstance(value, bool) or not isinstance(value, int):
@@ -68,14 +69,14 @@ def _all_reduce_min(value: int, group: Optional[Any], name: str) -> int:
     return int(t.item())
 
 
-def reduce_available_kv_cache_memory(available_bytes: int, group: Optional[Any] = None) -> int:
+def reduce_available_kv_cache_memory(available_bytes: int, group: Any | None = None) -> int:
     """All-reduce MIN of each rank's available KV-cache bytes, as vLLM's
     ``ExecutorWithExternalLauncher.determine_available_memory`` does; every rank gets the
     minimum. Call it in every rank of ``group`` (default: the world)."""
     return _all_reduce_min(available_bytes, group, "available_bytes")
 
 
-def reduce_num_blocks(num_blocks: int, group: Optional[Any] = None) -> int:
+def reduce_num_blocks(num_blocks: int, group: Any | None = None) -> int:
     """All-reduce MIN of each rank's KV-cache block count: the engine-wide ``num_gpu_blocks``
     vLLM settles on (``min(cfg.num_blocks)`` over workers in ``get_kv_cache_configs``)."""
     return _all_reduce_min(num_blocks, group, "num_blocks")
@@ -91,8 +92,8 @@ def _plain(snapshot: Mapping[str, Any]) -> dict[str, int]:
 
 
 def gather_snapshots(
-    snapshot: Mapping[str, int], dst: int = 0, group: Optional[Any] = None
-) -> Optional[list[dict[str, Any]]]:
+    snapshot: Mapping[str, int], dst: int = 0, group: Any | None = None
+) -> list[dict[str, Any]] | None:
     """Gather every rank's snapshot (a ``dict`` of ints) to rank ``dst``.
 
     Returns, on ``dst``, one row per rank in rank order, each the snapshot plus ``rank`` and
@@ -102,7 +103,7 @@ def gather_snapshots(
     row: dict[str, Any] = {"rank": dist.get_rank(), "host": socket.gethostname(), **_plain(snapshot)}
     world = dist.get_world_size(group)
     is_dst = dist.get_rank() == dst
-    gathered: Optional[list[Any]] = [None] * world if is_dst else None
+    gathered: list[Any] | None = [None] * world if is_dst else None
     dist.gather_object(row, gathered, dst=dst, group=group)
     if not is_dst:
         return None
@@ -110,7 +111,7 @@ def gather_snapshots(
     return [dict(r) for r in gathered]
 
 
-def snapshot_table(rows: Sequence[Mapping[str, Any]], keys: Optional[Sequence[str]] = None) -> str:
+def snapshot_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str] | None = None) -> str:
     """One text table of gathered snapshots: a row per rank, byte fields in GiB as vLLM
     prints them."""
     if not rows:
@@ -124,13 +125,13 @@ def snapshot_table(rows: Sequence[Mapping[str, Any]], keys: Optional[Sequence[st
         for r in rows
     ]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
     return "\n".join(lines)
 
 
 def check_memory_imbalance_across_ranks(
-    free_bytes: int, ratio: float = 0.9, group: Optional[Any] = None, warn: bool = True
+    free_bytes: int, ratio: float = 0.9, group: Any | None = None, warn: bool = True
 ) -> MemoryImbalance:
     """All-gather each rank's free bytes and run SGLang's imbalance check on them.
 

@@ -14,8 +14,9 @@ Examples
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Union
 
 from . import _C
 from .model_spec import ConfigSource, ModelSpec
@@ -69,7 +70,7 @@ class KvCacheGroup:
     uniform_type: bool
 
     @classmethod
-    def _from_native(cls, g: Any) -> "KvCacheGroup":
+    def _from_native(cls, g: Any) -> KvCacheGroup:
         return cls(
             kind=g.kind,
             layer_indices=tuple(g.layer_indices),
@@ -138,7 +139,7 @@ class KvCacheCapacity:
     log_lines: tuple[str, ...]
 
     @classmethod
-    def _from_native(cls, c: Any) -> "KvCacheCapacity":
+    def _from_native(cls, c: Any) -> KvCacheCapacity:
         return cls(
             num_blocks=c.num_blocks,
             num_tokens=c.num_tokens,
@@ -202,14 +203,14 @@ def _available_list(available_bytes: AvailableBytes) -> list[int]:
 
 def _options(
     max_model_len: int,
-    block_size: Optional[int],
+    block_size: int | None,
     kv_cache_dtype: str,
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
-    max_num_batched_tokens: Optional[int],
+    max_num_batched_tokens: int | None,
     dtype: str,
     disable_hybrid_kv_cache_manager: bool,
-    num_gpu_blocks_override: Optional[int],
+    num_gpu_blocks_override: int | None,
     max_concurrent_batches: int,
     cap_sliding_window_at_full: bool,
 ) -> Any:
@@ -274,14 +275,14 @@ def kv_cache_capacity(
     spec: SpecSource,
     available_bytes: AvailableBytes,
     max_model_len: int = 8192,
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     kv_cache_dtype: str = "auto",
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: Optional[int] = None,
+    max_num_batched_tokens: int | None = None,
     dtype: str = "auto",
     disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: Optional[int] = None,
+    num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
     cap_sliding_window_at_full: bool = True,
 ) -> KvCacheCapacity:
@@ -309,14 +310,14 @@ def estimate_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
     max_model_len: int = 8192,
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     kv_cache_dtype: str = "auto",
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: Optional[int] = None,
+    max_num_batched_tokens: int | None = None,
     dtype: str = "auto",
     disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: Optional[int] = None,
+    num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
     cap_sliding_window_at_full: bool = True,
 ) -> int:
@@ -335,14 +336,14 @@ def auto_fit_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
     max_model_len: int = 8192,
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     kv_cache_dtype: str = "auto",
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: Optional[int] = None,
+    max_num_batched_tokens: int | None = None,
     dtype: str = "auto",
     disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: Optional[int] = None,
+    num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
     cap_sliding_window_at_full: bool = True,
 ) -> int:
@@ -361,14 +362,14 @@ def check_enough_kv_cache_memory(
     spec: SpecSource,
     available_bytes: AvailableBytes,
     max_model_len: int = 8192,
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     kv_cache_dtype: str = "auto",
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: Optional[int] = None,
+    max_num_batched_tokens: int | None = None,
     dtype: str = "auto",
     disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: Optional[int] = None,
+    num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
     cap_sliding_window_at_full: bool = True,
 ) -> None:
@@ -387,17 +388,17 @@ def kv_cache_memory_shortfall(
     spec: SpecSource,
     available_bytes: AvailableBytes,
     max_model_len: int = 8192,
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
     kv_cache_dtype: str = "auto",
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: Optional[int] = None,
+    max_num_batched_tokens: int | None = None,
     dtype: str = "auto",
     disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: Optional[int] = None,
+    num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
     cap_sliding_window_at_full: bool = True,
-) -> Optional[str]:
+) -> str | None:
     """The message :func:`check_enough_kv_cache_memory` would raise, or ``None`` when it fits.
 
     Bad input still raises ``ValueError``, so callers can tell "does not fit" from "wrong input".

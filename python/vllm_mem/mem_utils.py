@@ -16,9 +16,10 @@ import contextlib
 import functools
 import gc
 import logging
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Generator, Optional
+from typing import Any
 
 from . import _C
 from ._device import DeviceLike, device_index, make_device
@@ -117,13 +118,13 @@ class MemorySnapshot:
         return rec
 
     @classmethod
-    def _from_record(cls, rec: Any, device: Any) -> "MemorySnapshot":
+    def _from_record(cls, rec: Any, device: Any) -> MemorySnapshot:
         out = cls(device=device, auto_measure=False)
         for name in _RECORD_FIELDS:
             setattr(out, name, getattr(rec, name))
         return out
 
-    def __sub__(self, other: "MemorySnapshot") -> "MemorySnapshot":
+    def __sub__(self, other: MemorySnapshot) -> MemorySnapshot:
         if self.device_ != other.device_:
             raise ValueError(
                 "The two snapshots should be from the same device! "
@@ -171,7 +172,7 @@ class MemoryProfilingResult:
     transient_peak_headroom: int = 0
     non_torch_peak_increase: int = 0
     peak_cuda_memory: int = 0
-    timeline: Optional[MemoryTimeline] = None
+    timeline: MemoryTimeline | None = None
 
     def __post_init__(self) -> None:
         device = self.before_create.device_
@@ -193,7 +194,7 @@ class MemoryProfilingResult:
 def memory_profiling(
     baseline_snapshot: MemorySnapshot,
     weights_memory: int = 0,
-    sample_interval_s: Optional[float] = None,
+    sample_interval_s: float | None = None,
 ) -> Generator[MemoryProfilingResult, None, None]:
     """Memory profiling context manager (vLLM's, plus an optional peak sampler).
 
@@ -270,12 +271,12 @@ class DeviceMemoryProfiler:
         gc.collect()
         return int(_C.current_torch_memory_usage(device_index(self.device)))
 
-    def __enter__(self) -> "DeviceMemoryProfiler":
+    def __enter__(self) -> DeviceMemoryProfiler:
         self.initial_memory = self.current_memory_usage()
         return self
 
-    def __exit__(self, exc_type: Optional[type[BaseException]],
-                 exc_val: Optional[BaseException], exc_tb: Optional[TracebackType]) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None,
+                 exc_val: BaseException | None, exc_tb: TracebackType | None) -> None:
         self.final_memory = self.current_memory_usage()
         self.consumed_memory = self.final_memory - self.initial_memory
         gc.collect()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Union
 
 from . import _C
 
@@ -29,7 +30,7 @@ def bundled_model_configs() -> list[str]:
     return names
 
 
-def _bundled_path(name: str) -> Optional[Path]:
+def _bundled_path(name: str) -> Path | None:
     candidate = _bundled_dir() / (name.replace("/", "--") + _BUNDLED_SUFFIX)
     if candidate.is_file():
         return candidate
@@ -80,7 +81,7 @@ class ModelSpec:
         self.name = name
 
     @classmethod
-    def from_hf_config(cls, source: ConfigSource) -> "ModelSpec":
+    def from_hf_config(cls, source: ConfigSource) -> ModelSpec:
         """Read a model from a ``config.json`` path, a folder holding one, a dict, or the name
         of a bundled config (see :func:`bundled_model_configs`).
 
@@ -141,15 +142,15 @@ class ModelSpec:
         return self._spec.tie_word_embeddings
 
     @property
-    def mla(self) -> Optional[_C.MlaSpec]:
+    def mla(self) -> _C.MlaSpec | None:
         return self._spec.mla
 
     @property
-    def moe(self) -> Optional[_C.MoeSpec]:
+    def moe(self) -> _C.MoeSpec | None:
         return self._spec.moe
 
     @property
-    def quantization(self) -> Optional[_C.QuantizationSpec]:
+    def quantization(self) -> _C.QuantizationSpec | None:
         return self._spec.quantization
 
     @property
@@ -164,7 +165,7 @@ class ModelSpec:
     def weight_bytes(
         self,
         dtype: str = "auto",
-        quantization: Optional[str] = None,
+        quantization: str | None = None,
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
     ) -> int:
@@ -183,7 +184,7 @@ class ModelSpec:
     def weight_breakdown(
         self,
         dtype: str = "auto",
-        quantization: Optional[str] = None,
+        quantization: str | None = None,
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
     ) -> dict[str, Any]:

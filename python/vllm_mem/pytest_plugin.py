@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -45,7 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def simulated_device() -> Iterator["SimulatedDevice"]:
+def simulated_device() -> Iterator[SimulatedDevice]:
     """An 80 GiB simulated device, active for the test."""
     from .testing import SimulatedDevice
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,7 +65,7 @@ class MemorySampler:
                  max_samples: int = 1 << 21) -> None:
         self._impl = _C.MemorySampler(device_index(device), float(interval_s), int(max_samples))
 
-    def start(self) -> "MemorySampler":
+    def start(self) -> MemorySampler:
         """Start sampling (once per sampler)."""
         self._impl.start()
         return self
@@ -74,11 +74,11 @@ class MemorySampler:
         """Stop and join the thread (idempotent)."""
         self._impl.stop()
 
-    def __enter__(self) -> "MemorySampler":
+    def __enter__(self) -> MemorySampler:
         return self.start()
 
-    def __exit__(self, exc_type: Optional[type[BaseException]],
-                 exc_val: Optional[BaseException], exc_tb: Optional[TracebackType]) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None,
+                 exc_val: BaseException | None, exc_tb: TracebackType | None) -> None:
         self.stop()
         # A failed device read ends sampling early; say so unless the block's own error wins.
         if exc_type is None and self._impl.error:

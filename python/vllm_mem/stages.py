@@ -15,9 +15,10 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Union
 
 from . import _C
 
@@ -61,7 +62,7 @@ def _visible_list(cuda_visible_devices: VisibleArg) -> list[int]:
     return [int(x) for x in cuda_visible_devices]
 
 
-def _read_document(source: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> tuple[Any, str]:
+def _read_document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, str]:
     """(parsed document, a name for messages). YAML through PyYAML; JSON is YAML too."""
     if isinstance(source, Mapping):
         return dict(source), "<dict>"
@@ -117,7 +118,7 @@ class StageConfig:
     def notes(self) -> list[str]:
         return list(self._set.notes)
 
-    def reparsed(self, cuda_visible_devices: VisibleArg, num_visible_devices: int = 0) -> "StageConfig":
+    def reparsed(self, cuda_visible_devices: VisibleArg, num_visible_devices: int = 0) -> StageConfig:
         """The same document read under another CUDA_VISIBLE_DEVICES."""
         parsed = _C.parse_stage_config(
             self._json_text, _visible_list(cuda_visible_devices), int(num_visible_devices)
@@ -329,8 +330,8 @@ def check_stages(
     free_memory_bytes: FreeArg = None,
     cuda_visible_devices: VisibleArg = None,
     reserve_bytes: int = 0,
-    models: Optional[Mapping[int, Any]] = None,
-    max_model_len: Union[None, int, Mapping[int, int]] = None,
+    models: Mapping[int, Any] | None = None,
+    max_model_len: None | int | Mapping[int, int] = None,
 ) -> StageCheck:
     """Check a vLLM-Omni stage layout per physical GPU.
 
@@ -373,7 +374,7 @@ def check_stages(
     common_free = -1
     if isinstance(free_memory_bytes, Mapping):
         frees = {int(k): int(v) for k, v in free_memory_bytes.items()}
-    elif isinstance(free_memory_bytes, (list, tuple)):
+    elif isinstance(free_memory_bytes, Sequence):
         frees = {i: int(v) for i, v in enumerate(free_memory_bytes)}
     elif free_memory_bytes is not None:
         common_free = int(free_memory_bytes)
@@ -486,13 +487,13 @@ class StageNeed:
     """
 
     stage_id: int
-    devices: Optional[Sequence[int]] = None
+    devices: Sequence[int] | None = None
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
-    fixed_bytes: Optional[int] = None
-    kv_bytes_needed: Optional[int] = None
+    fixed_bytes: int | None = None
+    kv_bytes_needed: int | None = None
     model: Any = None
-    max_model_len: Optional[int] = None
+    max_model_len: int | None = None
     concurrency: float = 1.0
     plan_options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -522,8 +523,8 @@ class UtilizationAssignment:
     feasible: bool
     stages: list[StageAssignmentRow]
     devices: list[dict[str, Any]]
-    unsatisfied_stage_id: Optional[int]
-    unsatisfied_device: Optional[int]
+    unsatisfied_stage_id: int | None
+    unsatisfied_device: int | None
     shortfall_bytes: int
     message: str
 
@@ -614,9 +615,9 @@ def _assignment_devices(gpus: GpusArg, count: int) -> list[_C.DeviceMemoryInfo]:
 
 
 def assign_utilizations(
-    stages: Sequence[Union[StageNeed, Mapping[str, Any]]],
+    stages: Sequence[StageNeed | Mapping[str, Any]],
     gpus: GpusArg,
-    num_gpus: Optional[int] = None,
+    num_gpus: int | None = None,
     max_device_utilization: float = 0.95,
     step: float = 0.01,
 ) -> UtilizationAssignment:
@@ -671,7 +672,7 @@ def assign_utilizations(
                 kv_bytes_needed=s.kv_bytes_needed,
                 kv_headroom=float(s.kv_headroom),
             )
-            for s, need in zip(r.stages, needs)
+            for s, need in zip(r.stages, needs, strict=True)
         ],
         devices=[
             {"physical_id": d.physical_id, "name": d.name, "total_bytes": d.total_bytes,
@@ -737,17 +738,17 @@ class RankPlans:
 
 def plan_ranks(
     model: Any,
-    gpus: Union[GpuSpec, Sequence[GpuSpec]],
+    gpus: GpuSpec | Sequence[GpuSpec],
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
     gpu_memory_utilization: float = 0.9,
-    max_model_len: Optional[int] = None,
-    overhead_bytes: Union[int, Sequence[int]] = 0,
-    free_memory_bytes: Optional[Sequence[int]] = None,
+    max_model_len: int | None = None,
+    overhead_bytes: int | Sequence[int] = 0,
+    free_memory_bytes: Sequence[int] | None = None,
     dtype: str = "auto",
-    quantization: Optional[str] = None,
+    quantization: str | None = None,
     kv_cache_dtype: str = "auto",
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
 ) -> RankPlans:
     """Per-worker plans of one engine under TP x PP, and its KV capacity as vLLM computes it.
 
@@ -767,7 +768,7 @@ def plan_ranks(
     from .model_spec import ModelSpec
 
     spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
-    gpu_list = list(gpus) if isinstance(gpus, (list, tuple)) else [gpus]
+    gpu_list: list[GpuSpec] = [gpus] if isinstance(gpus, (str, int)) else list(gpus)
     totals = [int(_C.device_total_bytes(_gpu_info(i, g))) for i, g in enumerate(gpu_list)]
     kv = _C.KvCacheOptions()
     kv.max_model_len = int(max_model_len if max_model_len is not None else spec.max_position_embeddings)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from . import _C
 
@@ -53,7 +54,7 @@ class SimulatedDevice:
         self._installed = False
 
     # ---- activation ----
-    def install(self) -> "SimulatedDevice":
+    def install(self) -> SimulatedDevice:
         """Make this the device every vllm_mem reading uses."""
         if not self._installed:
             _C.install_device(self._dev)
@@ -68,11 +69,11 @@ class SimulatedDevice:
             self._installed = False
             _clear_memos()
 
-    def __enter__(self) -> "SimulatedDevice":
+    def __enter__(self) -> SimulatedDevice:
         return self.install()
 
-    def __exit__(self, exc_type: Optional[type[BaseException]],
-                 exc_val: Optional[BaseException], exc_tb: Optional[TracebackType]) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None,
+                 exc_val: BaseException | None, exc_tb: TracebackType | None) -> None:
         self.uninstall()
 
     # ---- driving it ----

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import vllm_mem
 from vllm_mem import ModelSpec, approximations
 

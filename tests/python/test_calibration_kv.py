@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import vllm_mem
 
 GIB = 1 << 30

@@ -100,7 +100,9 @@ def _fit_constants(rows: list[dict[str, Any]], configs: dict[str, Any]) -> tuple
     """Refit the activation constants (hidden tensors, sampler bytes per logit) and the graph
     constants on ``rows`` by grid search, minimising the squared error of the printed terms."""
     best_act, best_err = None, float("inf")
-    for hidden, sampler in itertools.product([3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0], [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]):
+    hidden_grid = [3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0]
+    sampler_grid = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]
+    for hidden, sampler in itertools.product(hidden_grid, sampler_grid):
         a = _C.ActivationConstants()
         a.hidden_tensors, a.sampler_bytes_per_logit = hidden, sampler
         err = 0.0

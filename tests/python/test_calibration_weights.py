@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from vllm_mem import ModelSpec
 
 GIB = 1 << 30

@@ -14,7 +14,6 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
-
 from vllm_mem.distributed import (  # noqa: E402
     MemoryImbalanceWarning,
     check_memory_imbalance_across_ranks,

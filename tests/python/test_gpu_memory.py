@@ -8,7 +8,6 @@ import sys
 import textwrap
 
 import pytest
-
 from vllm_mem.pytest_plugin import gpu_visible
 
 pytestmark = [

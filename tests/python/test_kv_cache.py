@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import vllm_mem
 from vllm_mem import kv_cache
 

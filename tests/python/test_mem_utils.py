@@ -7,11 +7,11 @@ covers what vLLM misses (a transient non-torch spike) and bad input.
 from __future__ import annotations
 
 import types
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
-
 from vllm_mem import _C
 from vllm_mem.mem_utils import (
     DeviceMemoryProfiler,
@@ -43,7 +43,7 @@ class _Monitor:
     def __init__(self) -> None:
         self.values: list[int] = []
 
-    def __enter__(self) -> "_Monitor":
+    def __enter__(self) -> _Monitor:
         self.values.append(MemorySnapshot().non_torch_memory)
         return self
 

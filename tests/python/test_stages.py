@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import vllm_mem
 from vllm_mem import check_memory_imbalance, check_stages, load_stage_config
 
@@ -64,7 +63,7 @@ def test_catalog_gpu_name_matches_total() -> None:
 def test_both_formats_read_the_same_layout() -> None:
     old, new = load_stage_config(SEED_OLD), load_stage_config(SEED_NEW)
     assert old.format == "stage_args" and new.format == "stages"
-    for a, b in zip(old.stages, new.stages):
+    for a, b in zip(old.stages, new.stages, strict=True):
         assert (a.stage_id, a.resident_devices, a.utilization_text, a.tensor_parallel_size) == (
             b.stage_id, b.resident_devices, b.utilization_text, b.tensor_parallel_size)
     assert any("platforms" in n for n in new.notes)
@@ -136,7 +135,8 @@ BAD_CASES = [
      r"stage_args\[0\] \(stage 2\) engine_args.gpu_memory_utilization: must be in \(0, 1\]"),
     ({"stages": [{"devices": "0"}]}, r"stages\[0\] stage_id: missing"),
     ({"stages": [{"stage_id": 3, "devices": "0,a"}]}, r"\(stage 3\) devices: device 'a'"),
-    ({"stages": [{"stage_id": 3, "runtime": {"devices": "7"}}]}, r"\(stage 3\) runtime.devices: device index 7 is outside"),
+    ({"stages": [{"stage_id": 3, "runtime": {"devices": "7"}}]},
+     r"\(stage 3\) runtime.devices: device index 7 is outside"),
     ({"model": "x"}, r"top level: missing the stages"),
 ]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 import vllm_mem
 from vllm_mem import ModelSpec
 

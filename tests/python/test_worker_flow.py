@@ -28,7 +28,9 @@ def test_request_memory_budget_and_message() -> None:
                     "Decrease GPU memory utilization or reduce GPU memory used by other processes.")
         message = str(err.value)
         assert message.startswith(expected)
-        largest = float(re.search(r"largest gpu_memory_utilization that fits now is ([0-9]+\.[0-9]+)", message).group(1))
+        found = re.search(r"largest gpu_memory_utilization that fits now is ([0-9]+\.[0-9]+)", message)
+        assert found is not None, message
+        largest = float(found.group(1))
         assert math.ceil(TOTAL * largest) <= free < math.ceil(TOTAL * (largest + 0.001))
         assert wf.device_processes() is None  # no NVML figures for a simulated device
     with pytest.raises(ValueError, match="gpu_memory_utilization"):

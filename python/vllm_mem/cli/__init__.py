@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 # Sub-command modules; each defines register(subparsers) and sets args.func.
 _COMMANDS = ("kv", "plan", "gpus", "stages", "snapshot")
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

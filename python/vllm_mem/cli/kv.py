@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from ..kv_cache import allowed_kv_cache_dtypes, kv_cache_capacity, kv_cache_memory_shortfall
 from ..model_spec import ModelSpec
@@ -29,7 +29,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser(
         "kv",
         help="KV-cache capacity (blocks, tokens, concurrency) exactly as vLLM sizes it",
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         num_gpu_blocks_override=args.num_gpu_blocks_override,
     )
     # Bad input raises ValueError here (exit 2); a shortfall is a message (exit 1).
-    shortfall: Optional[str] = kv_cache_memory_shortfall(spec, available, **kwargs)
+    shortfall: str | None = kv_cache_memory_shortfall(spec, available, **kwargs)
     if shortfall is not None:
         if args.json:
             print(json.dumps({"fits": False, "model": spec.name, "error": shortfall}, indent=2))

@@ -13,7 +13,7 @@ from typing import Any
 __all__ = ["register", "run"]
 
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "snapshot", help="a live memory snapshot of a GPU (vLLM's MemorySnapshot)",
         description="Reads free/total memory through the CUDA driver and, when torch is "

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Optional
+from typing import Any
 
 from . import EXIT_DOES_NOT_FIT, EXIT_OK
 
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser(
         "stages",
         help="check a vLLM-Omni stage config: per-GPU utilization sums, start-up, fixes",
@@ -49,7 +49,7 @@ def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
     p.set_defaults(func=run)
 
 
-def _gpu_arg(text: Optional[str]) -> Optional[Any]:
+def _gpu_arg(text: str | None) -> Any | None:
     if text is None:
         return None
     return int(text) if text.isdigit() else text
