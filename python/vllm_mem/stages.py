@@ -657,6 +657,9 @@ def assign_utilizations(
         int(_C.utilization_to_ppm(float(max_device_utilization))),
         int(_C.utilization_to_ppm(float(step))),
     )
+    # An infeasible assignment lists only the stages placed before the one that failed, so rows
+    # are matched to their inputs by stage id, not by position.
+    need_by_id = {int(n.stage_id): n for n in needs}
     return UtilizationAssignment(
         feasible=bool(r.feasible),
         stages=[
@@ -672,7 +675,8 @@ def assign_utilizations(
                 kv_bytes_needed=s.kv_bytes_needed,
                 kv_headroom=float(s.kv_headroom),
             )
-            for s, need in zip(r.stages, needs, strict=True)
+            for s in r.stages
+            for need in (need_by_id[s.stage_id],)
         ],
         devices=[
             {"physical_id": d.physical_id, "name": d.name, "total_bytes": d.total_bytes,
