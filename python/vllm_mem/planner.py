@@ -85,7 +85,8 @@ def _plan_inputs(
     kv_cache_memory_bytes: int | None = None,
     cudagraph_memory_in_budget: bool = True,
 ) -> Any:
-    """Checked conversion of the plan keywords to the core's PlanInputs (no defaults decided here)."""
+    """Checked conversion of the plan keywords to the core's PlanInputs. The defaults mirror
+    :func:`plan`'s, so the fixed part of a sweep (its ``base``) plans the same as ``plan()``."""
     i = _C.PlanInputs()
     i.total_memory_bytes = total_memory_bytes
     i.gpu_name = gpu_name

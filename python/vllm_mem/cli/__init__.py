@@ -17,6 +17,28 @@ EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1
 EXIT_BAD_INPUT = 2
 
+_GiB_BYTES = 1 << 30
+
+
+def gib_bytes(text: str) -> int:
+    """argparse type: a positive amount of GiB (2**30 bytes, as vLLM prints), as whole bytes."""
+    return _gib_to_bytes(text, allow_zero=False)
+
+
+def non_negative_gib_bytes(text: str) -> int:
+    """argparse type: zero or more GiB, as whole bytes."""
+    return _gib_to_bytes(text, allow_zero=True)
+
+
+def _gib_to_bytes(text: str, allow_zero: bool) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
+    if not (value >= 0 if allow_zero else value > 0) or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'} GiB, got {text}")
+    return int(round(value * _GiB_BYTES))
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

@@ -13,20 +13,8 @@ from typing import Any
 
 from ..kv_cache import allowed_kv_cache_dtypes, kv_cache_capacity, kv_cache_memory_shortfall
 from ..model_spec import ModelSpec
-from ..units import GiB_bytes, format_gib
-
-EXIT_OK = 0
-EXIT_DOES_NOT_FIT = 1
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 GiB, got {text}")
-    return value
+from ..units import format_gib
+from . import EXIT_DOES_NOT_FIT, EXIT_OK, gib_bytes
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -38,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("config", metavar="CONFIG",
                    help="config.json path, a folder holding one, or a bundled model name")
-    p.add_argument("--available-gib", type=_positive_float, nargs="+", required=True, metavar="GIB",
+    p.add_argument("--available-gib", type=gib_bytes, nargs="+", required=True, metavar="GIB",
                    help="KV-cache memory per GPU in GiB (vLLM's 'Available KV cache memory'); one value, "
                         "one per pipeline rank, or one per worker")
     p.add_argument("--max-model-len", type=int, default=8192)
@@ -57,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     spec = ModelSpec.from_hf_config(args.config)
-    available = [int(round(gib * GiB_bytes)) for gib in args.available_gib]
+    available = list(args.available_gib)
     kwargs: dict[str, Any] = dict(
         max_model_len=args.max_model_len,
         block_size=args.block_size,

@@ -12,20 +12,8 @@ from typing import Any
 
 from ..model_spec import ModelSpec
 from ..planner import plan as make_plan
-from ..units import GiB_bytes, format_gib
-
-EXIT_OK = 0
-EXIT_DOES_NOT_FIT = 1
-
-
-def _gib(text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 GiB, got {text}")
-    return int(round(value * GiB_bytes))
+from ..units import format_gib
+from . import EXIT_DOES_NOT_FIT, EXIT_OK, gib_bytes
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -41,9 +29,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         "(e.g. meta-llama/Llama-3.1-8B-Instruct)")
     p.add_argument("--gpu", default=None, help="catalog GPU name, e.g. H100-80GB, L40S, MI300X "
                                                "(see `vllm-mem gpus`)")
-    p.add_argument("--total-memory-gib", type=_gib, default=None, metavar="GIB",
+    p.add_argument("--total-memory-gib", type=gib_bytes, default=None, metavar="GIB",
                    help="total device memory instead of --gpu")
-    p.add_argument("--free-memory-gib", type=_gib, default=None, metavar="GIB",
+    p.add_argument("--free-memory-gib", type=gib_bytes, default=None, metavar="GIB",
                    help="free memory at start-up (default: total minus the idle CUDA context)")
     p.add_argument("--gpu-count", type=int, default=None, help="GPUs available")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.92)

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from . import EXIT_DOES_NOT_FIT, EXIT_OK
+from . import EXIT_DOES_NOT_FIT, EXIT_OK, non_negative_gib_bytes
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -29,14 +29,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--free-gib",
-        type=float,
+        type=non_negative_gib_bytes,
         default=None,
         help="offline: free GiB on every device before the stages start (default: total - reserve)",
     )
     p.add_argument(
         "--reserve-gib",
-        type=float,
-        default=0.0,
+        type=non_negative_gib_bytes,
+        default=0,
         help="offline: GiB held by other processes on every device (default 0)",
     )
     p.add_argument(
@@ -57,17 +57,12 @@ def _gpu_arg(text: str | None) -> Any | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..stages import check_stages
-    from ..units import GiB_bytes
-
-    free = None if args.free_gib is None else int(args.free_gib * GiB_bytes)
-    if args.reserve_gib < 0 or (args.free_gib is not None and args.free_gib < 0):
-        raise ValueError("--free-gib / --reserve-gib: must be >= 0")
     result = check_stages(
         args.config,
         gpus=_gpu_arg(args.gpu),
-        free_memory_bytes=free,
+        free_memory_bytes=args.free_gib,
         cuda_visible_devices=args.cuda_visible_devices,
-        reserve_bytes=int(args.reserve_gib * GiB_bytes),
+        reserve_bytes=args.reserve_gib,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
