@@ -356,10 +356,13 @@ class Checker {
                   ? "reduce max_num_batched_tokens (now " + std::to_string(s.max_num_batched_tokens) + ", try " +
                         std::to_string(std::max<int64_t>(1, s.max_num_batched_tokens / 2)) + ")"
                   : "set max_num_batched_tokens below vLLM's default";
-      line += s.max_batch_size > 0
-                  ? "; reduce runtime.max_batch_size (now " + std::to_string(s.max_batch_size) + ", try " +
-                        std::to_string(std::max<int64_t>(1, s.max_batch_size / 2)) + ")"
-                  : "; set runtime.max_batch_size";
+      // A batch of one cannot shrink: advise only a change that changes something.
+      if (s.max_batch_size > 1) {
+        line += "; reduce runtime.max_batch_size (now " + std::to_string(s.max_batch_size) + ", try " +
+                std::to_string(s.max_batch_size / 2) + ")";
+      } else if (s.max_batch_size <= 0) {
+        line += "; set runtime.max_batch_size";
+      }
       int64_t lower = s.utilization_ppm - 5 * kSuggestionStepPpm;
       if (lower > 0) {
         line += "; lower gpu_memory_utilization slightly (" + s.utilization_text + " -> " +

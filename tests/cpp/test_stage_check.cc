@@ -179,4 +179,20 @@ TEST(StageCheck, CatalogGpuByName) {
 }
 
 }  // namespace
+TEST(StageCheck, OomAdviceNeverProposesANoOpChange) {
+  StageCheckResult r = CheckStages(ParseStageConfigText(R"({"stage_args": [
+      {"stage_id": 0, "runtime": {"devices": "0", "max_batch_size": 1},
+       "engine_args": {"gpu_memory_utilization": 0.5, "max_num_batched_tokens": 8192}},
+      {"stage_id": 1, "runtime": {"devices": "1", "max_batch_size": 8},
+       "engine_args": {"gpu_memory_utilization": 0.5, "max_num_batched_tokens": 8192}}]})"),
+                                   H100s());
+  ASSERT_EQ(r.oom_advice.size(), 2u);
+  EXPECT_EQ(r.oom_advice[0].find("max_batch_size"), std::string::npos) << r.oom_advice[0];
+  EXPECT_NE(r.oom_advice[1].find("reduce runtime.max_batch_size (now 8, try 4)"), std::string::npos)
+      << r.oom_advice[1];
+  for (const auto& line : r.oom_advice) {
+    EXPECT_NE(line.find("reduce max_num_batched_tokens (now 8192, try 4096)"), std::string::npos) << line;
+  }
+}
+
 }  // namespace vllm_mem
