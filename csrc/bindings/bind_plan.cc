@@ -62,7 +62,8 @@ void BindPlan(py::module_& m) {
   py::class_<RequestedMemory>(m, "RequestedMemory")
       .def_readonly("requested_bytes", &RequestedMemory::requested_bytes)
       .def_readonly("fits", &RequestedMemory::fits)
-      .def_readonly("error_message", &RequestedMemory::error_message);
+      .def_readonly("error_message", &RequestedMemory::error_message)
+      .def_readonly("largest_fitting_utilization_ppm", &RequestedMemory::largest_fitting_utilization_ppm);
   m.def("check_request_memory", &CheckRequestMemory, py::arg("total_memory_bytes"), py::arg("free_memory_bytes"),
         py::arg("gpu_memory_utilization"), py::arg("device") = "cuda:0");
   py::class_<ProfileMeasurements>(m, "ProfileMeasurements")

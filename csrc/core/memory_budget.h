@@ -18,6 +18,11 @@ void ValidateUtilization(double utilization, const char* field = "gpu_memory_uti
  *  double precision exactly as Python does, so the byte count matches vLLM's. */
 int64_t RequestedMemoryBytes(int64_t total_memory_bytes, double utilization);
 
+/*! \brief The largest utilization, a multiple of \p step_ppm parts per million, whose request
+ *  (RequestedMemoryBytes) still fits in \p free_memory_bytes; 0 when not even one step fits.
+ *  Checked against the exact ceil(total * u), not a floating-point ratio. */
+int64_t LargestUtilizationFittingPpm(int64_t total_memory_bytes, int64_t free_memory_bytes, int64_t step_ppm);
+
 /*! \brief Utilization as integer parts per million, rounded to nearest: sums of the values
  *  users write (0.6 + 0.3) stay exact (900000), unlike binary floating point. */
 int64_t UtilizationToPpm(double utilization);

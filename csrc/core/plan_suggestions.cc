@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/units.h"
 
 namespace vllm_mem {
@@ -110,8 +111,7 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
   const int64_t total = plan.inputs.total_memory_bytes;
   const int64_t free = plan.inputs.free_memory_bytes;
   // The largest utilization (in thousandths) whose ceil(total * u) still fits in free memory.
-  const int64_t max_util_k =
-      std::min<int64_t>(1000, static_cast<int64_t>(std::floor(static_cast<double>(free) / total * 1000.0)));
+  const int64_t max_util_k = LargestUtilizationFittingPpm(total, free, 1000) / 1000;
   if (phase == FailurePhase::kFreeMemory && max_util_k >= 1) {
     PlanInputs in = base;
     in.gpu_memory_utilization = static_cast<double>(max_util_k) / 1000.0;

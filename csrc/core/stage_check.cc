@@ -28,20 +28,13 @@ constexpr int64_t kAdmissionExternalReserveBytes = kGiB;
 constexpr int64_t kAdmissionSafetyMarginBytes = kGiB;
 constexpr int64_t kAdmissionGraphReserveBytes = 2 * kGiB;
 
-double PpmToDouble(int64_t ppm) { return static_cast<double>(ppm) / static_cast<double>(kPpm); }
-
 std::string Gib(int64_t bytes) { return FormatGib(bytes) + " GiB"; }
 
 std::string GpuName(const DeviceCheck& d) { return "GPU " + std::to_string(d.physical_id); }
 
 /*! \brief The largest multiple of the suggestion step whose request fits in \p free_bytes. */
 int64_t LargestUtilizationFitting(int64_t total_bytes, int64_t free_bytes) {
-  if (free_bytes <= 0 || total_bytes <= 0) return 0;
-  __int128 ppm = static_cast<__int128>(free_bytes) * kPpm / total_bytes;
-  int64_t u = std::min<int64_t>(static_cast<int64_t>(ppm), kPpm);
-  u -= u % kSuggestionStepPpm;
-  while (u > 0 && RequestedMemoryBytes(total_bytes, PpmToDouble(u)) > free_bytes) u -= kSuggestionStepPpm;
-  return u;
+  return LargestUtilizationFittingPpm(total_bytes, free_bytes, kSuggestionStepPpm);
 }
 
 /*! \brief vLLM-Omni's devices text naming \p physical ids, or "" when one is not visible. */

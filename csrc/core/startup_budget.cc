@@ -81,6 +81,7 @@ RequestedMemory CheckRequestMemory(int64_t total_memory_bytes, int64_t free_memo
                         " GiB) on startup is less than desired GPU memory utilization (" +
                         PythonFloatRepr(gpu_memory_utilization) + ", " + FormatGib(out.requested_bytes) +
                         " GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.";
+    out.largest_fitting_utilization_ppm = LargestUtilizationFittingPpm(total_memory_bytes, free_memory_bytes, 1000);
   }
   return out;
 }

@@ -28,6 +28,8 @@ struct RequestedMemory {
   int64_t requested_bytes = 0;  //!< ceil(total * utilization)
   bool fits = true;             //!< free >= requested
   std::string error_message;    //!< vLLM's ValueError text when !fits, else empty
+  /*! The largest utilization, in thousandths as ppm, that free memory admits now (when !fits). */
+  int64_t largest_fitting_utilization_ppm = 0;
 };
 
 /*! \brief vLLM's request_memory without raising: the budget and, when free memory is short,

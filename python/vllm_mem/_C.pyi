@@ -553,6 +553,9 @@ class RequestedMemory:
     def fits(self) -> bool:
         ...
     @property
+    def largest_fitting_utilization_ppm(self) -> int:
+        ...
+    @property
     def requested_bytes(self) -> int:
         ...
 class ProfileMeasurements:

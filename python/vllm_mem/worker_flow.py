@@ -88,8 +88,8 @@ def request_memory(init_snapshot: MemorySnapshot, gpu_memory_utilization: float)
     if r.fits:
         return int(r.requested_bytes)
     message = str(r.error_message)
-    largest = int(init_snapshot.free_memory) / int(init_snapshot.total_memory)
-    message += f" The largest gpu_memory_utilization that fits now is {int(largest * 1000) / 1000:.3f}."
+    message += (" The largest gpu_memory_utilization that fits now is "
+                f"{r.largest_fitting_utilization_ppm / 1_000_000:.3f}.")
     procs = device_processes(index)
     if procs:
         held = ", ".join(f"pid {p.pid} ({format_gib(p.used_bytes)} GiB)" for p in procs)

@@ -68,3 +68,25 @@ TEST(MemoryBudget, RequestedMemoryIsCeilOfTotalTimesUtilization) {
 }
 
 }  // namespace vllm_mem
+
+namespace vllm_mem {
+
+TEST(MemoryBudget, LargestUtilizationFittingIsExact) {
+  const int64_t h100 = 85029158912;
+  for (int64_t free : {int64_t{0}, kGiB, 40 * kGiB, h100 - 1, h100}) {
+    for (int64_t step : {int64_t{1000}, int64_t{10000}}) {
+      const int64_t u = LargestUtilizationFittingPpm(h100, free, step);
+      EXPECT_EQ(u % step, 0);
+      if (u > 0) {
+        EXPECT_LE(RequestedMemoryBytes(h100, u / 1e6), free);
+      }
+      if (u + step <= 1'000'000) {
+        EXPECT_GT(RequestedMemoryBytes(h100, (u + step) / 1e6), free) << free;
+      }
+    }
+  }
+  EXPECT_EQ(LargestUtilizationFittingPpm(h100, h100, 1000), 1'000'000);
+  EXPECT_THROW(LargestUtilizationFittingPpm(h100, kGiB, 0), InvalidArgument);
+}
+
+}  // namespace vllm_mem
