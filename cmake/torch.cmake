@@ -30,7 +30,8 @@ if(VLLM_MEM_TORCH_FOUND AND VLLM_MEM_TORCH_SOURCES)
   # when torch is already loaded in the process.
   add_library(vllm_mem_torch_provider MODULE ${VLLM_MEM_TORCH_SOURCES})
   target_include_directories(vllm_mem_torch_provider SYSTEM PRIVATE ${VLLM_MEM_TORCH_DIR}/include)
-  target_include_directories(vllm_mem_torch_provider PRIVATE ${PROJECT_SOURCE_DIR}/csrc)
+  target_include_directories(vllm_mem_torch_provider PRIVATE ${PROJECT_SOURCE_DIR}/csrc
+                             ${PROJECT_SOURCE_DIR}/csrc/core/include)
   target_compile_definitions(vllm_mem_torch_provider PRIVATE
                              _GLIBCXX_USE_CXX11_ABI=${VLLM_MEM_TORCH_CXX11_ABI})
   target_link_libraries(vllm_mem_torch_provider PRIVATE ${VLLM_MEM_TORCH_DIR}/lib/libc10.so)
@@ -39,6 +40,7 @@ if(VLLM_MEM_TORCH_FOUND AND VLLM_MEM_TORCH_SOURCES)
   set_target_properties(vllm_mem_torch_provider PROPERTIES
                         PREFIX "" OUTPUT_NAME "_torch_provider"
                         INSTALL_RPATH "$ORIGIN/../torch/lib" BUILD_RPATH "${VLLM_MEM_TORCH_DIR}/lib")
+  vllm_mem_hide_symbols(vllm_mem_torch_provider ${PROJECT_SOURCE_DIR}/csrc/torch/torch_provider.map)
   install(TARGETS vllm_mem_torch_provider LIBRARY DESTINATION vllm_mem)
 else()
   message(STATUS "vllm_mem: torch not found or disabled; allocator stats will report 'unavailable'")

@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: dev_build.sh NAME}
 dir=build/dev-$name
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLLM_MEM_BUILD_CXX_TESTS=ON \
+  -DVLLM_MEM_WARNINGS_AS_ERRORS=ON \
   -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build "$dir" -j 2
 site=$dir/site/vllm_mem

@@ -22,7 +22,7 @@ fi
 
 echo "== installing build and runtime requirements"
 "$PYTHON" -m pip install -q --disable-pip-version-check \
-  "scikit-build-core>=0.10" "pybind11>=2.12" "numpy>=1.22" "PyYAML>=6" "psutil>=5" ninja
+  "scikit-build-core>=0.10" "pybind11>=2.12" "nlohmann-json>=3.11" "numpy>=1.22" "PyYAML>=6" "psutil>=5" ninja
 if [[ $want_tests -eq 1 ]]; then
   # torch==2.13.0 is a CPU build on these machines: it exercises the torch provider's build and
   # its 'no CUDA allocator' path. Skipped where a torch is already installed (GPU hosts).

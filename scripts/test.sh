@@ -9,7 +9,7 @@ bash scripts/setup.sh --test
 
 echo "== C++ core tests (GoogleTest through CTest)"
 cmake -S . -B build/cxx-tests -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DVLLM_MEM_BUILD_PYTHON=OFF -DVLLM_MEM_BUILD_CXX_TESTS=ON >/dev/null
+  -DVLLM_MEM_BUILD_PYTHON=OFF -DVLLM_MEM_BUILD_CXX_TESTS=ON -DVLLM_MEM_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build build/cxx-tests -j "$(nproc)"
 ctest --test-dir build/cxx-tests --output-on-failure -j "$(nproc)"
 

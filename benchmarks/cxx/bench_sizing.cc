@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/kv_cache_capacity.h"
-#include "core/model_spec.h"
-#include "core/weights.h"
+#include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/model/weights.h"
 
 namespace {
 

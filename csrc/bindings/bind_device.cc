@@ -12,10 +12,10 @@
 #include <tuple>
 
 #include "bindings/bind.h"
-#include "core/device_reader.h"
-#include "core/memory_profiling.h"
-#include "core/memory_sampler.h"
-#include "core/memory_snapshot.h"
+#include "vllm_mem/memory/device_reader.h"
+#include "vllm_mem/memory/memory_profiling.h"
+#include "vllm_mem/memory/memory_sampler.h"
+#include "vllm_mem/memory/memory_snapshot.h"
 #include "device/cuda_driver.h"
 #include "device/nvml.h"
 #include "device/registry.h"

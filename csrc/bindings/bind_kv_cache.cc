@@ -6,8 +6,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
-#include "core/kv_cache_capacity.h"
-#include "core/kv_cache_dtype.h"
+#include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/kv_cache/kv_cache_dtype.h"
 
 namespace py = pybind11;
 

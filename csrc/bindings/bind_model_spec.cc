@@ -5,7 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
-#include "core/model_spec.h"
+#include "vllm_mem/model/model_spec.h"
 
 namespace py = pybind11;
 

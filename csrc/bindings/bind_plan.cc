@@ -7,14 +7,14 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
-#include "core/activation_estimate.h"
-#include "core/cudagraph_estimate.h"
-#include "core/gpu_catalog.h"
-#include "core/non_torch_estimate.h"
-#include "core/plan_suggestions.h"
-#include "core/plan_sweep.h"
-#include "core/startup_budget.h"
-#include "core/startup_plan.h"
+#include "vllm_mem/plan/activation_estimate.h"
+#include "vllm_mem/plan/cudagraph_estimate.h"
+#include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/non_torch_estimate.h"
+#include "vllm_mem/plan/plan_suggestions.h"
+#include "vllm_mem/plan/plan_sweep.h"
+#include "vllm_mem/plan/startup_budget.h"
+#include "vllm_mem/plan/startup_plan.h"
 
 namespace py = pybind11;
 

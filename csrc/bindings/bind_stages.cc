@@ -9,14 +9,14 @@
 #include <utility>
 
 #include "bindings/bind.h"
-#include "core/memory_budget.h"
-#include "core/memory_imbalance.h"
-#include "core/rank_layout.h"
-#include "core/stage_check.h"
-#include "core/stage_config.h"
-#include "core/stage_demand.h"
-#include "core/stage_plans.h"
-#include "core/utilization_assignment.h"
+#include "vllm_mem/memory/memory_budget.h"
+#include "vllm_mem/stages/memory_imbalance.h"
+#include "vllm_mem/stages/rank_layout.h"
+#include "vllm_mem/stages/stage_check.h"
+#include "vllm_mem/stages/stage_config.h"
+#include "vllm_mem/stages/stage_demand.h"
+#include "vllm_mem/stages/stage_plans.h"
+#include "vllm_mem/stages/utilization_assignment.h"
 
 namespace py = pybind11;
 

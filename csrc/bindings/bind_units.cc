@@ -3,7 +3,7 @@
  * \brief format_gib and friends.
  */
 #include "bindings/bind.h"
-#include "core/units.h"
+#include "vllm_mem/base/units.h"
 
 namespace py = pybind11;
 

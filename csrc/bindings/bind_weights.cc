@@ -1,7 +1,7 @@
 /*!
  * \file bindings/bind_weights.cc
  * \brief Parameter counts, weight bytes per GPU and the guide's rules of thumb. Conversions
- *        only: every number is computed in core/weights.cc and core/approximations.cc.
+ *        only: every number is computed in core/model/weights.cc and core/model/approximations.cc.
  */
 #include <pybind11/stl.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "bindings/bind.h"
-#include "core/approximations.h"
-#include "core/weights.h"
+#include "vllm_mem/model/approximations.h"
+#include "vllm_mem/model/weights.h"
 
 namespace py = pybind11;
 

@@ -6,7 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings/bind.h"
-#include "core/error.h"
+#include "vllm_mem/base/error.h"
 
 namespace py = pybind11;
 

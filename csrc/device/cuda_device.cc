@@ -8,7 +8,7 @@
 #include <atomic>
 #include <memory>
 
-#include "core/error.h"
+#include "vllm_mem/base/error.h"
 #include "device/cuda_driver.h"
 #include "device/proc_meminfo.h"
 #include "device/torch_allocator.h"

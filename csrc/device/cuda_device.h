@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "core/device_reader.h"
+#include "vllm_mem/memory/device_reader.h"
 
 namespace vllm_mem {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.h"
+#include "vllm_mem/base/error.h"
 
 namespace vllm_mem::cuda {
 namespace {

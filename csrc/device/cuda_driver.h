@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/device_reader.h"
+#include "vllm_mem/memory/device_reader.h"
 
 namespace vllm_mem::cuda {
 

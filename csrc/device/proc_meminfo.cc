@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "vllm_mem/base/error.h"
 
 namespace vllm_mem {
 

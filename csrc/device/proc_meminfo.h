@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/device_reader.h"  // HostMemory: the device interface reports host memory too
+#include "vllm_mem/memory/device_reader.h"  // HostMemory: the device interface reports host memory too
 
 namespace vllm_mem {
 

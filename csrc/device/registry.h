@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "core/device_reader.h"
+#include "vllm_mem/memory/device_reader.h"
 
 namespace vllm_mem {
 

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "core/checked_math.h"
-#include "core/error.h"
-#include "core/units.h"
+#include "core/base/checked_math.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
 

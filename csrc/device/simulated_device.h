@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device_reader.h"
+#include "vllm_mem/memory/device_reader.h"
 
 namespace vllm_mem {
 

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "core/error.h"
+#include "vllm_mem/base/error.h"
 #include "device/torch_provider_abi.h"
 
 namespace vllm_mem::torch_allocator {

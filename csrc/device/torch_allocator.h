@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/device_reader.h"
+#include "vllm_mem/memory/device_reader.h"
 
 namespace vllm_mem::torch_allocator {
 

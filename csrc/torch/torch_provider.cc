@@ -14,7 +14,7 @@
 #include <cstring>
 #include <exception>
 
-#include "core/device_reader.h"
+#include "vllm_mem/memory/device_reader.h"
 #include "device/torch_provider_abi.h"
 
 namespace {

@@ -1,6 +1,6 @@
 """Exact KV-cache sizing, as vLLM computes it (blocks, tokens, concurrency).
 
-Every rule lives in the C++ core (``csrc/core/kv_cache_*``); this module converts arguments and
+Every rule lives in the C++ core (``csrc/core/kv_cache/``); this module converts arguments and
 results. The rules follow vLLM v0.19 (see ``docs/kv_cache.md``).
 
 Examples

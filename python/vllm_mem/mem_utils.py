@@ -1,7 +1,7 @@
 """A drop-in for ``vllm.utils.mem_utils``, measured in C++.
 
 Same names, fields, defaults, semantics and ``repr`` text as vLLM; the arithmetic lives in the C++
-core (``csrc/core/memory_snapshot.cc``, ``memory_profiling.cc``) and this module is glue. Beyond
+core (``csrc/core/memory/memory_snapshot.cc``, ``memory_profiling.cc``) and this module is glue. Beyond
 vLLM: ``MemorySnapshot.torch_allocated`` (later vLLM), ``MemoryProfilingResult.total_consumed``
 and ``transient_peak_headroom`` (later vLLM), and, from the peak sampler,
 ``non_torch_peak_increase``, ``peak_cuda_memory`` and ``timeline``.

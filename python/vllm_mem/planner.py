@@ -1,6 +1,6 @@
 """The offline start-up plan: how vLLM will spend GPU memory, and what to change if it does not fit.
 
-Every number comes from the C++ core (``csrc/core/startup_plan.cc`` and the estimators it
+Every number comes from the C++ core (``csrc/core/plan/startup_plan.cc`` and the estimators it
 uses); this module converts arguments and presents results.
 
 Examples

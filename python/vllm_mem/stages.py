@@ -6,7 +6,7 @@ most 1.0, predict vLLM's start-up check ("Free memory on device ... is less than
 memory utilization") stage by stage, and get the fixes made concrete for the config. The
 memory-imbalance check across ranks (SGLang's) lives here too.
 
-Everything is computed in C++ (``csrc/core/stage_config.h``, ``stage_check.h``,
+Everything is computed in C++ (``csrc/core/include/vllm_mem/stages/stage_config.h``, ``stage_check.h``,
 ``memory_imbalance.h``); this module loads YAML / JSON and shapes the results.
 """
 

@@ -4,7 +4,7 @@
 -> (allocate the KV cache) -> ``measure_cuda_graph_memory`` -> ``suggest_kv_cache_memory_bytes``.
 
 The arithmetic and the message texts are vLLM's, computed in C++
-(``csrc/core/startup_budget.cc``); this module reads snapshots and converts. It works on a real
+(``csrc/core/plan/startup_budget.cc``); this module reads snapshots and converts. It works on a real
 GPU and on :class:`vllm_mem.testing.SimulatedDevice` alike.
 """
 

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/device_reader.h"
-#include "core/error.h"
+#include "vllm_mem/memory/device_reader.h"
+#include "vllm_mem/base/error.h"
 
 namespace vllm_mem::testing {
 

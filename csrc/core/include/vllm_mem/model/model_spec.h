@@ -1,0 +1,130 @@
+/*!
+ * \file vllm_mem/model/model_spec.h
+ * \brief What the sizing code needs to know about a model, read from a Hugging Face
+ *        config.json: dimensions, per-layer attention kind, MLA, MoE and quantization.
+ *
+ * Field resolution follows vLLM's ModelArchConfigConvertor: the text config of multimodal
+ * models (text_config), the usual spellings of each field, head_dim when given else
+ * hidden_size / num_attention_heads, and the total KV-head count from the first present of
+ * n_head_kv, num_kv_heads, num_key_value_heads, multi_query_group_num, num_attention_groups.
+ */
+#ifndef VLLM_MEM_MODEL_MODEL_SPEC_H_
+#define VLLM_MEM_MODEL_MODEL_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vllm_mem/model/dtype.h"
+#include "vllm_mem/base/json.h"
+
+namespace vllm_mem {
+
+/*! \brief How one decoder layer attends, which decides its KV-cache spec. */
+enum class AttentionKind {
+  kFull,           //!< full causal attention over the whole context
+  kSlidingWindow,  //!< attends to the last `sliding_window` tokens only
+  kMla,            //!< multi-head latent attention (DeepSeek-V2/V3): one latent per token
+  kNone,           //!< no KV cache (room for Mamba / linear-attention layers later)
+};
+
+/*! \brief One decoder layer. */
+struct LayerSpec {
+  AttentionKind attention = AttentionKind::kFull;
+  int64_t sliding_window_tokens = 0;  //!< for kSlidingWindow
+  /*! For kFull layers that attend within fixed chunks (Llama-4's attention_chunk_size on its
+   *  RoPE layers): vLLM's ChunkedLocalAttentionSpec. 0: not chunked. */
+  int64_t attention_chunk_size_tokens = 0;
+  bool moe = false;                   //!< the layer's MLP is a mixture of experts
+};
+
+/*! \brief Multi-head latent attention dimensions (DeepSeek-V2/V3 family). */
+struct MlaSpec {
+  int64_t kv_lora_rank = 0;
+  int64_t q_lora_rank = 0;  //!< 0: queries are projected directly (no q LoRA)
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+/*! \brief Mixture-of-experts MLP dimensions. */
+struct MoeSpec {
+  int64_t num_experts = 0;               //!< routed experts
+  int64_t num_experts_per_token = 0;     //!< top-k
+  int64_t expert_intermediate_size = 0;  //!< per routed expert
+  int64_t num_shared_experts = 0;        //!< DeepSeek n_shared_experts (each expert-sized)
+  int64_t shared_expert_intermediate_size = 0;  //!< Qwen-MoE style single shared expert
+  bool shared_expert_gate = false;       //!< Qwen-MoE: sigmoid gate on the shared expert
+  bool router_bias = false;              //!< e_score_correction_bias (DeepSeek-V3) / gpt-oss
+};
+
+/*! \brief A checkpoint's quantization_config, reduced to what changes weight bytes. */
+struct QuantizationSpec {
+  std::string method;     //!< "fp8", "awq", "gptq", "compressed-tensors", "bitsandbytes", ...
+  int64_t weight_bits = 16;
+  int64_t group_size = -1;    //!< -1: per-channel (no groups)
+  bool zero_point = false;    //!< asymmetric 4-bit schemes store zero points
+  bool per_tensor_scale = false;  //!< 8-bit: one scale per tensor instead of one per channel
+  int64_t block_out = 0;      //!< fp8 weight_block_size [out, in] (DeepSeek-V3); 0: no blocks
+  int64_t block_in = 0;
+  bool desc_act = false;      //!< GPTQ act-order: g_idx is kept after loading
+  bool experts_only = false;  //!< only MoE expert weights are quantized (mxfp4 in gpt-oss)
+};
+
+/*! \brief Architecture details that change the parameter count but not the KV cache. */
+struct ArchitectureTraits {
+  bool qkv_bias = false;          //!< biases on q, k, v projections (Qwen2, Phi)
+  bool attention_out_bias = false;//!< bias on o_proj / dense (Phi)
+  bool mlp_bias = false;          //!< biases on MLP projections (Phi, llama mlp_bias)
+  bool gated_mlp = true;          //!< SwiGLU-style gate+up+down (3 matrices) vs up+down (2)
+  bool norm_bias = false;         //!< LayerNorm with bias vs RMSNorm
+  bool lm_head_bias = false;      //!< Phi
+  bool qk_norm = false;           //!< per-head q/k RMSNorm (Qwen3, Gemma3)
+  int64_t norms_per_layer = 2;    //!< input + post-attention (Gemma-2/3 have 4)
+  bool parallel_block = false;    //!< attention and MLP share one input norm (Phi)
+  bool attention_sinks = false;   //!< one learned sink logit per query head (gpt-oss)
+  bool router_bias = false;       //!< the MoE router Linear has a bias (gpt-oss)
+  double partial_rotary_factor = 1.0;  //!< fraction of head_dim that is rotated (Phi: 0.4-0.5)
+  int64_t rope_cache_positions = 0;    //!< rows of vLLM's cos/sin cache; 0: no rotary embedding
+};
+
+/*! \brief A model as the sizing code sees it. */
+struct ModelSpec {
+  std::string model_type;
+  std::vector<std::string> architectures;
+  DType dtype = DType::kBFloat16;  //!< checkpoint dtype (torch_dtype / dtype)
+
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_kv_heads = 0;   //!< total, before tensor parallelism
+  int64_t head_dim = 0;       //!< attention head size (q/k/v) for non-MLA layers
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;  //!< 0 when the config does not say
+  bool tie_word_embeddings = false;
+
+  std::optional<MlaSpec> mla;
+  std::optional<MoeSpec> moe;
+  std::optional<QuantizationSpec> quantization;
+  ArchitectureTraits traits;
+  std::vector<LayerSpec> layers;  //!< num_layers entries
+  /*! The checkpoint's KV-cache quantization (quantization_config.kv_cache_scheme): "fp8" when
+   *  the checkpoint ships KV scales, so vLLM's "auto" KV dtype becomes fp8; "" otherwise. */
+  std::string checkpoint_kv_cache_dtype;
+
+  /*! \brief Parses a config.json document. InvalidArgument naming the field when a required
+   *  field is missing, not a positive integer, or inconsistent. */
+  static ModelSpec FromHfConfig(const JsonValue& config);
+  /*! \brief Same, from JSON text. */
+  static ModelSpec FromHfConfigText(std::string_view json_text);
+
+  bool UsesMla() const { return mla.has_value(); }
+  /*! \brief Number of layers of each attention kind. */
+  int64_t CountLayers(AttentionKind kind) const;
+};
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_MODEL_MODEL_SPEC_H_

@@ -1,0 +1,68 @@
+/*!
+ * \file vllm_mem/plan/activation_estimate.h
+ * \brief The torch peak increase of vLLM's profile run ("torch peak memory increase"),
+ *        estimated from what that run allocates rather than from a flat margin.
+ *
+ * vLLM's profile_run is one forward pass of max_num_batched_tokens tokens followed, on the last
+ * pipeline rank, by a dummy sampler run over min(max_num_seqs, max_num_batched_tokens) rows of
+ * logits. The forward's temporaries are freed before the sampler runs, so the peak is the
+ * larger of the two phases, not their sum; under pipeline parallelism the hidden/residual
+ * tensors passed between stages stay alive through both. docs/planner.md gives the calibration.
+ */
+#ifndef VLLM_MEM_PLAN_ACTIVATION_ESTIMATE_H_
+#define VLLM_MEM_PLAN_ACTIVATION_ESTIMATE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "vllm_mem/model/model_spec.h"
+
+namespace vllm_mem {
+
+/*! \brief Calibrated constants (25 vLLM v0.19 start-ups on H100; docs/planner.md). */
+struct ActivationConstants {
+  /*! hidden-size tensors alive at the forward peak (residual, normed input, layer output,
+   *  torch.compile / inductor buffers), in units of tokens * hidden_size * dtype bytes */
+  double hidden_tensors = 4.5;
+  /*! sampler working set per logit element beyond the logits themselves: float32 copy,
+   *  softmax probabilities, exponential noise and masks (about 3 float32 values + a byte) */
+  double sampler_bytes_per_logit = 13.0;
+};
+
+/*! \brief The serving settings the profile run depends on. */
+struct ActivationOptions {
+  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
+  int64_t tensor_parallel_size = 1;
+  int64_t pipeline_parallel_size = 1;
+  int64_t pp_rank = 0;           //!< which pipeline rank (the last one runs the sampler)
+  std::string dtype = "auto";    //!< vLLM --dtype (activations use the served dtype)
+  ActivationConstants constants;
+};
+
+/*! \brief The estimate, term by term (bytes on one GPU of the given pipeline rank). */
+struct ActivationBreakdown {
+  int64_t hidden_states_bytes = 0;      //!< hidden_tensors * T * H * dtype
+  int64_t mlp_intermediate_bytes = 0;   //!< gate+up and activation output (or fused-MoE caches)
+  int64_t attention_bytes = 0;          //!< q/k/v projections and attention output
+  int64_t forward_bytes = 0;            //!< hidden states + max(MLP, attention)
+  int64_t logits_bytes = 0;             //!< rows * vocab * dtype (last rank)
+  int64_t sampler_bytes = 0;            //!< rows * vocab * sampler_bytes_per_logit (last rank)
+  int64_t sampler_phase_bytes = 0;      //!< forward output + logits + sampler (last rank)
+  int64_t pipeline_buffers_bytes = 0;   //!< hidden + residual passed between PP stages
+  int64_t peak_bytes = 0;               //!< max(forward, sampler phase) + pipeline buffers
+  bool sampler_dominates = false;
+};
+
+/*! \brief Estimated torch peak increase of the profile run on one GPU of \p options.pp_rank.
+ *  InvalidArgument for non-positive token / sequence counts or a bad parallel layout. */
+ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const ActivationOptions& options);
+
+/*! \brief The forward working set alone for \p num_tokens tokens (no sampler, no PP buffers):
+ *  what a CUDA-graph capture of that batch size holds at its peak. */
+int64_t ForwardActivationBytes(const ModelSpec& spec, int64_t num_tokens, int64_t tensor_parallel_size,
+                               const std::string& dtype, const ActivationConstants& constants = {});
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_PLAN_ACTIVATION_ESTIMATE_H_

@@ -1,0 +1,72 @@
+/*!
+ * \file vllm_mem/plan/plan_sweep.h
+ * \brief Start-up plans over the cross product of settings, evaluated in C++ into columns.
+ *
+ * Everything that does not depend on the GPU or the utilization (weights, KV geometry per
+ * rank, the profile-run estimates) is computed once per combination of the other axes; each
+ * row then costs a handful of integer operations. For models whose KV cache is one uniform
+ * group (full attention or MLA, the common case) the rows equal EvaluatePlan's exactly (the
+ * tests check it); other models fall back to EvaluatePlan per row.
+ */
+#ifndef VLLM_MEM_PLAN_PLAN_SWEEP_H_
+#define VLLM_MEM_PLAN_PLAN_SWEEP_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/plan/startup_plan.h"
+
+namespace vllm_mem {
+
+/*! \brief The axes; an empty axis takes the value of \p base. */
+struct SweepAxes {
+  PlanInputs base;                            //!< every other setting
+  std::vector<int64_t> total_memory_bytes;    //!< one per GPU
+  std::vector<std::string> gpu_names;         //!< parallel to total_memory_bytes (may be empty)
+  std::vector<double> gpu_memory_utilization;
+  std::vector<int64_t> max_model_len;
+  std::vector<int64_t> tensor_parallel_size;
+  std::vector<int64_t> pipeline_parallel_size;
+  std::vector<int64_t> max_num_seqs;
+  std::vector<int64_t> max_num_batched_tokens;
+  std::vector<std::string> dtype;
+  std::vector<std::string> kv_cache_dtype;
+  std::vector<std::string> quantization;
+  std::vector<int64_t> block_size;
+  std::vector<int64_t> enforce_eager;         //!< 0 / 1
+};
+
+/*! \brief Failure-phase codes of the columns: FailurePhase's order, and -1 for a combination
+ *  that is invalid input (e.g. a TP that does not divide the heads). */
+inline constexpr int8_t kSweepInvalid = -1;
+
+/*! \brief One row per combination; inputs and results side by side. */
+struct SweepColumns {
+  // inputs
+  std::vector<int32_t> gpu_index;
+  std::vector<int64_t> total_memory_bytes;
+  std::vector<double> gpu_memory_utilization;
+  std::vector<int64_t> max_model_len, tensor_parallel_size, pipeline_parallel_size, max_num_seqs,
+      max_num_batched_tokens, block_size;
+  std::vector<int32_t> dtype_index, kv_cache_dtype_index, quantization_index;
+  std::vector<uint8_t> enforce_eager;
+  // results (the tightest rank's figures, as StartupPlan's headline)
+  std::vector<int64_t> requested_bytes, weights_bytes, activation_peak_bytes, non_torch_bytes, cudagraph_bytes,
+      available_kv_cache_bytes, num_blocks, num_tokens, max_model_len_that_fits;
+  std::vector<double> max_concurrency;
+  std::vector<uint8_t> fits;
+  std::vector<int8_t> failure_phase;
+  std::vector<std::string> dtype_values, kv_cache_dtype_values, quantization_values, gpu_names;  //!< index tables
+  int64_t num_rows = 0;
+  int64_t num_fast_rows = 0;  //!< rows evaluated on the cached fast path
+};
+
+/*! \brief Evaluates the cross product. InvalidArgument for an empty GPU axis (and no base
+ *  total) or a malformed axis value that would be invalid in every row (e.g. utilization 1.5). */
+SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes);
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_PLAN_PLAN_SWEEP_H_

@@ -1,0 +1,143 @@
+/*!
+ * \file vllm_mem/plan/startup_plan.h
+ * \brief The offline start-up plan: how vLLM will spend one GPU's memory for a model and a set
+ *        of serving settings, per pipeline rank, and whether (and where) it fails.
+ *
+ * The order is vLLM's: the free-memory check of request_memory, loading the weights, the
+ * profile run (activation peak, non-torch growth, CUDA-graph estimate), the KV budget, then
+ * vLLM's KV checks. Weights come from vllm_mem/model/weights.h and KV sizing from
+ * vllm_mem/kv_cache/kv_cache_capacity.h; the profile-run terms are the estimators of
+ * vllm_mem/plan/{activation,non_torch,cudagraph}_estimate.h; the budget arithmetic is
+ * vllm_mem/plan/startup_budget.h. The tightest pipeline rank decides (vLLM takes the min of blocks).
+ */
+#ifndef VLLM_MEM_PLAN_STARTUP_PLAN_H_
+#define VLLM_MEM_PLAN_STARTUP_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vllm_mem/plan/activation_estimate.h"
+#include "vllm_mem/plan/cudagraph_estimate.h"
+#include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/plan/non_torch_estimate.h"
+#include "vllm_mem/plan/startup_budget.h"
+
+namespace vllm_mem {
+
+/*! \brief Device memory in use before vLLM's init snapshot on an otherwise idle GPU: the CUDA
+ *  context (0.51 GiB on the calibration H100), and with NCCL set up (TP or PP > 1) its
+ *  communicators too (1.43-1.53 GiB). Used when no free-memory figure is given. */
+struct StartupBaselineConstants {
+  int64_t single_process_bytes = 547608330;  //!< 0.51 GiB
+  int64_t multi_process_bytes = 1610612736;  //!< 1.50 GiB
+};
+
+/*! \brief Everything a plan depends on. Sizes in bytes; 0 means "vLLM's default" where noted. */
+struct PlanInputs {
+  int64_t total_memory_bytes = 0;     //!< per GPU, as CUDA reports it (required)
+  int64_t free_memory_bytes = -1;     //!< at start-up; -1: total minus the idle baseline
+  std::string gpu_name;               //!< for the report only
+  int64_t gpu_count = 0;              //!< GPUs available; 0: not limited
+  double gpu_memory_utilization = 0.92;
+  int64_t max_model_len = 0;          //!< 0: the model's max_position_embeddings
+  int64_t tensor_parallel_size = 1;
+  int64_t pipeline_parallel_size = 1;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  std::string dtype = "auto";
+  std::string quantization;           //!< vLLM --quantization; empty: the checkpoint's own
+  std::string kv_cache_dtype = "auto";
+  int64_t block_size = 0;             //!< 0: vLLM's default
+  bool enforce_eager = false;
+  CudagraphMode cudagraph_mode = CudagraphMode::kFullAndPiecewise;
+  std::vector<int64_t> cudagraph_capture_sizes;  //!< empty: vLLM's defaults
+  int64_t max_cudagraph_capture_size = 0;        //!< 0: vLLM's default
+  int64_t kv_cache_memory_bytes = 0;  //!< --kv-cache-memory-bytes; 0: profile
+  /*! VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: the graph estimate is subtracted from the KV
+   *  budget (default since vLLM v0.21; v0.19 logged it without subtracting). */
+  bool cudagraph_memory_in_budget = true;
+  ActivationConstants activation_constants;
+  NonTorchConstants non_torch_constants;
+  CudagraphConstants cudagraph_constants;
+  StartupBaselineConstants baseline_constants;
+};
+
+/*! \brief Where a plan fails, in vLLM's start-up order. */
+enum class FailurePhase {
+  kNone,         //!< fits
+  kFreeMemory,   //!< request_memory: free memory < ceil(total * utilization)
+  kWeights,      //!< the weights alone do not fit in the device's free memory (OOM while loading)
+  kProfilePeak,  //!< weights + activation peak + non-torch exceed free memory (OOM in the profile run)
+  kNoKvBlocks,   //!< the KV budget left after profiling holds no block
+  kMaxModelLen,  //!< blocks remain, but not one request of max_model_len
+};
+std::string FailurePhaseName(FailurePhase phase);  //!< "", "free_memory", "weights", ...
+
+/*! \brief One pipeline rank (every tensor-parallel GPU of a rank is alike). */
+struct RankPlan {
+  int64_t pp_rank = 0;
+  int64_t first_layer = 0, end_layer = 0;
+  int64_t weights_bytes = 0;
+  int64_t activation_peak_bytes = 0;
+  int64_t non_torch_bytes = 0;
+  int64_t cudagraph_bytes = 0;          //!< estimated graph pool (whether or not in the budget)
+  int64_t cudagraph_applied_bytes = 0;  //!< the part subtracted from the KV budget
+  int64_t non_kv_cache_bytes = 0;       //!< weights + activation + non-torch (vLLM's "non KV")
+  int64_t available_kv_cache_bytes = 0; //!< requested - non-KV - applied graph memory
+  int64_t kv_bytes_per_block = 0;       //!< one block id across this rank's layers
+  int64_t kv_bytes_per_request = 0;     //!< one max_model_len request on this rank
+  int64_t num_blocks = 0;               //!< before the min over ranks
+  ActivationBreakdown activation;
+  NonTorchBreakdown non_torch;
+  CudagraphEstimate cudagraph;
+};
+
+/*! \brief The evaluated plan. */
+struct StartupPlan {
+  PlanInputs inputs;                 //!< with defaults resolved (max_model_len, free memory)
+  bool free_memory_assumed = true;   //!< free memory was not given: total minus the idle baseline
+  int64_t requested_bytes = 0;
+  std::vector<RankPlan> ranks;
+  int64_t tightest_pp_rank = 0;      //!< the rank with the fewest KV blocks (or least budget)
+  // The tightest rank's figures, for the headline.
+  int64_t weights_bytes = 0;
+  int64_t activation_peak_bytes = 0;
+  int64_t non_torch_bytes = 0;
+  int64_t cudagraph_bytes = 0;
+  int64_t non_kv_cache_bytes = 0;
+  int64_t available_kv_cache_bytes = 0;
+  bool fits = false;
+  FailurePhase failure_phase = FailurePhase::kNone;
+  std::string failure_message;       //!< vLLM's own message where vLLM has one
+  int64_t shortfall_bytes = 0;       //!< how many bytes the failing phase lacks (per GPU)
+  std::optional<KvCacheCapacity> kv_cache;  //!< when fits
+  int64_t max_model_len_that_fits = 0;      //!< largest L <= the model's limit one request fits
+  int64_t model_max_model_len = 0;          //!< the upper bound searched (model's max_position_embeddings)
+  int64_t kv_block_size = 0;                //!< tokens per block (vLLM's cache_config.block_size)
+  /*! The KV cache is one group whose request needs cdiv(max_model_len, block) blocks (full
+   *  attention or MLA): block counts then follow from bytes per block alone (plan_sweep.h). */
+  bool kv_single_group = false;
+  KvCacheMemorySuggestion kv_cache_memory_suggestion;  //!< predicted --kv-cache-memory values
+  std::string request_memory_error;  //!< vLLM's free-memory ValueError text, when it applies
+  std::string cudagraph_line;        //!< vLLM's CUDA-graph INFO line, as it would print
+};
+
+/*! \brief KV options (vLLM's settings) derived from plan inputs: one definition. */
+KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& inputs);
+
+/*! \brief Evaluates one plan. InvalidArgument (naming the field) for bad inputs: utilization
+ *  outside (0, 1], non-positive lengths, TP x PP above gpu_count, TP not dividing the heads,
+ *  a negative budget or memory figure. A plan that does not fit is a result, not an error. */
+StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs);
+
+/*! \brief The human-readable report (vLLM's terms, GiB and fraction of the device, sources,
+ *  verdict). \p suggestions_text is appended as the "what to change" section. */
+std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, const std::string& model_name,
+                             const std::string& suggestions_text);
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_PLAN_STARTUP_PLAN_H_

@@ -1,0 +1,478 @@
+/*!
+ * \file core/model/model_spec.cc
+ * \brief Reading a Hugging Face config.json into a ModelSpec.
+ */
+#include "vllm_mem/model/model_spec.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+
+#include "core/base/checked_math.h"
+#include "vllm_mem/base/error.h"
+
+namespace vllm_mem {
+namespace {
+
+/*! The value of the first present, non-null key among \p keys, or nullptr. */
+const JsonValue* FindFirst(const JsonValue& obj, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    const JsonValue* v = obj.Find(key);
+    if (v != nullptr && !v->IsNull()) return v;
+  }
+  return nullptr;
+}
+
+std::string KeyList(std::initializer_list<const char*> keys) {
+  std::string out;
+  for (const char* key : keys) {
+    if (!out.empty()) out += " / ";
+    out += key;
+  }
+  return out;
+}
+
+/*! An integer field; floats with an integral value (e.g. 4096.0) are accepted as configs
+ *  written by some tools contain them. */
+int64_t AsInteger(const JsonValue& v, const std::string& field) {
+  if (v.IsNumber()) {
+    const auto& n = v.AsNumber();
+    if (n.integer) return *n.integer;
+    if (n.value == static_cast<double>(static_cast<int64_t>(n.value)) && n.value < 9.2e18 &&
+        n.value > -9.2e18) {
+      return static_cast<int64_t>(n.value);
+    }
+  }
+  throw InvalidArgument(field, "must be an integer, got " + v.KindName());
+}
+
+std::optional<int64_t> OptionalInt(const JsonValue& obj, std::initializer_list<const char*> keys) {
+  const JsonValue* v = FindFirst(obj, keys);
+  if (v == nullptr) return std::nullopt;
+  return AsInteger(*v, KeyList(keys));
+}
+
+int64_t RequiredPositiveInt(const JsonValue& obj, std::initializer_list<const char*> keys) {
+  const JsonValue* v = FindFirst(obj, keys);
+  if (v == nullptr) {
+    throw InvalidArgument(KeyList(keys), "required field missing from config.json");
+  }
+  int64_t value = AsInteger(*v, KeyList(keys));
+  if (value <= 0) {
+    throw InvalidArgument(KeyList(keys), "must be a positive integer, got " + std::to_string(value));
+  }
+  return value;
+}
+
+std::optional<bool> OptionalBool(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.Find(key);
+  if (v == nullptr || v->IsNull()) return std::nullopt;
+  if (!v->IsBool()) throw InvalidArgument(key, "must be true or false, got " + v->KindName());
+  return v->AsBool();
+}
+
+std::string OptionalString(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.Find(key);
+  if (v == nullptr || v->IsNull()) return "";
+  if (!v->IsString()) throw InvalidArgument(key, "must be a string, got " + v->KindName());
+  return v->AsString();
+}
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+/*! The checkpoint dtype: torch_dtype (older transformers) or dtype (newer), on the text config
+ *  first, then the top level. Absent means float32, as in transformers' PretrainedConfig. */
+DType ReadDType(const JsonValue& text, const JsonValue& top) {
+  for (const JsonValue* obj : {&text, &top}) {
+    const JsonValue* v = FindFirst(*obj, {"torch_dtype", "dtype"});
+    if (v != nullptr) {
+      if (!v->IsString()) throw InvalidArgument("torch_dtype", "must be a string, got " + v->KindName());
+      return ParseDType(v->AsString(), "torch_dtype");
+    }
+  }
+  return DType::kFloat32;
+}
+
+std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const JsonValue& top) {
+  const JsonValue* q = top.Find("quantization_config");
+  if (q == nullptr || q->IsNull()) q = text.Find("quantization_config");
+  if (q == nullptr || q->IsNull()) return std::nullopt;
+  if (!q->IsObject()) {
+    throw InvalidArgument("quantization_config", "must be an object, got " + q->KindName());
+  }
+  QuantizationSpec spec;
+  spec.method = OptionalString(*q, "quant_method");
+  std::transform(spec.method.begin(), spec.method.end(), spec.method.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  const std::string& m = spec.method;
+  if (m == "fp8" || m == "fbgemm_fp8" || m == "modelopt") {
+    spec.weight_bits = 8;
+    // fp8: per-tensor scales unless weight_block_size asks for [out, in] blocks;
+    // fbgemm_fp8: per-channel; modelopt fp8: per-tensor.
+    spec.per_tensor_scale = m != "fbgemm_fp8";
+    if (const JsonValue* b = q->Find("weight_block_size"); b != nullptr && !b->IsNull()) {
+      if (!b->IsArray() || b->AsArray().size() != 2) {
+        throw InvalidArgument("quantization_config.weight_block_size", "must be a list [out, in]");
+      }
+      spec.block_out = AsInteger(b->AsArray()[0], "quantization_config.weight_block_size");
+      spec.block_in = AsInteger(b->AsArray()[1], "quantization_config.weight_block_size");
+      RequirePositive(spec.block_out, "quantization_config.weight_block_size");
+      RequirePositive(spec.block_in, "quantization_config.weight_block_size");
+      spec.per_tensor_scale = false;
+    }
+  } else if (m == "awq" || m == "gptq" || m == "awq_marlin" || m == "gptq_marlin") {
+    spec.weight_bits = OptionalInt(*q, {"bits", "w_bit"}).value_or(4);
+    spec.group_size = OptionalInt(*q, {"group_size", "q_group_size"}).value_or(128);
+    // AWQ stores zero points unless told otherwise; GPTQ checkpoints always carry a qzeros
+    // tensor, symmetric or not.
+    spec.zero_point = (m.rfind("awq", 0) == 0) ? OptionalBool(*q, "zero_point").value_or(true) : true;
+    spec.desc_act = OptionalBool(*q, "desc_act").value_or(false);
+  } else if (m == "compressed-tensors") {
+    // The first config group's weight scheme decides the storage width.
+    spec.weight_bits = 8;
+    const JsonValue* groups = q->Find("config_groups");
+    if (groups != nullptr && groups->IsObject() && !groups->AsObject().empty()) {
+      const JsonValue& first = groups->AsObject().begin()->second;
+      if (const JsonValue* w = first.Find("weights"); w != nullptr && w->IsObject()) {
+        spec.weight_bits = OptionalInt(*w, {"num_bits"}).value_or(8);
+        spec.group_size = OptionalInt(*w, {"group_size"}).value_or(-1);
+        spec.zero_point = !OptionalBool(*w, "symmetric").value_or(true);
+        const std::string strategy = OptionalString(*w, "strategy");
+        spec.per_tensor_scale = strategy == "tensor";
+        if (strategy == "block") {
+          if (const JsonValue* b = w->Find("block_structure"); b != nullptr && b->IsArray() &&
+                                                                b->AsArray().size() == 2) {
+            spec.block_out = AsInteger(b->AsArray()[0], "quantization_config.block_structure");
+            spec.block_in = AsInteger(b->AsArray()[1], "quantization_config.block_structure");
+            RequirePositive(spec.block_out, "quantization_config.block_structure");
+            RequirePositive(spec.block_in, "quantization_config.block_structure");
+          }
+        }
+      }
+    }
+  } else if (m == "bitsandbytes") {
+    spec.weight_bits = OptionalBool(*q, "load_in_4bit").value_or(false) ? 4 : 8;
+    spec.group_size = spec.weight_bits == 4 ? 64 : -1;  // bnb 4-bit blocksize 64
+  } else if (m == "mxfp4") {
+    spec.weight_bits = 4;
+    spec.group_size = 32;  // one e8m0 scale byte per 32 weights
+    spec.experts_only = true;  // gpt-oss: attention, router, embeddings stay in bf16
+  } else {
+    throw InvalidArgument("quantization_config.quant_method",
+                          "unknown quantization method '" + m +
+                              "'; allowed: fp8, fbgemm_fp8, modelopt, awq, gptq, awq_marlin, "
+                              "gptq_marlin, compressed-tensors, bitsandbytes, mxfp4");
+  }
+  if (spec.weight_bits <= 0 || spec.weight_bits > 16) {
+    throw InvalidArgument("quantization_config.bits",
+                          "must be between 1 and 16, got " + std::to_string(spec.weight_bits));
+  }
+  return spec;
+}
+
+/*! The rotary embedding's cos/sin cache, which vLLM allocates on the GPU at load time (one
+ *  per distinct rope configuration, shared by all layers): its row count follows get_rope
+ *  (max_position_embeddings, times the scaling factor for yarn / linear / dynamic scaling,
+ *  which precompute the extended range), its width the rotated part of the head. */
+void ReadRotary(const std::string& model_type, const JsonValue& text, ArchitectureTraits& t) {
+  // Learned absolute positions or ALiBi: no rotary cache.
+  for (const char* absolute : {"gpt2", "gpt_bigcode", "opt", "bloom", "mpt"}) {
+    if (model_type == absolute) return;
+  }
+  if (const JsonValue* f = text.Find("partial_rotary_factor"); f != nullptr && f->IsNumber()) {
+    t.partial_rotary_factor = f->AsNumber().value;
+  } else if (model_type == "phi") {
+    t.partial_rotary_factor = 0.5;  // transformers' PhiConfig default
+  }
+  if (!(t.partial_rotary_factor > 0.0 && t.partial_rotary_factor <= 1.0)) {
+    throw InvalidArgument("partial_rotary_factor", "must be in (0, 1]");
+  }
+  int64_t positions = OptionalInt(text, {"max_position_embeddings"}).value_or(0);
+  const JsonValue* scaling = FindFirst(text, {"rope_scaling", "rope_parameters"});
+  if (scaling != nullptr && scaling->IsObject()) {
+    std::string type = OptionalString(*scaling, "rope_type");
+    if (type.empty()) type = OptionalString(*scaling, "type");
+    const JsonValue* factor = scaling->Find("factor");
+    const double f = (factor != nullptr && factor->IsNumber()) ? factor->AsNumber().value : 1.0;
+    if (type == "yarn" || type == "deepseek_yarn") {
+      if (auto original = OptionalInt(*scaling, {"original_max_position_embeddings"})) positions = *original;
+      positions = static_cast<int64_t>(static_cast<double>(positions) * f);
+    } else if (type == "linear" || type == "dynamic") {
+      positions = static_cast<int64_t>(static_cast<double>(positions) * f);
+    }
+  }
+  t.rope_cache_positions = std::max<int64_t>(positions, 0);
+}
+
+ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& text) {
+  ArchitectureTraits t;
+  // Families whose config has explicit switches (Llama, Mistral, Granite, ...).
+  t.qkv_bias = OptionalBool(text, "attention_bias").value_or(false);
+  t.attention_out_bias = t.qkv_bias && model_type != "qwen2";
+  t.mlp_bias = OptionalBool(text, "mlp_bias").value_or(false);
+  if (StartsWith(model_type, "qwen2")) {
+    t.qkv_bias = true;  // Qwen2 / Qwen2-MoE / Qwen2-VL: biases on q, k, v only
+    t.attention_out_bias = false;
+  }
+  if (StartsWith(model_type, "qwen3")) t.qk_norm = true;
+  if (model_type == "phi") {
+    t.qkv_bias = t.attention_out_bias = t.mlp_bias = true;
+    t.gated_mlp = false;
+    t.norm_bias = true;
+    t.lm_head_bias = true;
+    t.norms_per_layer = 1;
+    t.parallel_block = true;
+  }
+  if (model_type == "gemma2" || StartsWith(model_type, "gemma3")) {
+    t.norms_per_layer = 4;
+    if (StartsWith(model_type, "gemma3")) t.qk_norm = true;
+  }
+  if (model_type == "gpt_oss") {
+    t.qkv_bias = t.attention_out_bias = true;
+    t.mlp_bias = true;  // expert biases
+    t.attention_sinks = true;
+    t.router_bias = true;
+  }
+  ReadRotary(model_type, text, t);
+  return t;
+}
+
+/*! Which layers slide, following how the model code in vLLM / transformers reads the config:
+ *  an explicit layer_types list first, then Gemma-3's sliding_window_pattern, Gemma-2's
+ *  alternation, Qwen's use_sliding_window + max_window_layers, and otherwise a sliding_window
+ *  that applies to every layer (Mistral-7B-v0.1, Phi-3). */
+void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text) {
+  spec.layers.assign(static_cast<size_t>(spec.num_layers), LayerSpec{});
+  // A checkpoint with KV-cache scales (compressed-tensors / modelopt kv_cache_scheme) makes
+  // vLLM's "auto" KV dtype fp8. Only the config level holding the model fields is read here.
+  if (const JsonValue* q = text.Find("quantization_config"); q != nullptr && q->IsObject()) {
+    if (const JsonValue* kv = q->Find("kv_cache_scheme"); kv != nullptr && !kv->IsNull()) {
+      spec.checkpoint_kv_cache_dtype = "fp8";
+    }
+  }
+  // Llama-4: layers with RoPE attend within chunks of attention_chunk_size tokens; the NoPE
+  // layers (no_rope_layers[i] == 0, by default every 4th) attend globally (vLLM llama4.py).
+  if (const int64_t chunk = OptionalInt(text, {"attention_chunk_size"}).value_or(0); chunk > 0) {
+    const JsonValue* no_rope = text.Find("no_rope_layers");
+    const bool listed = no_rope != nullptr && no_rope->IsArray() && !no_rope->AsArray().empty();
+    if (listed && static_cast<int64_t>(no_rope->AsArray().size()) != spec.num_layers) {
+      throw InvalidArgument("no_rope_layers", "must list num_hidden_layers (" + std::to_string(spec.num_layers) +
+                                                  ") entries");
+    }
+    const int64_t interval = OptionalInt(text, {"no_rope_layer_interval"}).value_or(4);
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      const bool uses_rope = listed ? AsInteger(no_rope->AsArray()[i], "no_rope_layers") != 0
+                                    : (interval <= 0 || (static_cast<int64_t>(i) + 1) % interval != 0);
+      if (uses_rope) spec.layers[i].attention_chunk_size_tokens = chunk;
+    }
+  }
+  if (spec.mla) {
+    for (auto& layer : spec.layers) layer.attention = AttentionKind::kMla;
+    return;
+  }
+  // 0 (or absent / null) means no sliding window; some configs write 0 for "off".
+  const int64_t window = std::max<int64_t>(OptionalInt(text, {"sliding_window"}).value_or(0), 0);
+
+  const JsonValue* layer_types = text.Find("layer_types");
+  if (layer_types != nullptr && !layer_types->IsNull()) {
+    if (!layer_types->IsArray() ||
+        static_cast<int64_t>(layer_types->AsArray().size()) != spec.num_layers) {
+      throw InvalidArgument("layer_types", "must be a list of num_hidden_layers (" +
+                                               std::to_string(spec.num_layers) + ") strings");
+    }
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      const JsonValue& kind = layer_types->AsArray()[i];
+      if (!kind.IsString()) throw InvalidArgument("layer_types", "entries must be strings");
+      const std::string& k = kind.AsString();
+      if (k == "sliding_attention" || k == "sliding_window_attention" || k == "local_attention") {
+        if (window == 0) {
+          throw InvalidArgument("sliding_window",
+                                "layer_types names sliding layers but sliding_window is not set");
+        }
+        spec.layers[i].attention = AttentionKind::kSlidingWindow;
+        spec.layers[i].sliding_window_tokens = window;
+      } else if (k == "full_attention" || k == "global_attention" || k == "attention") {
+        spec.layers[i].attention = AttentionKind::kFull;
+      } else {
+        throw InvalidArgument("layer_types", "unsupported layer type '" + k +
+                                                 "'; supported: full_attention, sliding_attention");
+      }
+    }
+    return;
+  }
+  if (window == 0) return;
+
+  auto set_sliding = [&](size_t i) {
+    spec.layers[i].attention = AttentionKind::kSlidingWindow;
+    spec.layers[i].sliding_window_tokens = window;
+  };
+  std::optional<int64_t> pattern = OptionalInt(text, {"sliding_window_pattern"});
+  const std::string& mt = spec.model_type;
+  if (StartsWith(mt, "gemma3") || pattern) {
+    int64_t p = pattern.value_or(6);  // Gemma-3: five local layers, then one global
+    if (p <= 0) throw InvalidArgument("sliding_window_pattern", "must be a positive integer");
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      if ((static_cast<int64_t>(i) + 1) % p != 0) set_sliding(i);
+    }
+    return;
+  }
+  if (mt == "gemma2" || mt == "cohere2") {
+    int64_t p = mt == "cohere2" ? 4 : 2;
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      if ((static_cast<int64_t>(i) + 1) % p != 0) set_sliding(i);
+    }
+    return;
+  }
+  if (text.Find("use_sliding_window") != nullptr) {
+    // Qwen2 / Qwen3: the window applies only when switched on, and then from layer
+    // max_window_layers onwards.
+    if (!OptionalBool(text, "use_sliding_window").value_or(false)) return;
+    int64_t first = OptionalInt(text, {"max_window_layers"}).value_or(0);
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      if (static_cast<int64_t>(i) >= first) set_sliding(i);
+    }
+    return;
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) set_sliding(i);
+}
+
+void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
+  if (!spec.moe) return;
+  int64_t first_dense = OptionalInt(text, {"first_k_dense_replace"}).value_or(0);
+  int64_t freq = OptionalInt(text, {"moe_layer_freq", "decoder_sparse_step"}).value_or(1);
+  if (freq <= 0) throw InvalidArgument("moe_layer_freq", "must be a positive integer");
+  std::vector<int64_t> mlp_only;
+  if (const JsonValue* v = text.Find("mlp_only_layers"); v != nullptr && v->IsArray()) {
+    for (const auto& e : v->AsArray()) mlp_only.push_back(AsInteger(e, "mlp_only_layers"));
+  }
+  const bool deepseek_style = text.Find("first_k_dense_replace") != nullptr;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    int64_t idx = static_cast<int64_t>(i);
+    bool moe;
+    if (deepseek_style) {
+      moe = idx >= first_dense && idx % freq == 0;
+    } else {
+      moe = (idx + 1) % freq == 0;  // Qwen-MoE decoder_sparse_step
+    }
+    if (std::find(mlp_only.begin(), mlp_only.end(), idx) != mlp_only.end()) moe = false;
+    spec.layers[i].moe = moe;
+  }
+}
+
+}  // namespace
+
+int64_t ModelSpec::CountLayers(AttentionKind kind) const {
+  return std::count_if(layers.begin(), layers.end(),
+                       [kind](const LayerSpec& l) { return l.attention == kind; });
+}
+
+ModelSpec ModelSpec::FromHfConfigText(std::string_view json_text) {
+  return FromHfConfig(ParseJson(json_text, "config.json"));
+}
+
+ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
+  if (!config.IsObject()) {
+    throw InvalidArgument("config", "config.json must hold a JSON object, got " + config.KindName());
+  }
+  // Multimodal checkpoints keep the language model's fields under text_config.
+  const JsonValue* nested = config.Find("text_config");
+  const JsonValue& text = (nested != nullptr && nested->IsObject()) ? *nested : config;
+
+  ModelSpec spec;
+  spec.model_type = OptionalString(text, "model_type");
+  if (spec.model_type.empty()) spec.model_type = OptionalString(config, "model_type");
+  if (const JsonValue* arch = config.Find("architectures"); arch != nullptr && arch->IsArray()) {
+    for (const auto& a : arch->AsArray()) {
+      if (a.IsString()) spec.architectures.push_back(a.AsString());
+    }
+  }
+  spec.dtype = ReadDType(text, config);
+
+  spec.num_layers = RequiredPositiveInt(text, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
+  spec.hidden_size = RequiredPositiveInt(text, {"hidden_size", "n_embd", "d_model"});
+  spec.num_attention_heads = RequiredPositiveInt(text, {"num_attention_heads", "n_head", "num_heads"});
+  spec.vocab_size = RequiredPositiveInt(text, {"vocab_size", "padded_vocab_size"});
+
+  // Total KV heads, vLLM's spellings in vLLM's order of preference.
+  if (auto kv = OptionalInt(text, {"n_head_kv", "num_kv_heads", "num_key_value_heads",
+                                    "multi_query_group_num", "num_attention_groups"})) {
+    spec.num_kv_heads = *kv;
+  } else if (const JsonValue* attn = text.Find("attn_config"); attn != nullptr && attn->IsObject() &&
+                                                                  attn->Find("kv_n_heads") != nullptr) {
+    spec.num_kv_heads = AsInteger(*attn->Find("kv_n_heads"), "attn_config.kv_n_heads");  // MPT, DBRX
+  } else if (spec.model_type == "falcon" && OptionalBool(text, "multi_query").value_or(false) &&
+             !OptionalBool(text, "new_decoder_architecture").value_or(false)) {
+    spec.num_kv_heads = 1;
+  } else {
+    spec.num_kv_heads = spec.num_attention_heads;
+  }
+  if (spec.num_kv_heads <= 0) {
+    throw InvalidArgument("num_key_value_heads", "must be a positive integer, got " +
+                                                     std::to_string(spec.num_kv_heads));
+  }
+
+  if (text.Find("kv_lora_rank") != nullptr && !text.Find("kv_lora_rank")->IsNull()) {
+    MlaSpec mla;
+    mla.kv_lora_rank = RequiredPositiveInt(text, {"kv_lora_rank"});
+    mla.qk_rope_head_dim = RequiredPositiveInt(text, {"qk_rope_head_dim"});
+    mla.qk_nope_head_dim = RequiredPositiveInt(text, {"qk_nope_head_dim"});
+    mla.v_head_dim = RequiredPositiveInt(text, {"v_head_dim"});
+    mla.q_lora_rank = OptionalInt(text, {"q_lora_rank"}).value_or(0);
+    if (mla.q_lora_rank < 0) throw InvalidArgument("q_lora_rank", "must be >= 0");
+    spec.mla = mla;
+    spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  } else if (auto hd = OptionalInt(text, {"head_dim", "hidden_size_per_head"})) {
+    spec.head_dim = *hd;
+  } else {
+    if (spec.hidden_size % spec.num_attention_heads != 0) {
+      throw InvalidArgument("head_dim", "not given, and hidden_size (" + std::to_string(spec.hidden_size) +
+                                            ") is not divisible by num_attention_heads (" +
+                                            std::to_string(spec.num_attention_heads) + ")");
+    }
+    spec.head_dim = spec.hidden_size / spec.num_attention_heads;
+  }
+  RequirePositive(spec.head_dim, "head_dim");
+
+  // GPT-2 style configs leave n_inner null meaning 4 * hidden.
+  spec.intermediate_size = OptionalInt(text, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"})
+                               .value_or(CheckedMul(4, spec.hidden_size, "intermediate_size"));
+  RequirePositive(spec.intermediate_size, "intermediate_size");
+  spec.max_position_embeddings =
+      OptionalInt(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"})
+          .value_or(0);
+
+  // transformers' default is tied embeddings, but most decoder families override it to False.
+  std::optional<bool> tie = OptionalBool(text, "tie_word_embeddings");
+  if (!tie) tie = OptionalBool(config, "tie_word_embeddings");
+  const bool ties_by_default = StartsWith(spec.model_type, "gemma") || spec.model_type == "gpt2";
+  spec.tie_word_embeddings = tie.value_or(ties_by_default);
+
+  if (auto experts = OptionalInt(text, {"num_local_experts", "num_experts", "n_routed_experts"});
+      experts && *experts > 0) {
+    MoeSpec moe;
+    moe.num_experts = *experts;
+    moe.num_experts_per_token = RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k"});
+    moe.expert_intermediate_size =
+        OptionalInt(text, {"moe_intermediate_size", "expert_intermediate_size"}).value_or(spec.intermediate_size);
+    RequirePositive(moe.expert_intermediate_size, "moe_intermediate_size");
+    moe.num_shared_experts = OptionalInt(text, {"n_shared_experts", "num_shared_experts"}).value_or(0);
+    moe.shared_expert_intermediate_size = OptionalInt(text, {"shared_expert_intermediate_size"}).value_or(0);
+    moe.shared_expert_gate = moe.shared_expert_intermediate_size > 0;
+    moe.router_bias = OptionalString(text, "topk_method") == "noaux_tc" || spec.model_type == "gpt_oss";
+    RequireNonNegative(moe.num_shared_experts, "n_shared_experts");
+    RequireNonNegative(moe.shared_expert_intermediate_size, "shared_expert_intermediate_size");
+    if (moe.num_experts_per_token > moe.num_experts) {
+      throw InvalidArgument("num_experts_per_tok", "must not exceed the number of experts (" +
+                                                       std::to_string(moe.num_experts) + ")");
+    }
+    spec.moe = moe;
+  }
+
+  spec.quantization = ReadQuantization(text, config);
+  spec.traits = ReadTraits(spec.model_type, text);
+  ResolveAttentionKinds(spec, text);
+  ResolveMoeLayers(spec, text);
+  return spec;
+}
+
+}  // namespace vllm_mem

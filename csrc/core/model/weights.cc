@@ -1,0 +1,387 @@
+/*!
+ * \file core/model/weights.cc
+ * \brief Parameter counts and weight bytes per GPU, tensor by tensor as vLLM's model code
+ *        allocates them: vocab-parallel embeddings padded to 64 rows, QKVParallelLinear with KV
+ *        heads replicated when tp exceeds them, column/row-parallel MLPs and experts, replicated
+ *        norms and routers, the rotary cos/sin cache, and the storage of each quantization
+ *        method (packed weights, scales, zero points).
+ */
+#include "vllm_mem/model/weights.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/checked_math.h"
+#include "vllm_mem/base/error.h"
+#include "core/model/parallelism.h"
+
+namespace vllm_mem {
+namespace {
+
+constexpr const char* kField = "weights";  // overflow errors name the computation
+/*! vLLM's DEFAULT_VOCAB_PADDING_SIZE: embedding and LM-head rows are padded to a multiple. */
+constexpr int64_t kVocabPadding = 64;
+/*! Scales of 8-bit and bitsandbytes schemes are float32. */
+constexpr int64_t kFloat32Bytes = 4;
+/*! bitsandbytes 4-bit: one float32 absmax per 64 weights. */
+constexpr int64_t kBnbBlock = 64;
+
+enum class Component { kEmbedding, kLmHead, kAttention, kMlp, kNorm };
+
+/*! One linear layer as held by one tensor-parallel rank (\p copies > 1 for stacked experts). */
+struct Linear {
+  Component component;
+  int64_t in_features;
+  int64_t out_features;
+  bool bias = false;
+  bool quantizable = true;        //!< false: routers and gates vLLM builds with quant_config=None
+  bool expert = false;            //!< a routed-expert weight (what mxfp4 quantizes)
+  bool dequantized_copy = false;  //!< MLA kv_b_proj: the MLA backend keeps a dequantized copy
+  int64_t copies = 1;
+};
+
+/*! A 1-D parameter (norm weight / bias, attention sinks, score-correction bias). */
+struct Vector {
+  Component component;
+  int64_t elements;
+  int64_t element_bytes = 0;  //!< 0: the model dtype
+};
+
+struct Tensors {
+  std::vector<Linear> linears;
+  std::vector<Vector> vectors;
+};
+
+int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
+int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
+
+/*! a / tp, or InvalidArgument(tensor_parallel_size) when vLLM's divide() would assert. */
+int64_t SplitEvenly(int64_t a, int64_t tp, const std::string& what) {
+  if (a % tp != 0) {
+    throw InvalidArgument("tensor_parallel_size",
+                          what + " (" + std::to_string(a) + ") must be divisible by tensor_parallel_size (" +
+                              std::to_string(tp) + ")");
+  }
+  return a / tp;
+}
+
+/*! Attention projections of one layer on one rank. */
+void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
+  const auto& t = spec.traits;
+  const int64_t h = spec.hidden_size;
+  const int64_t heads = AttentionHeadsPerRank(spec.num_attention_heads, tp);
+  auto& lin = out.linears;
+  if (spec.mla) {
+    // DeepseekV2MLAAttention: the low-rank down projections are replicated, the up
+    // projections column-parallel over heads, o_proj row-parallel.
+    const MlaSpec& m = *spec.mla;
+    const int64_t qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    if (m.q_lora_rank > 0) {
+      lin.push_back({Component::kAttention, h, m.q_lora_rank});                     // q_a_proj
+      out.vectors.push_back({Component::kAttention, m.q_lora_rank});               // q_a_layernorm
+      lin.push_back({Component::kAttention, m.q_lora_rank, Mul(heads, qk_head)});  // q_b_proj
+    } else {
+      lin.push_back({Component::kAttention, h, Mul(heads, qk_head)});  // q_proj
+    }
+    lin.push_back({Component::kAttention, h, m.kv_lora_rank + m.qk_rope_head_dim});  // kv_a_proj_with_mqa
+    out.vectors.push_back({Component::kAttention, m.kv_lora_rank});                  // kv_a_layernorm
+    Linear kv_b{Component::kAttention, m.kv_lora_rank, Mul(heads, m.qk_nope_head_dim + m.v_head_dim)};
+    kv_b.dequantized_copy = true;
+    lin.push_back(kv_b);
+    lin.push_back({Component::kAttention, Mul(heads, m.v_head_dim), h, t.attention_out_bias});  // o_proj
+    return;
+  }
+  // QKVParallelLinear: KV heads are split, or replicated one per rank when tp > KV heads.
+  const int64_t kv_heads = KvHeadsPerRank(spec.num_kv_heads, tp);
+  lin.push_back({Component::kAttention, h, Mul(heads + 2 * kv_heads, spec.head_dim), t.qkv_bias});
+  // RowParallelLinear keeps the full bias on every rank.
+  lin.push_back({Component::kAttention, Mul(heads, spec.head_dim), h, t.attention_out_bias});
+  if (t.qk_norm) out.vectors.push_back({Component::kAttention, 2 * spec.head_dim});
+  if (t.attention_sinks) out.vectors.push_back({Component::kAttention, heads});
+}
+
+/*! A gated (gate_up + down) or plain (fc1 + fc2) MLP of \p intermediate, TP-split. */
+void DescribeMlp(const ModelSpec& spec, int64_t intermediate, int64_t tp, int64_t copies, bool expert,
+                 const char* what, Tensors& out) {
+  const auto& t = spec.traits;
+  const int64_t per_rank = SplitEvenly(intermediate, tp, what);
+  const int64_t up = t.gated_mlp ? 2 * per_rank : per_rank;
+  Linear up_proj{Component::kMlp, spec.hidden_size, up, t.mlp_bias};
+  Linear down_proj{Component::kMlp, per_rank, spec.hidden_size, t.mlp_bias};
+  up_proj.copies = down_proj.copies = copies;
+  up_proj.expert = down_proj.expert = expert;
+  out.linears.push_back(up_proj);
+  out.linears.push_back(down_proj);
+}
+
+void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out) {
+  const MoeSpec& moe = *spec.moe;
+  // FusedMoE without expert parallelism: every rank holds every expert, each TP-split.
+  DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", out);
+  Linear router{Component::kMlp, spec.hidden_size, moe.num_experts, spec.traits.router_bias};
+  router.quantizable = false;  // vLLM builds the gate with quant_config=None
+  out.linears.push_back(router);
+  if (moe.router_bias && !spec.traits.router_bias) {
+    // DeepSeek-V3 e_score_correction_bias, allocated in float32.
+    out.vectors.push_back({Component::kMlp, moe.num_experts, kFloat32Bytes});
+  }
+  if (moe.num_shared_experts > 0) {
+    DescribeMlp(spec, Mul(moe.num_shared_experts, moe.expert_intermediate_size), tp, 1, false,
+                "n_shared_experts * moe_intermediate_size", out);
+  }
+  if (moe.shared_expert_intermediate_size > 0) {
+    DescribeMlp(spec, moe.shared_expert_intermediate_size, tp, 1, false, "shared_expert_intermediate_size", out);
+    if (moe.shared_expert_gate) {
+      Linear gate{Component::kMlp, spec.hidden_size, 1};
+      gate.quantizable = false;  // a plain torch.nn.Linear in vLLM's Qwen2-MoE
+      out.linears.push_back(gate);
+    }
+  }
+}
+
+/*! Everything one decoder layer holds on one tensor-parallel rank. */
+Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp) {
+  Tensors out;
+  DescribeAttention(spec, tp, out);
+  if (layer.moe && spec.moe) {
+    DescribeMoe(spec, tp, out);
+  } else {
+    DescribeMlp(spec, spec.intermediate_size, tp, 1, false, "intermediate_size", out);
+  }
+  const int64_t norm_elements = Mul(spec.traits.norms_per_layer, spec.hidden_size);
+  out.vectors.push_back({Component::kNorm, spec.traits.norm_bias ? 2 * norm_elements : norm_elements});
+  return out;
+}
+
+int64_t CountElements(const Tensors& tensors) {
+  int64_t n = 0;
+  for (const Linear& l : tensors.linears) {
+    int64_t one = Mul(l.in_features, l.out_features);
+    if (l.bias) one = Add(one, l.out_features);
+    n = Add(n, Mul(one, l.copies));
+  }
+  for (const Vector& v : tensors.vectors) n = Add(n, v.elements);
+  return n;
+}
+
+/*! Weight and overhead bytes of one linear layer on one rank. */
+struct LinearBytes {
+  int64_t weight = 0;
+  int64_t overhead = 0;
+};
+
+LinearBytes StoredBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes) {
+  LinearBytes b;
+  const int64_t elements = Mul(l.in_features, l.out_features);
+  const int64_t bias = l.bias ? Mul(l.out_features, dtype_bytes) : 0;  // biases stay in the model dtype
+  const bool quantized = q && l.quantizable && (!q->experts_only || l.expert);
+  if (!quantized) {
+    b.weight = Add(Mul(elements, dtype_bytes), bias);
+  } else {
+    b.weight = Add(CeilDiv(Mul(elements, q->weight_bits), 8), bias);
+    if (q->weight_bits >= 8) {
+      // fp8 / int8 / bitsandbytes 8-bit: float32 scales per block, per tensor or per channel.
+      if (q->block_out > 0) {
+        b.overhead = Mul(Mul(CeilDiv(l.out_features, q->block_out), CeilDiv(l.in_features, q->block_in)),
+                         kFloat32Bytes);
+      } else {
+        b.overhead = q->per_tensor_scale ? kFloat32Bytes : Mul(l.out_features, kFloat32Bytes);
+      }
+    } else if (q->method == "bitsandbytes") {
+      b.overhead = Mul(CeilDiv(elements, kBnbBlock), kFloat32Bytes);  // float32 absmax per block
+    } else if (q->method == "mxfp4") {
+      b.overhead = CeilDiv(elements, q->group_size);  // one e8m0 byte per 32 weights
+    } else {
+      // AWQ / GPTQ / compressed-tensors WNA16: model-dtype scales per (group, output channel),
+      // zero points packed at weight_bits, GPTQ act-order keeps an int32 g_idx per input.
+      const int64_t groups = q->group_size > 0 ? CeilDiv(l.in_features, q->group_size) : 1;
+      b.overhead = Mul(Mul(groups, l.out_features), dtype_bytes);
+      if (q->zero_point) b.overhead = Add(b.overhead, CeilDiv(Mul(Mul(groups, l.out_features), q->weight_bits), 8));
+      if (q->desc_act) b.overhead = Add(b.overhead, Mul(l.in_features, 4));
+    }
+    if (l.dequantized_copy) b.overhead = Add(b.overhead, Mul(elements, dtype_bytes));
+  }
+  b.weight = Mul(b.weight, l.copies);
+  b.overhead = Mul(b.overhead, l.copies);
+  return b;
+}
+
+int64_t& Slot(RankWeights& r, Component c) {
+  switch (c) {
+    case Component::kEmbedding: return r.embedding_bytes;
+    case Component::kLmHead: return r.lm_head_bytes;
+    case Component::kAttention: return r.attention_bytes;
+    case Component::kMlp: return r.mlp_bytes;
+    case Component::kNorm: return r.norm_bytes;
+  }
+  return r.norm_bytes;  // unreachable: every enumerator is handled above
+}
+
+void AddBytes(RankWeights& r, const Tensors& tensors, const std::optional<QuantizationSpec>& q,
+              int64_t dtype_bytes, int64_t times) {
+  for (const Linear& l : tensors.linears) {
+    const LinearBytes b = StoredBytes(l, q, dtype_bytes);
+    int64_t& slot = Slot(r, l.component);
+    slot = Add(slot, Mul(b.weight, times));
+    r.quantization_overhead_bytes = Add(r.quantization_overhead_bytes, Mul(b.overhead, times));
+  }
+  for (const Vector& v : tensors.vectors) {
+    int64_t& slot = Slot(r, v.component);
+    slot = Add(slot, Mul(Mul(v.elements, v.element_bytes > 0 ? v.element_bytes : dtype_bytes), times));
+  }
+}
+
+const char* const kAllowedQuantization =
+    "fp8, fbgemm_fp8, modelopt, awq, awq_marlin, gptq, gptq_marlin, compressed-tensors, "
+    "bitsandbytes, mxfp4";
+
+/*! The method family: awq_marlin is awq stored the same way, gptq_marlin gptq. */
+std::string BaseMethod(std::string m) {
+  const std::string suffix = "_marlin";
+  if (m.size() > suffix.size() && m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    m.resize(m.size() - suffix.size());
+  }
+  return m;
+}
+
+/*! The quantization in effect: the checkpoint's quantization_config, or --quantization.
+ *  vLLM accepts --quantization only when it matches the checkpoint's method, or, for an
+ *  unquantized checkpoint, when the method can quantize at load time (fp8, bitsandbytes). */
+std::optional<QuantizationSpec> ResolveQuantization(const ModelSpec& spec, const std::string& requested) {
+  std::string m = requested;
+  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (m.empty() || m == "none") return spec.quantization;
+  const std::string allowed = kAllowedQuantization;
+  bool known = false;
+  for (size_t start = 0; start < allowed.size();) {
+    size_t end = allowed.find(", ", start);
+    if (end == std::string::npos) end = allowed.size();
+    if (allowed.compare(start, end - start, m) == 0 && end - start == m.size()) known = true;
+    start = end + 2;
+  }
+  if (!known) {
+    throw InvalidArgument("quantization", "unknown quantization method '" + requested + "'; allowed: " + allowed);
+  }
+  if (spec.quantization) {
+    if (BaseMethod(spec.quantization->method) != BaseMethod(m)) {
+      throw InvalidArgument("quantization", "the checkpoint is quantized with '" + spec.quantization->method +
+                                                "', which does not match --quantization '" + requested + "'");
+    }
+    return spec.quantization;
+  }
+  QuantizationSpec online;
+  online.method = m;
+  if (m == "fp8") {
+    online.weight_bits = 8;  // dynamic per-tensor fp8 of every linear layer
+    online.per_tensor_scale = true;
+  } else if (m == "bitsandbytes") {
+    online.weight_bits = 4;  // in-flight bitsandbytes quantizes to 4-bit NF4
+    online.group_size = kBnbBlock;
+  } else {
+    throw InvalidArgument("quantization", "'" + requested +
+                                              "' needs a checkpoint quantized with it; an unquantized "
+                                              "checkpoint can be quantized at load time with fp8 or bitsandbytes");
+  }
+  return online;
+}
+
+/*! Rows of the embedding / LM head on one rank: vocab padded to 64, then split over TP. */
+int64_t VocabRowsPerRank(int64_t vocab, int64_t tp) {
+  const int64_t padded = Mul(CeilDiv(vocab, kVocabPadding), kVocabPadding);
+  return SplitEvenly(padded, tp, "vocab_size padded to a multiple of 64");
+}
+
+int64_t RotaryDim(const ModelSpec& spec) {
+  if (spec.mla) return spec.mla->qk_rope_head_dim;
+  return static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
+}
+
+}  // namespace
+
+int64_t NumParameters(const ModelSpec& spec) {
+  RequirePositive(spec.num_layers, "num_hidden_layers");
+  const int64_t embedding = Mul(spec.vocab_size, spec.hidden_size);
+  int64_t n = embedding;
+  if (!spec.tie_word_embeddings) {
+    n = Add(n, embedding);
+    if (spec.traits.lm_head_bias) n = Add(n, spec.vocab_size);
+  }
+  for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
+  const int64_t final_norm = spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size;
+  return Add(n, final_norm);
+}
+
+WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& options) {
+  const int64_t tp = options.tensor_parallel_size;
+  const int64_t pp = options.pipeline_parallel_size;
+  ValidateParallelism(spec.num_layers, tp, pp);
+  if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
+    throw InvalidArgument("num_hidden_layers", "the spec lists " + std::to_string(spec.layers.size()) +
+                                                   " layers but says " + std::to_string(spec.num_layers));
+  }
+  const DType dtype = ResolveModelDType(options.dtype, spec.dtype, "dtype");
+  const int64_t dt = DTypeSizeBytes(dtype);
+  const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
+
+  WeightBreakdown out;
+  out.num_parameters = NumParameters(spec);
+  out.dtype = DTypeName(dtype);
+  out.quantization = quant ? quant->method : "";
+
+  // Embedding and LM head stay in the model dtype under every supported method.
+  const int64_t vocab_rows = VocabRowsPerRank(spec.vocab_size, tp);
+  const int64_t embedding_bytes = Mul(Mul(vocab_rows, spec.hidden_size), dt);
+  const int64_t lm_head_bytes =
+      Add(embedding_bytes, spec.traits.lm_head_bias ? Mul(vocab_rows, dt) : 0);
+  const int64_t final_norm_bytes = Mul(spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size, dt);
+  const int64_t rope_bytes = Mul(Mul(spec.traits.rope_cache_positions, RotaryDim(spec)), dt);
+
+  // Layers come in few distinct kinds (dense / MoE), so describe each kind once.
+  const Tensors dense = DescribeLayer(spec, LayerSpec{}, tp);
+  std::optional<Tensors> moe;
+  if (spec.moe) {
+    LayerSpec moe_layer;
+    moe_layer.moe = true;
+    moe = DescribeLayer(spec, moe_layer, tp);
+  }
+
+  for (int64_t rank = 0; rank < pp; ++rank) {
+    RankWeights r;
+    r.pp_rank = rank;
+    const bool first = rank == 0;
+    const bool last = rank == pp - 1;
+    if (first) r.embedding_bytes = embedding_bytes;
+    // Tied: one tensor serves both on a single rank; under PP the last rank builds its own
+    // embed_tokens to serve as the LM head.
+    if (last && (!spec.tie_word_embeddings || !first)) r.lm_head_bytes = lm_head_bytes;
+    if (last) r.norm_bytes = final_norm_bytes;
+
+    const auto [begin, end] = PipelineLayerRange(spec.num_layers, rank, pp);
+    r.first_layer = begin;
+    r.end_layer = end;
+    int64_t moe_layers = 0;
+    for (int64_t i = begin; i < end; ++i) moe_layers += spec.layers[static_cast<size_t>(i)].moe && spec.moe ? 1 : 0;
+    AddBytes(r, dense, quant, dt, end - begin - moe_layers);
+    if (moe) AddBytes(r, *moe, quant, dt, moe_layers);
+    if (end > begin) r.buffer_bytes = rope_bytes;
+
+    for (int64_t part : {r.embedding_bytes, r.lm_head_bytes, r.attention_bytes, r.mlp_bytes, r.norm_bytes,
+                         r.quantization_overhead_bytes, r.buffer_bytes}) {
+      r.total_bytes = Add(r.total_bytes, part);
+    }
+    if (r.total_bytes > out.fullest_rank_bytes) {
+      out.fullest_rank_bytes = r.total_bytes;
+      out.fullest_pp_rank = rank;
+    }
+    out.per_pp_rank.push_back(r);
+  }
+  return out;
+}
+
+int64_t WeightBytes(const ModelSpec& spec, const WeightOptions& options) {
+  return ComputeWeights(spec, options).fullest_rank_bytes;
+}
+
+}  // namespace vllm_mem

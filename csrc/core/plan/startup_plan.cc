@@ -1,0 +1,384 @@
+/*!
+ * \file core/plan/startup_plan.cc
+ * \brief Evaluating one start-up plan, per pipeline rank, and its text report.
+ */
+#include "vllm_mem/plan/startup_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "core/base/checked_math.h"
+#include "vllm_mem/model/dtype.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/memory/memory_budget.h"
+#include "core/model/parallelism.h"
+#include "vllm_mem/base/units.h"
+#include "vllm_mem/model/weights.h"
+
+namespace vllm_mem {
+namespace {
+
+// Large enough that every worker holds ~2^29 blocks, small enough not to overflow when
+// multiplied by a handful of layers: bytes_per_block = floor(A / blocks) exactly.
+constexpr int64_t kProbeBytes = int64_t{1} << 50;
+
+void ValidateInputs(const ModelSpec& spec, const PlanInputs& in) {
+  if (in.total_memory_bytes <= 0) {
+    throw InvalidArgument("total_memory_bytes", "must be a positive byte count (or name a catalog gpu), got " +
+                                                    std::to_string(in.total_memory_bytes));
+  }
+  ValidateUtilization(in.gpu_memory_utilization);
+  if (in.free_memory_bytes < -1 || in.free_memory_bytes > in.total_memory_bytes) {
+    throw InvalidArgument("free_memory_bytes", "must be in [0, total_memory_bytes], got " +
+                                                   std::to_string(in.free_memory_bytes));
+  }
+  RequireNonNegative(in.max_model_len, "max_model_len");
+  RequirePositive(in.max_num_seqs, "max_num_seqs");
+  RequirePositive(in.max_num_batched_tokens, "max_num_batched_tokens");
+  RequireNonNegative(in.kv_cache_memory_bytes, "kv_cache_memory_bytes");
+  RequireNonNegative(in.block_size, "block_size");
+  RequireNonNegative(in.gpu_count, "gpu_count");
+  ValidateParallelism(spec.num_layers, in.tensor_parallel_size, in.pipeline_parallel_size);
+  AttentionHeadsPerRank(spec.num_attention_heads, in.tensor_parallel_size);
+  KvHeadsPerRank(spec.num_kv_heads, in.tensor_parallel_size);
+  const int64_t world = CheckedMul(in.tensor_parallel_size, in.pipeline_parallel_size, "tensor_parallel_size");
+  if (in.gpu_count > 0 && world > in.gpu_count) {
+    throw InvalidArgument("tensor_parallel_size",
+                          "tensor_parallel_size x pipeline_parallel_size = " + std::to_string(world) +
+                              " GPUs, but only " + std::to_string(in.gpu_count) + " are available (gpu_count)");
+  }
+}
+
+std::string Pct(int64_t bytes, int64_t total) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%5.1f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
+  return buf;
+}
+
+std::string Gib2(int64_t bytes) {
+  return FormatFixed(static_cast<double>(bytes) / static_cast<double>(kGiB), 2);
+}
+
+std::string Row(const std::string& label, int64_t bytes, int64_t total, const std::string& source) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "  %-30s %9s GiB %s  %s\n", label.c_str(), Gib2(bytes).c_str(),
+                Pct(bytes, total).c_str(), source.c_str());
+  return buf;
+}
+
+}  // namespace
+
+std::string FailurePhaseName(FailurePhase phase) {
+  switch (phase) {
+    case FailurePhase::kNone: return "";
+    case FailurePhase::kFreeMemory: return "free_memory";
+    case FailurePhase::kWeights: return "weights";
+    case FailurePhase::kProfilePeak: return "profile_peak";
+    case FailurePhase::kNoKvBlocks: return "no_kv_blocks";
+    case FailurePhase::kMaxModelLen: return "max_model_len";
+  }
+  return "";
+}
+
+KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& in) {
+  KvCacheOptions k;
+  k.max_model_len = in.max_model_len > 0 ? in.max_model_len : spec.max_position_embeddings;
+  k.block_size = in.block_size;
+  k.kv_cache_dtype = in.kv_cache_dtype.empty() ? "auto" : in.kv_cache_dtype;
+  k.model_dtype = in.dtype.empty() ? "auto" : in.dtype;
+  k.tensor_parallel_size = in.tensor_parallel_size;
+  k.pipeline_parallel_size = in.pipeline_parallel_size;
+  k.max_num_batched_tokens = in.max_num_batched_tokens;
+  return k;
+}
+
+StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
+  ValidateInputs(spec, inputs);
+  StartupPlan plan;
+  plan.inputs = inputs;
+  PlanInputs& in = plan.inputs;
+  if (in.max_model_len == 0) {
+    if (spec.max_position_embeddings <= 0) {
+      throw InvalidArgument("max_model_len", "must be given: the config has no max_position_embeddings");
+    }
+    in.max_model_len = spec.max_position_embeddings;
+  }
+  const int64_t tp = in.tensor_parallel_size, pp = in.pipeline_parallel_size;
+  plan.free_memory_assumed = in.free_memory_bytes < 0;
+  if (plan.free_memory_assumed) {
+    const int64_t baseline = tp * pp > 1 ? in.baseline_constants.multi_process_bytes
+                                         : in.baseline_constants.single_process_bytes;
+    in.free_memory_bytes = std::max<int64_t>(0, in.total_memory_bytes - baseline);
+  }
+  plan.model_max_model_len = std::max(spec.max_position_embeddings, in.max_model_len);
+
+  // 1. request_memory.
+  RequestedMemory req = CheckRequestMemory(in.total_memory_bytes, in.free_memory_bytes, in.gpu_memory_utilization);
+  plan.requested_bytes = req.requested_bytes;
+  plan.request_memory_error = req.error_message;
+
+  // 2. Weights, per pipeline rank.
+  WeightOptions wo;
+  wo.dtype = in.dtype.empty() ? "auto" : in.dtype;
+  wo.quantization = in.quantization;
+  wo.tensor_parallel_size = tp;
+  wo.pipeline_parallel_size = pp;
+  const WeightBreakdown weights = ComputeWeights(spec, wo);
+
+  // 3. KV geometry per rank (bytes per block), from the sizing core.
+  const KvCacheOptions kv_options = KvOptionsFor(spec, in);
+  const KvCacheCapacity probe = ComputeKvCacheCapacity(spec, std::vector<int64_t>(pp, kProbeBytes), kv_options);
+
+  plan.kv_block_size = probe.block_size;
+  plan.kv_single_group = probe.groups.size() == 1 && probe.block_size > 0 &&
+                         probe.groups[0].blocks_per_request == CeilDiv(kv_options.max_model_len, probe.block_size) &&
+                         (probe.groups[0].kind == "full_attention" || probe.groups[0].kind == "mla");
+
+  // 4. The profile run, per rank.
+  std::vector<int64_t> available;
+  for (int64_t r = 0; r < pp; ++r) {
+    RankPlan rank;
+    rank.pp_rank = r;
+    const RankWeights& rw = weights.per_pp_rank.at(static_cast<size_t>(r));
+    rank.first_layer = rw.first_layer;
+    rank.end_layer = rw.end_layer;
+    rank.weights_bytes = rw.total_bytes;
+
+    ActivationOptions ao;
+    ao.max_num_batched_tokens = in.max_num_batched_tokens;
+    ao.max_num_seqs = in.max_num_seqs;
+    ao.tensor_parallel_size = tp;
+    ao.pipeline_parallel_size = pp;
+    ao.pp_rank = r;
+    ao.dtype = wo.dtype;
+    ao.constants = in.activation_constants;
+    rank.activation = EstimateActivationPeak(spec, ao);
+    rank.activation_peak_bytes = rank.activation.peak_bytes;
+
+    rank.non_torch = EstimateNonTorchIncrease(tp, pp, in.non_torch_constants);
+    rank.non_torch_bytes = rank.non_torch.total_bytes;
+
+    CudagraphOptions co;
+    co.enforce_eager = in.enforce_eager;
+    co.mode = in.cudagraph_mode;
+    co.capture_sizes = in.cudagraph_capture_sizes;
+    co.max_cudagraph_capture_size = in.max_cudagraph_capture_size;
+    co.max_num_seqs = in.max_num_seqs;
+    co.max_num_batched_tokens = in.max_num_batched_tokens;
+    co.tensor_parallel_size = tp;
+    co.pipeline_parallel_size = pp;
+    co.pp_rank = r;
+    co.dtype = wo.dtype;
+    co.constants = in.cudagraph_constants;
+    co.activation_constants = in.activation_constants;
+    rank.cudagraph = EstimateCudagraphMemory(spec, co);
+    rank.cudagraph_bytes = rank.cudagraph.total_bytes;
+
+    ProfileMeasurements pm;
+    pm.weights_bytes = rank.weights_bytes;
+    pm.torch_peak_increase_bytes = rank.activation_peak_bytes;
+    pm.non_torch_increase_bytes = rank.non_torch_bytes;
+    pm.cudagraph_estimate_bytes = rank.cudagraph_bytes;
+    AvailableKvOptions ko;
+    ko.total_memory_bytes = in.total_memory_bytes;
+    ko.gpu_memory_utilization = in.gpu_memory_utilization;
+    ko.kv_cache_memory_bytes = in.kv_cache_memory_bytes;
+    ko.init_free_memory_bytes = in.free_memory_bytes;
+    ko.estimate_cudagraphs = in.cudagraph_memory_in_budget;
+    AvailableKvMemory avail = DetermineAvailableKvCacheMemory(plan.requested_bytes, pm, ko);
+    rank.non_kv_cache_bytes = CheckedAdd(CheckedAdd(rank.weights_bytes, rank.activation_peak_bytes, "non_kv"),
+                                         rank.non_torch_bytes, "non_kv");
+    rank.cudagraph_applied_bytes = avail.cudagraph_applied_bytes;
+    rank.available_kv_cache_bytes = avail.available_kv_cache_bytes;
+
+    const int64_t probe_blocks = probe.num_blocks_per_worker.at(static_cast<size_t>(r * tp));
+    rank.kv_bytes_per_block = probe_blocks > 0 ? kProbeBytes / probe_blocks : 0;
+    int64_t blocks_per_request = 0;
+    for (const auto& g : probe.groups) blocks_per_request += g.blocks_per_request;
+    rank.kv_bytes_per_request = CheckedMul(rank.kv_bytes_per_block, blocks_per_request, "kv_bytes_per_request");
+    rank.num_blocks = rank.kv_bytes_per_block > 0 && rank.available_kv_cache_bytes > 0
+                          ? rank.available_kv_cache_bytes / rank.kv_bytes_per_block
+                          : 0;
+    available.push_back(rank.available_kv_cache_bytes);
+    plan.ranks.push_back(std::move(rank));
+  }
+
+  // The tightest rank: fewest blocks, then least KV budget.
+  size_t tight = 0;
+  for (size_t i = 1; i < plan.ranks.size(); ++i) {
+    const auto& a = plan.ranks[i];
+    const auto& b = plan.ranks[tight];
+    if (a.num_blocks < b.num_blocks ||
+        (a.num_blocks == b.num_blocks && a.available_kv_cache_bytes < b.available_kv_cache_bytes)) {
+      tight = i;
+    }
+  }
+  const RankPlan& t = plan.ranks[tight];
+  plan.tightest_pp_rank = t.pp_rank;
+  plan.weights_bytes = t.weights_bytes;
+  plan.activation_peak_bytes = t.activation_peak_bytes;
+  plan.non_torch_bytes = t.non_torch_bytes;
+  plan.cudagraph_bytes = t.cudagraph_bytes;
+  plan.non_kv_cache_bytes = t.non_kv_cache_bytes;
+  plan.available_kv_cache_bytes = t.available_kv_cache_bytes;
+  plan.cudagraph_line = CudagraphProfilingLine(t.cudagraph_bytes, in.total_memory_bytes, in.gpu_memory_utilization,
+                                               in.cudagraph_memory_in_budget);
+  plan.kv_cache_memory_suggestion = SuggestKvCacheMemoryBytes(
+      in.free_memory_bytes, in.total_memory_bytes, in.gpu_memory_utilization, plan.requested_bytes, t.weights_bytes,
+      t.activation_peak_bytes, t.non_torch_bytes, t.cudagraph_bytes, std::max<int64_t>(0, t.available_kv_cache_bytes));
+
+  // Largest max_model_len one request fits in, up to the model's own limit.
+  bool all_positive = true;
+  for (int64_t a : available) all_positive = all_positive && a > 0;
+  if (all_positive) {
+    KvCacheOptions upper = kv_options;
+    upper.max_model_len = plan.model_max_model_len;
+    plan.max_model_len_that_fits = EstimateMaxModelLen(spec, available, upper);
+  }
+
+  // 5. The verdict, in vLLM's order.
+  int64_t worst_weights = 0, worst_profile = 0;
+  for (const auto& r : plan.ranks) {
+    worst_weights = std::max(worst_weights, r.weights_bytes);
+    worst_profile = std::max(worst_profile, r.non_kv_cache_bytes);
+  }
+  if (!req.fits) {
+    plan.failure_phase = FailurePhase::kFreeMemory;
+    plan.failure_message = req.error_message;
+    plan.shortfall_bytes = plan.requested_bytes - in.free_memory_bytes;
+  } else if (worst_weights > in.free_memory_bytes) {
+    plan.failure_phase = FailurePhase::kWeights;
+    plan.shortfall_bytes = worst_weights - in.free_memory_bytes;
+    plan.failure_message =
+        "Failed to load model - not enough GPU memory: the weights (" + FormatGib(worst_weights) +
+        " GiB per GPU) exceed the free memory (" + FormatGib(in.free_memory_bytes) +
+        " GiB). Try increasing --tensor-parallel-size or using --quantization.";
+  } else if (worst_profile > in.free_memory_bytes) {
+    plan.failure_phase = FailurePhase::kProfilePeak;
+    plan.shortfall_bytes = worst_profile - in.free_memory_bytes;
+    plan.failure_message = "CUDA out of memory in the profile run: weights + peak activation + non-torch (" +
+                           FormatGib(worst_profile) + " GiB per GPU) exceed the free memory (" +
+                           FormatGib(in.free_memory_bytes) + " GiB).";
+  } else {
+    const std::string shortfall = KvCacheMemoryShortfall(spec, available, kv_options);
+    if (shortfall.empty()) {
+      plan.fits = true;
+      plan.kv_cache = ComputeKvCacheCapacity(spec, available, kv_options);
+    } else {
+      plan.failure_message = shortfall;
+      bool no_blocks = false;
+      for (const auto& r : plan.ranks) no_blocks = no_blocks || r.num_blocks == 0;
+      if (no_blocks) {
+        plan.failure_phase = FailurePhase::kNoKvBlocks;
+        int64_t need = 0;
+        for (const auto& r : plan.ranks) {
+          need = std::max(need, r.kv_bytes_per_block - r.available_kv_cache_bytes);
+        }
+        plan.shortfall_bytes = need;
+      } else {
+        plan.failure_phase = FailurePhase::kMaxModelLen;
+        int64_t need = 0;
+        for (const auto& r : plan.ranks) {
+          need = std::max(need, r.kv_bytes_per_request - r.available_kv_cache_bytes);
+        }
+        plan.shortfall_bytes = need;
+      }
+    }
+  }
+  return plan;
+}
+
+std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, const std::string& model_name,
+                             const std::string& suggestions_text) {
+  const PlanInputs& in = plan.inputs;
+  const int64_t total = in.total_memory_bytes;
+  const int64_t world = in.tensor_parallel_size * in.pipeline_parallel_size;
+  std::string out;
+  out += "vLLM start-up memory plan: " + (model_name.empty() ? spec.model_type : model_name) + " on " +
+         std::to_string(world) + " x " + (in.gpu_name.empty() ? "GPU" : in.gpu_name) + " (" + FormatGib(total) +
+         " GiB each, as CUDA reports it)\n";
+  out += "settings: gpu_memory_utilization=" + PythonFloatRepr(in.gpu_memory_utilization) +
+         " max_model_len=" + std::to_string(in.max_model_len) + " tensor_parallel_size=" +
+         std::to_string(in.tensor_parallel_size) + " pipeline_parallel_size=" +
+         std::to_string(in.pipeline_parallel_size) + " max_num_seqs=" + std::to_string(in.max_num_seqs) +
+         " max_num_batched_tokens=" + std::to_string(in.max_num_batched_tokens) + "\n          dtype=" +
+         in.dtype + (in.dtype == "auto" ? " (" + DTypeName(ResolveModelDType("auto", spec.dtype, "dtype")) + ")" : "") + (in.quantization.empty() ? "" : " quantization=" + in.quantization) +
+         " kv_cache_dtype=" + in.kv_cache_dtype + " cudagraphs=" +
+         (in.enforce_eager ? std::string("off (enforce_eager)") : CudagraphModeName(in.cudagraph_mode)) +
+         (in.kv_cache_memory_bytes > 0 ? " kv_cache_memory_bytes=" + std::to_string(in.kv_cache_memory_bytes) : "") +
+         "\n\n";
+  out += "budget (per GPU)                    GiB     device  source\n";
+  out += Row("total memory", total, total, "cudaMemGetInfo total");
+  out += Row("free at start-up", in.free_memory_bytes, total,
+             plan.free_memory_assumed ? "assumed: total - idle CUDA context/NCCL baseline" : "given");
+  out += Row("requested", plan.requested_bytes, total,
+             "ceil(total x " + PythonFloatRepr(in.gpu_memory_utilization) + "), vLLM request_memory");
+  out += "\nbreakdown (tightest GPU: pipeline rank " + std::to_string(plan.tightest_pp_rank) + ")\n";
+  const RankPlan& t = plan.ranks.at(static_cast<size_t>(plan.tightest_pp_rank));
+  out += Row("weights", t.weights_bytes, total, "sizing core: parameters x dtype  [Model loading took]");
+  const std::string act_src = t.activation.sampler_dominates
+                                  ? "estimate: sampler over " + std::to_string(std::min(in.max_num_seqs, in.max_num_batched_tokens)) +
+                                        " x " + std::to_string(spec.vocab_size) + " logits"
+                                  : "estimate: forward of " + std::to_string(in.max_num_batched_tokens) + " tokens";
+  out += Row("peak activation", t.activation_peak_bytes, total, act_src + "  [torch peak memory increase]");
+  out += Row("non-torch", t.non_torch_bytes, total,
+             std::string(t.non_torch.nccl_bytes > 0 ? "estimate: CUDA runtime + NCCL buffers" : "estimate: CUDA runtime, cuBLAS") +
+                 "  [non-torch forward increase memory]");
+  std::string cg_src = in.enforce_eager ? "enforce_eager: no graphs"
+                                        : "estimate: " + t.cudagraph.profiling_line.substr(std::min<size_t>(
+                                                             t.cudagraph.profiling_line.size(), 29));
+  if (!in.cudagraph_memory_in_budget && t.cudagraph_bytes > 0) cg_src += " (not in the KV budget)";
+  out += Row("CUDA graph", t.cudagraph_bytes, total, cg_src + "  [Estimated CUDA graph memory]");
+  out += Row("KV cache", std::max<int64_t>(0, t.available_kv_cache_bytes), total,
+             in.kv_cache_memory_bytes > 0 ? "kv_cache_memory_bytes  [as specified]"
+                                          : "requested - the above  [Available KV cache memory]");
+  if (t.available_kv_cache_bytes < 0) {
+    out += "  (the KV budget is negative: " + Gib2(t.available_kv_cache_bytes) + " GiB)\n";
+  }
+  if (plan.ranks.size() > 1) {
+    out += "\nper pipeline rank            layers   weights  activation  non-torch  CUDA graph  KV cache   blocks\n";
+    for (const auto& r : plan.ranks) {
+      char buf[256];
+      std::snprintf(buf, sizeof(buf), "  rank %-3lld              %4lld-%-4lld %8s %10s %10s %11s %9s %8lld\n",
+                    static_cast<long long>(r.pp_rank), static_cast<long long>(r.first_layer),
+                    static_cast<long long>(r.end_layer), Gib2(r.weights_bytes).c_str(),
+                    Gib2(r.activation_peak_bytes).c_str(), Gib2(r.non_torch_bytes).c_str(),
+                    Gib2(r.cudagraph_bytes).c_str(), Gib2(r.available_kv_cache_bytes).c_str(),
+                    static_cast<long long>(r.num_blocks));
+      out += buf;
+    }
+    out += "  (GiB per GPU; vLLM keeps the minimum number of blocks over ranks)\n";
+  }
+  out += "\nKV capacity\n";
+  if (plan.kv_cache) {
+    const KvCacheCapacity& kv = *plan.kv_cache;
+    char conc[64];
+    std::snprintf(conc, sizeof(conc), "%.2f", kv.max_concurrency);
+    out += "  " + FormatThousands(kv.num_blocks) + " blocks of " + std::to_string(kv.block_size) + " tokens (" +
+           kv.kv_cache_dtype + ")\n";
+    out += "  GPU KV cache size: " + FormatThousands(kv.num_tokens) + " tokens\n";
+    out += "  Maximum concurrency for " + FormatThousands(in.max_model_len) + " tokens per request: " + conc + "x\n";
+  } else {
+    out += "  none: the plan does not reach KV-cache allocation\n";
+  }
+  out += "  largest max_model_len that fits: " +
+         (plan.max_model_len_that_fits > 0 ? FormatThousands(plan.max_model_len_that_fits) : std::string("none")) +
+         " (model limit " + FormatThousands(plan.model_max_model_len) + ")\n";
+  if (plan.fits && in.kv_cache_memory_bytes == 0) {
+    out += "  --kv-cache-memory=" + std::to_string(plan.kv_cache_memory_suggestion.to_requested_limit_bytes) +
+           " fits the requested memory (vLLM's suggestion, 150 MiB buffer)\n";
+  }
+  out += "\nverdict: ";
+  if (plan.fits) {
+    out += "FITS\n";
+  } else {
+    out += "DOES NOT FIT at phase '" + FailurePhaseName(plan.failure_phase) + "', short by " +
+           Gib2(plan.shortfall_bytes) + " GiB per GPU\n";
+    out += "  " + plan.failure_message + "\n";
+  }
+  if (!suggestions_text.empty()) out += "\nwhat to change\n" + suggestions_text;
+  return out;
+}
+
+}  // namespace vllm_mem

@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/model/model_spec.h"
+
+namespace vllm_mem {
+
+TEST(ModelSpec, LlamaGqa) {
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({
+    "model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32,
+    "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "intermediate_size": 14336, "vocab_size": 128256, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "max_position_embeddings": 131072})");
+  EXPECT_EQ(s.num_layers, 32);
+  EXPECT_EQ(s.num_kv_heads, 8);
+  EXPECT_EQ(s.head_dim, 128);
+  EXPECT_EQ(s.dtype, DType::kBFloat16);
+  EXPECT_EQ(s.CountLayers(AttentionKind::kFull), 32);
+  EXPECT_FALSE(s.UsesMla());
+}
+
+TEST(ModelSpec, KvHeadSpellingsAndDefaults) {
+  auto kv = [](const char* extra) {
+    std::string text = std::string(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8,
+                                       "vocab_size": 10)") + extra + "}";
+    return ModelSpec::FromHfConfigText(text).num_kv_heads;
+  };
+  EXPECT_EQ(kv(""), 8);  // MHA
+  EXPECT_EQ(kv(R"(, "multi_query_group_num": 2)"), 2);
+  EXPECT_EQ(kv(R"(, "n_head_kv": 1, "num_key_value_heads": 4)"), 1);  // vLLM's order
+  EXPECT_EQ(kv(R"(, "attn_config": {"kv_n_heads": 4})"), 4);
+  EXPECT_EQ(kv(R"(, "model_type": "falcon", "multi_query": true)"), 1);
+}
+
+TEST(ModelSpec, TextConfigNestingAndSlidingPatterns) {
+  ModelSpec g3 = ModelSpec::FromHfConfigText(R"({"model_type": "gemma3", "torch_dtype": "bfloat16",
+    "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 12, "hidden_size": 256,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 1000,
+    "sliding_window": 1024, "sliding_window_pattern": 6}})");
+  EXPECT_EQ(g3.head_dim, 256);
+  EXPECT_EQ(g3.CountLayers(AttentionKind::kSlidingWindow), 10);
+  EXPECT_EQ(g3.layers[5].attention, AttentionKind::kFull);
+  EXPECT_EQ(g3.layers[0].sliding_window_tokens, 1024);
+  EXPECT_TRUE(g3.tie_word_embeddings);
+
+  ModelSpec qwen = ModelSpec::FromHfConfigText(R"({"model_type": "qwen2", "num_hidden_layers": 4,
+    "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "sliding_window": 131072,
+    "use_sliding_window": false, "max_window_layers": 28})");
+  EXPECT_EQ(qwen.CountLayers(AttentionKind::kFull), 4);
+
+  ModelSpec mistral = ModelSpec::FromHfConfigText(R"({"model_type": "mistral", "num_hidden_layers": 4,
+    "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "sliding_window": 4096})");
+  EXPECT_EQ(mistral.CountLayers(AttentionKind::kSlidingWindow), 4);
+}
+
+TEST(ModelSpec, MlaAndMoe) {
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "deepseek_v3", "num_hidden_layers": 61,
+    "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+    "v_head_dim": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+    "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3, "moe_layer_freq": 1, "topk_method": "noaux_tc"})");
+  ASSERT_TRUE(s.UsesMla());
+  EXPECT_EQ(s.mla->kv_lora_rank + s.mla->qk_rope_head_dim, 576);
+  EXPECT_EQ(s.CountLayers(AttentionKind::kMla), 61);
+  ASSERT_TRUE(s.moe.has_value());
+  EXPECT_FALSE(s.layers[2].moe);
+  EXPECT_TRUE(s.layers[3].moe);
+  EXPECT_TRUE(s.moe->router_bias);
+}
+
+TEST(ModelSpec, BadInputNamesTheField) {
+  auto field_of = [](const char* text) -> std::string {
+    try {
+      ModelSpec::FromHfConfigText(text);
+    } catch (const InvalidArgument& e) {
+      return e.field();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(field_of(R"({"hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
+            "num_hidden_layers / n_layer / num_layers / n_layers");
+  EXPECT_EQ(field_of(R"({"num_hidden_layers": 0, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
+            "num_hidden_layers / n_layer / num_layers / n_layers");
+  EXPECT_EQ(field_of(R"({"num_hidden_layers": 2, "hidden_size": 60, "num_attention_heads": 8, "vocab_size": 10})"),
+            "head_dim");
+  EXPECT_EQ(field_of(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10,
+                         "torch_dtype": "float12"})"), "torch_dtype");
+  EXPECT_EQ(field_of(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10,
+                         "quantization_config": {"quant_method": "magic"}})"),
+            "quantization_config.quant_method");
+  EXPECT_EQ(field_of(R"([1, 2])"), "config");
+  EXPECT_EQ(field_of(R"({"num_hidden_layers": "32", "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
+            "num_hidden_layers / n_layer / num_layers / n_layers");
+}
+
+}  // namespace vllm_mem

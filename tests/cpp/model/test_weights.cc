@@ -1,0 +1,261 @@
+// Weight counting: published parameter counts of real checkpoints, and per-rank bytes checked
+// against shapes worked out by hand in each test (not against earlier outputs).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <string>
+
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/model/weights.h"
+
+namespace vllm_mem {
+namespace {
+
+ModelSpec Bundled(const std::string& id) {
+  std::string file = id;
+  file.replace(file.find('/'), 1, "--");
+  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file + ".json");
+  EXPECT_TRUE(in.good()) << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  return ModelSpec::FromHfConfigText(text.str());
+}
+
+WeightOptions Opts(int64_t tp = 1, int64_t pp = 1, std::string dtype = "auto", std::string quant = "") {
+  WeightOptions o;
+  o.tensor_parallel_size = tp;
+  o.pipeline_parallel_size = pp;
+  o.dtype = std::move(dtype);
+  o.quantization = std::move(quant);
+  return o;
+}
+
+// A small Llama-style model whose every tensor is easy to write down.
+// H=64, 8 heads x 8, 2 KV heads, I=128, vocab 1000 (padded to 1024), 4 layers, no rope cache.
+// \p extra adds fields; \p dtype and \p intermediate override (configs may not repeat a key).
+std::string TinyLlama(const std::string& extra = "", const std::string& dtype = "bfloat16",
+                      int intermediate = 128) {
+  return R"({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 64,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": )" +
+         std::to_string(intermediate) + R"(, "vocab_size": 1000, "torch_dtype": ")" + dtype +
+         R"(", "tie_word_embeddings": false)" + extra + "}";
+}
+
+void ExpectInvalid(const std::function<void()>& f, const std::string& field) {
+  try {
+    f();
+    FAIL() << "expected InvalidArgument(" << field << ")";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+  }
+}
+
+}  // namespace
+
+// Published counts (model cards / safetensors metadata of the real checkpoints).
+TEST(Weights, PublishedParameterCounts) {
+  EXPECT_EQ(NumParameters(Bundled("meta-llama/Llama-3.1-8B-Instruct")), 8030261248);
+  EXPECT_EQ(NumParameters(Bundled("meta-llama/Llama-3.1-70B-Instruct")), 70553706496);
+  EXPECT_EQ(NumParameters(Bundled("Qwen/Qwen2.5-7B-Instruct")), 7615616512);
+  EXPECT_EQ(NumParameters(Bundled("microsoft/phi-2")), 2779683840);
+  EXPECT_EQ(NumParameters(Bundled("mistralai/Mixtral-8x7B-Instruct-v0.1")), 46702792704);
+  // DeepSeek-V3: "671B total parameters" (the main model; the MTP layer vLLM does not load for
+  // the main model is not counted). Published rounded, so within 0.5B.
+  EXPECT_NEAR(static_cast<double>(NumParameters(Bundled("deepseek-ai/DeepSeek-V3"))), 671e9, 0.5e9);
+}
+
+TEST(Weights, TinyModelTensorByTensor) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama());
+  const int64_t h = 64, hd = 8, inter = 128, layers = 4;
+  const int64_t attn = h * (8 + 2 * 2) * hd + 8 * hd * h;
+  const int64_t mlp = 3 * h * inter;
+  EXPECT_EQ(NumParameters(s), 2 * 1000 * h + layers * (attn + mlp + 2 * h) + h);
+
+  WeightBreakdown b = ComputeWeights(s, Opts());
+  ASSERT_EQ(b.per_pp_rank.size(), 1u);
+  const RankWeights& r = b.per_pp_rank[0];
+  EXPECT_EQ(r.embedding_bytes, 1024 * h * 2);  // vocab padded to a multiple of 64
+  EXPECT_EQ(r.lm_head_bytes, 1024 * h * 2);
+  EXPECT_EQ(r.attention_bytes, layers * attn * 2);
+  EXPECT_EQ(r.mlp_bytes, layers * mlp * 2);
+  EXPECT_EQ(r.norm_bytes, (layers * 2 * h + h) * 2);
+  EXPECT_EQ(r.buffer_bytes, 0);  // no max_position_embeddings: no rope cache rows
+  EXPECT_EQ(r.total_bytes, b.fullest_rank_bytes);
+  EXPECT_EQ(b.dtype, "bfloat16");
+}
+
+TEST(Weights, TensorParallelSplitsAndReplicatesKvHeads) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama());
+  const int64_t h = 64, hd = 8;
+  // tp 4 > 2 KV heads: each rank keeps one KV head (replicated), 2 query heads.
+  const RankWeights r = ComputeWeights(s, Opts(4)).per_pp_rank[0];
+  EXPECT_EQ(r.attention_bytes, 4 * (h * (2 + 2 * 1) * hd + 2 * hd * h) * 2);
+  EXPECT_EQ(r.mlp_bytes, 4 * (3 * h * (128 / 4)) * 2);
+  EXPECT_EQ(r.embedding_bytes, (1024 / 4) * h * 2);
+  EXPECT_EQ(r.norm_bytes, (4 * 2 * h + h) * 2);  // norms are replicated
+}
+
+TEST(Weights, PipelineRanksSplitLayersAndEnds) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama(R"(, "max_position_embeddings": 32)"));
+  WeightBreakdown one = ComputeWeights(s, Opts());
+  WeightBreakdown two = ComputeWeights(s, Opts(1, 2));
+  ASSERT_EQ(two.per_pp_rank.size(), 2u);
+  const RankWeights &a = two.per_pp_rank[0], &z = two.per_pp_rank[1];
+  EXPECT_GT(a.embedding_bytes, 0);
+  EXPECT_EQ(a.lm_head_bytes, 0);
+  EXPECT_EQ(z.embedding_bytes, 0);
+  EXPECT_GT(z.lm_head_bytes, 0);
+  EXPECT_EQ(a.first_layer, 0);
+  EXPECT_EQ(a.end_layer, 2);
+  EXPECT_EQ(z.end_layer, 4);
+  EXPECT_EQ(a.attention_bytes + z.attention_bytes, one.per_pp_rank[0].attention_bytes);
+  EXPECT_EQ(a.mlp_bytes + z.mlp_bytes, one.per_pp_rank[0].mlp_bytes);
+  // Every rank builds its own rotary cache (32 positions x head_dim 8, bf16).
+  EXPECT_EQ(a.buffer_bytes, 32 * 8 * 2);
+  EXPECT_EQ(z.buffer_bytes, 32 * 8 * 2);
+  EXPECT_EQ(two.fullest_rank_bytes, std::max(a.total_bytes, z.total_bytes));
+}
+
+TEST(Weights, TiedEmbeddingsOnOneRankAndAcrossPipeline) {
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 2, "hidden_size": 64,
+    "num_attention_heads": 8, "vocab_size": 128, "intermediate_size": 128,
+    "torch_dtype": "float16", "tie_word_embeddings": true})");
+  const RankWeights single = ComputeWeights(s, Opts()).per_pp_rank[0];
+  EXPECT_EQ(single.lm_head_bytes, 0);  // one tensor serves both
+  WeightBreakdown pp = ComputeWeights(s, Opts(1, 2));
+  EXPECT_EQ(pp.per_pp_rank[1].lm_head_bytes, single.embedding_bytes);  // the last rank's own copy
+  EXPECT_EQ(NumParameters(s), 128 * 64 + 2 * (64 * 64 * 3 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64);
+}
+
+TEST(Weights, DtypeResolution) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama());
+  const int64_t bf16 = WeightBytes(s, Opts());
+  EXPECT_EQ(WeightBytes(s, Opts(1, 1, "float32")), 2 * bf16);
+  EXPECT_EQ(WeightBytes(s, Opts(1, 1, "half")), bf16);
+  ModelSpec fp32 = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 2, "hidden_size": 64,
+    "num_attention_heads": 8, "vocab_size": 128, "torch_dtype": "float32"})");
+  EXPECT_EQ(ComputeWeights(fp32, Opts()).dtype, "bfloat16");  // vLLM serves fp32 as bf16
+  ExpectInvalid([&] { WeightBytes(s, Opts(1, 1, "int3")); }, "dtype");
+}
+
+TEST(Weights, OnlineFp8HalvesLinearLayersOnly) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama());
+  const RankWeights bf16 = ComputeWeights(s, Opts()).per_pp_rank[0];
+  const WeightBreakdown fp8 = ComputeWeights(s, Opts(1, 1, "auto", "fp8"));
+  const RankWeights& r = fp8.per_pp_rank[0];
+  EXPECT_EQ(fp8.quantization, "fp8");
+  EXPECT_EQ(r.attention_bytes * 2, bf16.attention_bytes);
+  EXPECT_EQ(r.mlp_bytes * 2, bf16.mlp_bytes);
+  EXPECT_EQ(r.embedding_bytes, bf16.embedding_bytes);
+  EXPECT_EQ(r.lm_head_bytes, bf16.lm_head_bytes);
+  EXPECT_EQ(r.norm_bytes, bf16.norm_bytes);
+  // One float32 scale per linear layer (qkv, o, gate_up, down) per decoder layer.
+  EXPECT_EQ(r.quantization_overhead_bytes, 4 * 4 * 4);
+}
+
+TEST(Weights, AwqStorage) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama(R"(,
+    "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": true})",
+    "float16"));
+  const RankWeights r = ComputeWeights(s, Opts()).per_pp_rank[0];
+  const int64_t h = 64;
+  // Per linear: in*out/2 packed bytes; (in/32)*out fp16 scales; (in/32)*out/2 packed zeros.
+  auto overhead = [](int64_t in, int64_t out) { return (in / 32) * out * 2 + (in / 32) * out / 2; };
+  EXPECT_EQ(r.attention_bytes, 4 * (h * 96 / 2 + h * h / 2));
+  EXPECT_EQ(r.mlp_bytes, 4 * (h * 256 / 2 + 128 * h / 2));
+  EXPECT_EQ(r.quantization_overhead_bytes,
+            4 * (overhead(h, 96) + overhead(h, h) + overhead(h, 256) + overhead(128, h)));
+  EXPECT_EQ(r.embedding_bytes, 1024 * h * 2);  // embeddings stay fp16
+}
+
+TEST(Weights, QuantizationOptionErrors) {
+  ModelSpec plain = ModelSpec::FromHfConfigText(TinyLlama());
+  ExpectInvalid([&] { WeightBytes(plain, Opts(1, 1, "auto", "int2-magic")); }, "quantization");
+  ExpectInvalid([&] { WeightBytes(plain, Opts(1, 1, "auto", "awq")); }, "quantization");
+  ModelSpec awq = ModelSpec::FromHfConfigText(TinyLlama(R"(, "quantization_config": {"quant_method": "awq"})"));
+  ExpectInvalid([&] { WeightBytes(awq, Opts(1, 1, "auto", "fp8")); }, "quantization");
+  EXPECT_EQ(WeightBytes(awq, Opts(1, 1, "auto", "awq_marlin")), WeightBytes(awq, Opts()));
+  ExpectInvalid([] { ModelSpec::FromHfConfigText(TinyLlama(R"(, "quantization_config": {"quant_method": "qqq9"})")); },
+                "quantization_config.quant_method");
+}
+
+TEST(Weights, ParallelLayoutErrors) {
+  ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama());
+  ExpectInvalid([&] { WeightBytes(s, Opts(3)); }, "tensor_parallel_size");  // 8 heads
+  ExpectInvalid([&] { WeightBytes(s, Opts(0)); }, "tensor_parallel_size");
+  ExpectInvalid([&] { WeightBytes(s, Opts(1, 5)); }, "pipeline_parallel_size");  // 4 layers
+  ModelSpec odd = ModelSpec::FromHfConfigText(TinyLlama("", "bfloat16", 100));
+  ExpectInvalid([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");
+}
+
+TEST(Weights, OverflowIsAnError) {
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 1000000, "hidden_size": 4000000000,
+    "num_attention_heads": 1, "vocab_size": 4000000000, "intermediate_size": 4000000000})");
+  EXPECT_THROW(NumParameters(s), InvalidArgument);
+  EXPECT_THROW(WeightBytes(s, Opts()), InvalidArgument);
+}
+
+TEST(Weights, MoeExpertsRouterAndSharedExperts) {
+  // Qwen2-MoE style: 4 experts of 32, a shared expert of 64 with its sigmoid gate.
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "qwen2_moe", "num_hidden_layers": 2,
+    "hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 128,
+    "vocab_size": 128, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 64, "torch_dtype": "bfloat16"})");
+  const int64_t h = 64;
+  const int64_t attn = h * 3 * h + 3 * h + h * h;  // Qwen2: q/k/v biases
+  const int64_t moe = 4 * 3 * h * 32 + h * 4 + 3 * h * 64 + h;
+  EXPECT_EQ(NumParameters(s), 2 * 128 * h + 2 * (attn + moe + 2 * h) + h);
+  const RankWeights r = ComputeWeights(s, Opts(2)).per_pp_rank[0];
+  // Experts and the shared expert split over TP; router and shared gate replicated.
+  EXPECT_EQ(r.mlp_bytes, 2 * (4 * 3 * h * 16 + h * 4 + 3 * h * 32 + h) * 2);
+  ModelSpec odd = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 1, "hidden_size": 64,
+    "num_attention_heads": 8, "intermediate_size": 128, "vocab_size": 128, "num_local_experts": 4,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 36})");
+  ExpectInvalid([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");  // 36 experts' width / 8
+}
+
+TEST(Weights, MlaProjections) {
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "deepseek_v3", "num_hidden_layers": 1,
+    "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 96,
+    "vocab_size": 128, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4, "v_head_dim": 8, "torch_dtype": "bfloat16"})");
+  const int64_t h = 64;
+  const int64_t attn = h * 24 + 24 + 24 * 4 * 12 + h * (16 + 4) + 16 + 16 * 4 * (8 + 8) + 4 * 8 * h;
+  EXPECT_EQ(NumParameters(s), 2 * 128 * h + attn + 3 * h * 96 + 2 * h + h);
+  // TP 2: q_a / kv_a replicated, q_b / kv_b / o split over heads.
+  const RankWeights r = ComputeWeights(s, Opts(2)).per_pp_rank[0];
+  EXPECT_EQ(r.attention_bytes, (h * 24 + 24 + 24 * 2 * 12 + h * 20 + 16 + 16 * 2 * 16 + 2 * 8 * h) * 2);
+}
+
+TEST(Weights, CheckpointQuantizationSchemes) {
+  ModelSpec ct = Bundled("neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8");
+  ASSERT_TRUE(ct.quantization.has_value());
+  EXPECT_EQ(ct.quantization->weight_bits, 8);
+  EXPECT_TRUE(ct.quantization->per_tensor_scale);
+  ModelSpec block = ModelSpec::FromHfConfigText(TinyLlama(
+      R"(, "quantization_config": {"quant_method": "fp8", "weight_block_size": [32, 32]})"));
+  const RankWeights r = ComputeWeights(block, Opts()).per_pp_rank[0];
+  // float32 scale per 32x32 block: qkv 64->96: 3x2, o 64->64: 2x2, gate_up 64->256: 8x2, down 128->64: 2x4.
+  EXPECT_EQ(r.quantization_overhead_bytes, 4 * (6 + 4 + 16 + 8) * 4);
+  ModelSpec mxfp4 = ModelSpec::FromHfConfigText(TinyLlama(R"(, "quantization_config": {"quant_method": "mxfp4"})"));
+  // mxfp4 quantizes experts only: a dense model keeps bf16 linears.
+  EXPECT_EQ(ComputeWeights(mxfp4, Opts()).per_pp_rank[0].attention_bytes,
+            ComputeWeights(ModelSpec::FromHfConfigText(TinyLlama()), Opts()).per_pp_rank[0].attention_bytes);
+}
+
+TEST(Weights, RotaryCacheRowsAndWidth) {
+  // Phi: partial rotary factor; yarn: original positions x factor.
+  ModelSpec phi = ModelSpec::FromHfConfigText(R"({"model_type": "phi", "num_hidden_layers": 1,
+    "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 128, "intermediate_size": 256,
+    "max_position_embeddings": 100, "partial_rotary_factor": 0.5, "torch_dtype": "float16"})");
+  EXPECT_EQ(ComputeWeights(phi, Opts()).per_pp_rank[0].buffer_bytes, 100 * 8 * 2);
+  ModelSpec yarn = ModelSpec::FromHfConfigText(TinyLlama(R"(, "max_position_embeddings": 400,
+    "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 100})"));
+  EXPECT_EQ(ComputeWeights(yarn, Opts(1, 1, "float32")).per_pp_rank[0].buffer_bytes, 400 * 8 * 4);
+}
+
+}  // namespace vllm_mem

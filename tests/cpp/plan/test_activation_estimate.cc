@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "vllm_mem/plan/activation_estimate.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/base/units.h"
+
+namespace vllm_mem {
+namespace {
+
+ModelSpec Bundled(const std::string& file) {
+  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ModelSpec::FromHfConfigText(ss.str());
+}
+
+ActivationOptions Calib() {
+  ActivationOptions o;  // the calibration runs' settings
+  o.max_num_batched_tokens = 8192;
+  o.max_num_seqs = 1024;
+  return o;
+}
+
+double Gib(int64_t b) { return static_cast<double>(b) / static_cast<double>(kGiB); }
+
+}  // namespace
+
+TEST(ActivationEstimate, SamplerPhaseDominatesLargeVocabModels) {
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationBreakdown b = EstimateActivationPeak(llama, Calib());
+  EXPECT_TRUE(b.sampler_dominates);
+  const int64_t hidden_out = int64_t{8192} * 4096 * 2;
+  const int64_t logits = int64_t{1024} * 128256 * 2;
+  const int64_t sampler = std::llround(13.0 * 1024 * 128256);
+  EXPECT_EQ(b.logits_bytes, logits);
+  EXPECT_EQ(b.sampler_bytes, sampler);
+  EXPECT_EQ(b.peak_bytes, hidden_out + logits + sampler);
+  // vLLM printed 1.89 GiB for this run (TP 1, 2 and 4 alike).
+  EXPECT_NEAR(Gib(b.peak_bytes), 1.89, 0.02);
+  ActivationOptions tp4 = Calib();
+  tp4.tensor_parallel_size = 4;
+  EXPECT_EQ(EstimateActivationPeak(llama, tp4).peak_bytes, b.peak_bytes);  // logits are gathered: no TP saving
+  EXPECT_LT(EstimateActivationPeak(llama, tp4).mlp_intermediate_bytes, b.mlp_intermediate_bytes);
+}
+
+TEST(ActivationEstimate, ForwardDominatesSmallVocabAndMlpIsGatedOrNot) {
+  const ModelSpec codellama = Bundled("codellama--CodeLlama-7b-hf.json");
+  ActivationBreakdown b = EstimateActivationPeak(codellama, Calib());
+  EXPECT_FALSE(b.sampler_dominates);
+  EXPECT_EQ(b.mlp_intermediate_bytes, int64_t{8192} * 2 * 3 * 11008);  // gate+up (2I) + act (I)
+  EXPECT_EQ(b.peak_bytes, b.forward_bytes);
+  EXPECT_NEAR(Gib(b.peak_bytes), 0.77, 0.03);  // printed 0.77
+
+  const ModelSpec phi = Bundled("microsoft--phi-2.json");
+  EXPECT_EQ(EstimateActivationPeak(phi, Calib()).mlp_intermediate_bytes, int64_t{8192} * 2 * 2 * 10240);  // fc1 + GELU
+}
+
+TEST(ActivationEstimate, PipelineRanks) {
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationOptions o = Calib();
+  o.pipeline_parallel_size = 2;
+  o.pp_rank = 0;
+  ActivationBreakdown first = EstimateActivationPeak(llama, o);
+  EXPECT_EQ(first.sampler_phase_bytes, 0);
+  EXPECT_EQ(first.pipeline_buffers_bytes, 2 * int64_t{8192} * 4096 * 2);
+  EXPECT_EQ(first.peak_bytes, first.forward_bytes + first.pipeline_buffers_bytes);
+  EXPECT_NEAR(Gib(first.peak_bytes), 1.10, 0.05);  // printed for rank 0
+  o.pp_rank = 1;
+  EXPECT_NEAR(Gib(EstimateActivationPeak(llama, o).peak_bytes), 2.01, 0.03);  // printed for the last rank
+}
+
+TEST(ActivationEstimate, SamplerRowsAreCappedByTokens) {
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationOptions o = Calib();
+  o.max_num_batched_tokens = 512;
+  o.max_num_seqs = 1024;
+  EXPECT_EQ(EstimateActivationPeak(llama, o).logits_bytes, int64_t{512} * 128256 * 2);
+  ActivationOptions fewer = Calib();
+  fewer.max_num_seqs = 64;
+  EXPECT_LT(EstimateActivationPeak(llama, fewer).peak_bytes, EstimateActivationPeak(llama, Calib()).peak_bytes);
+}
+
+TEST(ActivationEstimate, Float32DoublesTheDtypeTerms) {
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationOptions o = Calib();
+  o.dtype = "float32";
+  EXPECT_NEAR(Gib(EstimateActivationPeak(llama, o).peak_bytes), 2.21, 0.02);  // printed 2.21
+}
+
+TEST(ActivationEstimate, BadInputNamesTheField) {
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationOptions o = Calib();
+  o.max_num_batched_tokens = 0;
+  try {
+    EstimateActivationPeak(llama, o);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.field(), "max_num_batched_tokens");
+  }
+  o = Calib();
+  o.max_num_seqs = -1;
+  EXPECT_THROW(EstimateActivationPeak(llama, o), InvalidArgument);
+  o = Calib();
+  o.pp_rank = 3;
+  EXPECT_THROW(EstimateActivationPeak(llama, o), InvalidArgument);
+}
+
+}  // namespace vllm_mem
