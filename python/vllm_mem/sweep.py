@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _C
 from .catalog import lookup_gpu
-from .planner import SpecSource, _float, _int, _plan_inputs, _spec_of
+from .planner.inputs import SpecSource, as_float, as_int, plan_inputs, spec_of
 
 __all__ = ["sweep"]
 
@@ -84,7 +84,7 @@ def sweep(
         combination is invalid input (e.g. a TP that does not divide the heads) have
         ``failure_phase == "invalid"``.
     """
-    s = _spec_of(spec)
+    s = spec_of(spec)
     axes = _C.SweepAxes()
     totals: list[int] = []
     names: list[str] = []
@@ -94,29 +94,29 @@ def sweep(
             totals.append(info.total_memory_bytes)
             names.append(info.name)
         else:
-            totals.append(_int(g, "gpus"))
-            names.append(f"{_int(g, 'gpus') / _GiB:.2f} GiB")
+            totals.append(as_int(g, "gpus"))
+            names.append(f"{as_int(g, 'gpus') / _GiB:.2f} GiB")
     if not totals:
         raise ValueError("gpus: give at least one GPU name or total in bytes")
     axes.total_memory_bytes = totals
     axes.gpu_names = names
-    axes.gpu_memory_utilization = [_float(u, "gpu_memory_utilization") for u in _axis(gpu_memory_utilization)]
-    axes.max_model_len = [_int(v, "max_model_len") for v in _axis(max_model_len)]
-    axes.tensor_parallel_size = [_int(v, "tensor_parallel_size") for v in _axis(tensor_parallel_size)]
-    axes.pipeline_parallel_size = [_int(v, "pipeline_parallel_size") for v in _axis(pipeline_parallel_size)]
-    axes.max_num_seqs = [_int(v, "max_num_seqs") for v in _axis(max_num_seqs)]
-    axes.max_num_batched_tokens = [_int(v, "max_num_batched_tokens") for v in _axis(max_num_batched_tokens)]
+    axes.gpu_memory_utilization = [as_float(u, "gpu_memory_utilization") for u in _axis(gpu_memory_utilization)]
+    axes.max_model_len = [as_int(v, "max_model_len") for v in _axis(max_model_len)]
+    axes.tensor_parallel_size = [as_int(v, "tensor_parallel_size") for v in _axis(tensor_parallel_size)]
+    axes.pipeline_parallel_size = [as_int(v, "pipeline_parallel_size") for v in _axis(pipeline_parallel_size)]
+    axes.max_num_seqs = [as_int(v, "max_num_seqs") for v in _axis(max_num_seqs)]
+    axes.max_num_batched_tokens = [as_int(v, "max_num_batched_tokens") for v in _axis(max_num_batched_tokens)]
     axes.dtype = [str(v) for v in _axis(dtype)]
     axes.quantization = ["" if v is None else str(v) for v in _axis(quantization)]
     axes.kv_cache_dtype = [str(v) for v in _axis(kv_cache_dtype)]
-    axes.block_size = [_int(v, "block_size") for v in _axis(block_size)]
+    axes.block_size = [as_int(v, "block_size") for v in _axis(block_size)]
     axes.enforce_eager = [1 if bool(v) else 0 for v in _axis(enforce_eager)]
     for name in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
                  "max_num_batched_tokens", "block_size"):
         bad = [v for v in getattr(axes, name) if v <= 0]
         if bad:
             raise ValueError(f"{name}: must be positive integers, got {bad[0]}")
-    axes.base = _plan_inputs(
+    axes.base = plan_inputs(
         total_memory_bytes=totals[0], free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
         cudagraph_memory_in_budget=cudagraph_memory_in_budget)

@@ -1,0 +1,207 @@
+"""The evaluated start-up plan: its figures, verdict and levers (see :func:`vllm_mem.plan`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _C
+from ..kv_cache import KvCacheCapacity
+from ..model_spec import ModelSpec
+from .inputs import GiB
+from .render import plan_html, plan_to_dict, report_text
+
+#: Where a plan can fail, in vLLM's start-up order.
+FAILURE_PHASES = ("free_memory", "weights", "profile_peak", "no_kv_blocks", "max_model_len")
+
+
+@dataclass(frozen=True)
+class PlanSuggestion:
+    """One lever: the setting to use, in one direction, with the bytes it frees.
+
+    Attributes
+    ----------
+    lever : str
+        The plan keyword (``"gpu_memory_utilization"``, ``"max_model_len"``, ...).
+    direction : str
+        ``"increase"``, ``"decrease"`` or ``"set"``.
+    value : str
+        The new value.
+    setting : str
+        The vLLM command-line flag, e.g. ``"--max-model-len 54272"``.
+    bytes_freed : int
+        How much the failing phase's shortfall shrinks, per GPU.
+    fits_after : bool
+        Whether this change alone makes the plan fit.
+    reason : str
+        One line of explanation.
+    """
+
+    lever: str
+    direction: str
+    value: str
+    setting: str
+    bytes_freed: int
+    fits_after: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lever": self.lever, "direction": self.direction, "value": self.value,
+                "setting": self.setting, "bytes_freed": self.bytes_freed,
+                "gib_freed": round(self.bytes_freed / GiB, 4), "fits_after": self.fits_after,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """One pipeline rank's figures (every tensor-parallel GPU of the rank alike), bytes."""
+
+    pp_rank: int
+    first_layer: int
+    end_layer: int
+    weights_bytes: int
+    activation_peak_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    available_kv_cache_bytes: int
+    kv_bytes_per_block: int
+    kv_bytes_per_request: int
+    num_blocks: int
+
+
+class StartupPlan:
+    """The evaluated plan (see :func:`plan`). ``str(plan)`` is the report."""
+
+    def __init__(self, native: Any, spec: ModelSpec) -> None:
+        self._p = native
+        self._spec = spec
+        self._suggestions: list[PlanSuggestion] | None = None
+
+    # --- the breakdown (the tightest GPU), bytes ---------------------------------------------
+    @property
+    def total_memory_bytes(self) -> int:
+        return int(self._p.inputs.total_memory_bytes)
+
+    @property
+    def free_memory_bytes(self) -> int:
+        """Free memory at start-up: given, or total minus the idle baseline (see report)."""
+        return int(self._p.inputs.free_memory_bytes)
+
+    @property
+    def requested_bytes(self) -> int:
+        """``ceil(total * gpu_memory_utilization)``, vLLM's budget."""
+        return int(self._p.requested_bytes)
+
+    @property
+    def weights_bytes(self) -> int:
+        return int(self._p.weights_bytes)
+
+    @property
+    def activation_peak_bytes(self) -> int:
+        """vLLM's "torch peak memory increase" of the profile run (estimated)."""
+        return int(self._p.activation_peak_bytes)
+
+    @property
+    def non_torch_bytes(self) -> int:
+        """vLLM's "non-torch forward increase memory" (estimated)."""
+        return int(self._p.non_torch_bytes)
+
+    @property
+    def cudagraph_bytes(self) -> int:
+        """The CUDA-graph pool estimate (0 with ``enforce_eager``)."""
+        return int(self._p.cudagraph_bytes)
+
+    @property
+    def available_kv_cache_bytes(self) -> int:
+        """vLLM's "Available KV cache memory" on the tightest GPU (negative when short)."""
+        return int(self._p.available_kv_cache_bytes)
+
+    @property
+    def kv_cache(self) -> KvCacheCapacity | None:
+        """Blocks, tokens and concurrency when the plan fits, else ``None``."""
+        kv = self._p.kv_cache
+        return None if kv is None else KvCacheCapacity._from_native(kv)
+
+    @property
+    def max_model_len(self) -> int:
+        return int(self._p.inputs.max_model_len)
+
+    @property
+    def max_model_len_that_fits(self) -> int:
+        """The largest ``max_model_len`` one request fits in (0: none), up to the model's limit."""
+        return int(self._p.max_model_len_that_fits)
+
+    @property
+    def ranks(self) -> list[RankPlan]:
+        return [RankPlan(r.pp_rank, r.first_layer, r.end_layer, r.weights_bytes,
+                         r.activation_peak_bytes, r.non_torch_bytes, r.cudagraph_bytes,
+                         r.available_kv_cache_bytes, r.kv_bytes_per_block, r.kv_bytes_per_request,
+                         r.num_blocks) for r in self._p.ranks]
+
+    @property
+    def tightest_pp_rank(self) -> int:
+        return int(self._p.tightest_pp_rank)
+
+    # --- the verdict --------------------------------------------------------------------------
+    @property
+    def fits(self) -> bool:
+        return bool(self._p.fits)
+
+    @property
+    def failure_phase(self) -> str | None:
+        """``None`` when the plan fits, else one of :data:`FAILURE_PHASES`."""
+        return self._p.failure_phase or None
+
+    @property
+    def failure_message(self) -> str:
+        """vLLM's own message for the failure where it has one."""
+        return str(self._p.failure_message)
+
+    @property
+    def shortfall_bytes(self) -> int:
+        return int(self._p.shortfall_bytes)
+
+    @property
+    def suggestions(self) -> list[PlanSuggestion]:
+        """Ranked levers (empty when the plan fits)."""
+        if self._suggestions is None:
+            self._suggestions = [
+                PlanSuggestion(s.lever, s.direction, s.value, s.setting, int(s.bytes_freed),
+                               bool(s.fits_after), s.reason)
+                for s in _C.suggest_plan_changes(self._spec._spec, self._p)
+            ]
+        return list(self._suggestions)
+
+    @property
+    def kv_cache_memory_bytes_suggestion(self) -> int:
+        """The ``--kv-cache-memory-bytes`` value vLLM would suggest "to fit into requested
+        memory" (150 MiB buffer), from the estimates."""
+        return int(self._p.kv_cache_memory_suggestion.to_requested_limit_bytes)
+
+    @property
+    def kv_cache_memory_suggestion_line(self) -> str:
+        """vLLM's suggestion line as it would print with these estimates."""
+        return str(self._p.kv_cache_memory_suggestion.line)
+
+    # --- presentation -------------------------------------------------------------------------
+    def report(self) -> str:
+        """The text report a person reads at a glance."""
+        return report_text(self)
+
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def __repr__(self) -> str:
+        verdict = "fits" if self.fits else f"does not fit ({self.failure_phase})"
+        return (f"<StartupPlan {self._spec.name or self._spec.model_type}: {verdict}, "
+                f"KV {self.available_kv_cache_bytes / GiB:.2f} GiB of "
+                f"{self.total_memory_bytes / GiB:.2f} GiB>")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain JSON-able values; every byte figure also in GiB and as a
+        fraction of the device."""
+        return plan_to_dict(self)
+
+    def _repr_html_(self) -> str:
+        return plan_html(self)

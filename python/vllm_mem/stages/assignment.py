@@ -1,0 +1,224 @@
+"""Choosing ``gpu_memory_utilization`` (and devices) for stages that share GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import _C
+from ..model_spec import ModelSpec
+from .devices import GpusArg, gpu_info
+
+
+@dataclass(frozen=True)
+class StageNeed:
+    """What one stage (one vLLM engine) needs, per worker GPU.
+
+    Give either the bytes directly (``fixed_bytes``: weights + activation + non-torch +
+    CUDA-graph memory; ``kv_bytes_needed``: KV cache for the required concurrency), or a
+    ``model`` with ``max_model_len`` and ``concurrency`` for the start-up planner to size.
+    ``devices``: fixed physical GPUs (``tensor_parallel_size x pipeline_parallel_size`` of
+    them); ``None``: let :func:`assign_utilizations` place the stage.
+    """
+
+    stage_id: int
+    devices: Sequence[int] | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    fixed_bytes: int | None = None
+    kv_bytes_needed: int | None = None
+    model: Any = None
+    max_model_len: int | None = None
+    concurrency: float = 1.0
+    plan_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageAssignmentRow:
+    """One stage's assigned utilization."""
+
+    stage_id: int
+    devices: list[int]
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    gpu_memory_utilization: str
+    """As users write it (``"0.45"``)."""
+    min_gpu_memory_utilization: str
+    requested_bytes: int
+    kv_bytes: int
+    kv_bytes_needed: int
+    kv_headroom: float
+
+
+@dataclass(frozen=True)
+class UtilizationAssignment:
+    """What :func:`assign_utilizations` found: per-stage utilizations and per-device sums, or
+    the stage that cannot be satisfied and by how many bytes."""
+
+    feasible: bool
+    stages: list[StageAssignmentRow]
+    devices: list[dict[str, Any]]
+    unsatisfied_stage_id: int | None
+    unsatisfied_device: int | None
+    shortfall_bytes: int
+    message: str
+
+    def __str__(self) -> str:
+        if not self.feasible:
+            return self.message
+        lines = [self.message]
+        for s in self.stages:
+            lines.append(
+                f"  stage {s.stage_id} on GPU {','.join(map(str, s.devices))}: gpu_memory_utilization "
+                f"{s.gpu_memory_utilization} (needs >= {s.min_gpu_memory_utilization}), KV "
+                f"{_C.format_gib(s.kv_bytes)} GiB = {s.kv_headroom:.2f}x the "
+                f"{_C.format_gib(s.kv_bytes_needed)} GiB needed"
+            )
+        for d in self.devices:
+            lines.append(f"  GPU {d['physical_id']}: {d['utilization']} (stages {d['stage_ids']})")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def stage_config(self) -> dict[str, Any]:
+        """The assignment as a vLLM-Omni ``stages:`` document (devices as physical ids)."""
+        return {
+            "stages": [
+                {
+                    "stage_id": s.stage_id,
+                    "devices": ",".join(map(str, s.devices)),
+                    "gpu_memory_utilization": float(s.gpu_memory_utilization),
+                    **({"tensor_parallel_size": s.tensor_parallel_size} if s.tensor_parallel_size > 1 else {}),
+                    **({"pipeline_parallel_size": s.pipeline_parallel_size}
+                       if s.pipeline_parallel_size > 1 else {}),
+                }
+                for s in self.stages
+            ]
+        }
+
+
+_PLAN_DEFAULTS: dict[str, Any] = {
+    "max_num_seqs": 256,
+    "max_num_batched_tokens": 8192,
+    "dtype": "auto",
+    "quantization": "",
+    "kv_cache_dtype": "auto",
+    "block_size": 0,
+    "enforce_eager": False,
+}
+
+
+def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
+    world = int(need.tensor_parallel_size) * int(need.pipeline_parallel_size)
+    devices = [] if need.devices is None else [int(d) for d in need.devices]
+    if need.fixed_bytes is not None and need.kv_bytes_needed is not None:
+        return _C.StageDemand(int(need.stage_id), world, devices, int(need.fixed_bytes), int(need.kv_bytes_needed))
+    if need.model is None:
+        raise ValueError(
+            f"stage {need.stage_id}: give either fixed_bytes and kv_bytes_needed, or a model with "
+            "max_model_len and concurrency"
+        )
+    unknown = set(need.plan_options) - set(_PLAN_DEFAULTS)
+    if unknown:
+        raise ValueError(
+            f"stage {need.stage_id} plan_options: unknown {sorted(unknown)}; allowed: {sorted(_PLAN_DEFAULTS)}"
+        )
+    opts = {**_PLAN_DEFAULTS, **need.plan_options}
+    opts["quantization"] = opts["quantization"] or ""
+    opts["block_size"] = opts["block_size"] or 0
+    spec = need.model if isinstance(need.model, ModelSpec) else ModelSpec.from_hf_config(need.model)
+    return _C.stage_demand_for(
+        spec._spec, int(need.stage_id), devices, float(need.concurrency), int(reference_total_bytes),
+        int(need.max_model_len or 0), int(need.tensor_parallel_size), int(need.pipeline_parallel_size),
+        int(opts["max_num_seqs"]), int(opts["max_num_batched_tokens"]), str(opts["dtype"]),
+        str(opts["quantization"]), str(opts["kv_cache_dtype"]), int(opts["block_size"]),
+        bool(opts["enforce_eager"]),
+    )
+
+
+def _assignment_devices(gpus: GpusArg, count: int) -> list[_C.DeviceMemoryInfo]:
+    if isinstance(gpus, Mapping):
+        return [gpu_info(int(i), g) for i, g in gpus.items()]
+    if isinstance(gpus, (list, tuple)):
+        return [gpu_info(i, g) for i, g in enumerate(gpus)]
+    if isinstance(gpus, (str, int)):
+        return [gpu_info(i, gpus) for i in range(count)]
+    raise TypeError(f"gpus: expected a GPU name, a total in bytes, a list or a mapping; got {gpus!r}")
+
+
+def assign_utilizations(
+    stages: Sequence[StageNeed | Mapping[str, Any]],
+    gpus: GpusArg,
+    num_gpus: int | None = None,
+    max_device_utilization: float = 0.95,
+    step: float = 0.01,
+) -> UtilizationAssignment:
+    """Choose ``gpu_memory_utilization`` (and devices for stages without) for stages sharing
+    GPUs: every stage gets its need, and the room left goes, ``step`` at a time, to the stage
+    whose KV cache is the smallest multiple of its need.
+
+    Parameters
+    ----------
+    stages
+        :class:`StageNeed` objects or dicts with the same keys.
+    gpus
+        The GPUs: a list or ``{physical_id: gpu}`` of catalog names / totals in bytes, or one
+        name / total for ``num_gpus`` devices (default: as many as the stages reference).
+    max_device_utilization
+        The most one device may carry in total (default 0.95: the docs advise a buffer).
+    step
+        Granularity of the utilizations handed out.
+
+    Returns
+    -------
+    UtilizationAssignment
+        ``feasible`` False names ``unsatisfied_stage_id`` and ``shortfall_bytes``.
+    """
+    needs = [s if isinstance(s, StageNeed) else StageNeed(**dict(s)) for s in stages]
+    if num_gpus is None:
+        used = [d for s in needs for d in (s.devices or [])]
+        num_gpus = max(used) + 1 if used else max(
+            int(s.tensor_parallel_size) * int(s.pipeline_parallel_size) for s in needs) if needs else 0
+    devices = _assignment_devices(gpus, int(num_gpus))
+    # Model-sized stages are sized on the largest GPU given; their fixed and KV bytes do not
+    # depend on which device they land on.
+    reference = max(int(_C.device_total_bytes(d)) for d in devices) if devices else 0
+    r = _C.assign_utilizations(
+        [_demand(s, reference) for s in needs],
+        devices,
+        int(_C.utilization_to_ppm(float(max_device_utilization))),
+        int(_C.utilization_to_ppm(float(step))),
+    )
+    # An infeasible assignment lists only the stages placed before the one that failed, so rows
+    # are matched to their inputs by stage id, not by position.
+    need_by_id = {int(n.stage_id): n for n in needs}
+    return UtilizationAssignment(
+        feasible=bool(r.feasible),
+        stages=[
+            StageAssignmentRow(
+                stage_id=s.stage_id,
+                devices=list(s.devices),
+                tensor_parallel_size=int(need.tensor_parallel_size),
+                pipeline_parallel_size=int(need.pipeline_parallel_size),
+                gpu_memory_utilization=s.utilization_text,
+                min_gpu_memory_utilization=_C.format_utilization_ppm(s.min_utilization_ppm),
+                requested_bytes=s.requested_bytes,
+                kv_bytes=s.kv_bytes,
+                kv_bytes_needed=s.kv_bytes_needed,
+                kv_headroom=float(s.kv_headroom),
+            )
+            for s in r.stages
+            for need in (need_by_id[s.stage_id],)
+        ],
+        devices=[
+            {"physical_id": d.physical_id, "name": d.name, "total_bytes": d.total_bytes,
+             "utilization": d.utilization_text, "stage_ids": list(d.stage_ids)}
+            for d in r.devices
+        ],
+        unsatisfied_stage_id=None if r.unsatisfied_stage_id < 0 else int(r.unsatisfied_stage_id),
+        unsatisfied_device=None if r.unsatisfied_device < 0 else int(r.unsatisfied_device),
+        shortfall_bytes=int(r.shortfall_bytes),
+        message=str(r.message),
+    )

@@ -1,0 +1,235 @@
+"""The per-GPU check of a stage layout: utilization sums per physical device, vLLM's start-up
+check stage by stage, and (for stages given a model) each stage's start-up plan."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import _C
+from .config import StageSource, load_stage_config
+from .devices import FreeArg, GpusArg, VisibleArg, gpu_info, live_devices, visible_list
+
+
+@dataclass(frozen=True)
+class StageDeviceRow:
+    """One physical GPU: its resident stages and their exact utilization sum."""
+
+    physical_id: int
+    name: str
+    total_bytes: int
+    free_bytes: int
+    free_source: str
+    stages: list[dict[str, Any]]
+    utilization: str
+    """The exact sum as users write it (``"0.9"``)."""
+    utilization_expression: str
+    requested_bytes: int
+    headroom_bytes: int
+    headroom: str
+    over_committed: bool
+    reason: str
+    admission_required_bytes: int
+    admission_ok: bool
+
+
+@dataclass(frozen=True)
+class StageStartup:
+    """vLLM's start-up check of one stage worker, predicted in start order."""
+
+    stage_id: int
+    physical_id: int
+    device: str
+    free_bytes: int
+    requested_bytes: int
+    fails: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class StageCheck:
+    """What :func:`check_stages` found. ``str()`` is a readable report."""
+
+    ok: bool
+    format: str
+    devices: list[StageDeviceRow]
+    startup: list[StageStartup]
+    problems: list[str]
+    suggestions: list[str]
+    oom_advice: list[str]
+    notes: list[str]
+    plans: list[dict[str, Any]]
+    """Per stage with a model: the start-up plan on its devices (weights, KV, concurrency)."""
+    report: str = field(repr=False)
+
+    def device(self, physical_id: int) -> StageDeviceRow:
+        """The row of GPU ``physical_id``."""
+        for row in self.devices:
+            if row.physical_id == physical_id:
+                return row
+        raise KeyError(f"GPU {physical_id} carries no stage and was not given")
+
+    def __str__(self) -> str:
+        return self.report
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (ints, strings, lists), for ``--json`` and notebooks."""
+        out = asdict(self)
+        out.pop("report")
+        return out
+
+    def _repr_html_(self) -> str:
+        status = "OK" if self.ok else "DOES NOT FIT"
+        rows = []
+        for d in self.devices:
+            style = ' style="color:#b00"' if d.over_committed else ""
+            stages = ", ".join(f"stage {s['stage_id']}: {s['utilization']}" for s in d.stages)
+            rows.append(
+                f"<tr{style}><td>GPU {d.physical_id}</td><td>{html.escape(d.name)}</td>"
+                f"<td>{html.escape(stages)}</td><td>{html.escape(d.utilization)}</td>"
+                f"<td>{_C.format_gib(d.requested_bytes)} / {_C.format_gib(d.total_bytes)} GiB</td>"
+                f"<td>{html.escape(d.headroom)}</td></tr>"
+            )
+        items = "".join(
+            f"<li>{html.escape(line)}</li>" for line in [*self.problems, *self.suggestions]
+        )
+        return (
+            f"<p><b>vLLM-Omni stages ({self.format}): {status}</b></p>"
+            "<table><tr><th>device</th><th>GPU</th><th>stages</th><th>sum</th>"
+            "<th>requested / total</th><th>headroom</th></tr>" + "".join(rows) + "</table>"
+            + (f"<ul>{items}</ul>" if items else "")
+        )
+
+
+def _device_row(d: _C.DeviceCheck) -> StageDeviceRow:
+    return StageDeviceRow(
+        physical_id=d.physical_id,
+        name=d.name,
+        total_bytes=d.total_bytes,
+        free_bytes=d.free_bytes,
+        free_source=d.free_source,
+        stages=[
+            {
+                "stage_id": s.stage_id,
+                "local_device": f"cuda:{s.local_index}",
+                "utilization": s.utilization_text,
+                "requested_bytes": s.requested_bytes,
+            }
+            for s in d.stages
+        ],
+        utilization=d.utilization_text,
+        utilization_expression=d.utilization_expression,
+        requested_bytes=d.requested_bytes,
+        headroom_bytes=d.headroom_bytes,
+        headroom=_C.format_utilization_ppm(d.headroom_ppm),
+        over_committed=d.over_committed,
+        reason=d.reason,
+        admission_required_bytes=d.admission_required_bytes,
+        admission_ok=d.admission_ok,
+    )
+
+
+def check_stages(
+    config: StageSource,
+    gpus: GpusArg = None,
+    free_memory_bytes: FreeArg = None,
+    cuda_visible_devices: VisibleArg = None,
+    reserve_bytes: int = 0,
+    models: Mapping[int, Any] | None = None,
+    max_model_len: None | int | Mapping[int, int] = None,
+) -> StageCheck:
+    """Check a vLLM-Omni stage layout per physical GPU.
+
+    Parameters
+    ----------
+    config
+        A stage config (path, dict or :class:`StageConfig`).
+    gpus
+        The GPUs, offline: a catalog name (``"H100-80GB"``) or a total in bytes for every
+        device; a list (index = physical id); or a ``{physical_id: gpu}`` mapping. ``None``:
+        measure the visible GPUs now (live snapshot).
+    free_memory_bytes
+        Free memory before any stage starts: one figure for all, a list or a mapping per
+        physical id. ``None`` offline: total minus ``reserve_bytes``.
+    cuda_visible_devices
+        ``CUDA_VISIBLE_DEVICES`` of the launching process (``"2,3"``); stage indices map
+        through it. ``None``: unset.
+    reserve_bytes
+        Offline: memory assumed held by others on each device (CUDA contexts, other jobs).
+    models
+        ``{stage_id: model}`` (a :class:`~vllm_mem.ModelSpec`, config path / dict or bundled
+        name): those stages also get their full start-up plan (weights on the TP split, KV
+        capacity, max concurrency) on their devices, with the free memory predicted at their
+        start; a plan that does not fit makes the check fail.
+    max_model_len
+        For planned stages: one length for all, or ``{stage_id: length}``; default: the
+        stage's ``max_model_len``, else the model's limit.
+
+    Returns
+    -------
+    StageCheck
+        Per-device rows (sum exactly as written: ``0.6 + 0.3`` is ``"0.9"``), the start-up
+        prediction, problems with their exact reasons, and concrete suggestions.
+    """
+    visible = visible_list(cuda_visible_devices)
+    devices: list[_C.DeviceMemoryInfo] = []
+    default = _C.DeviceMemoryInfo(0, "", 0, -1)
+    live = gpus is None
+    frees: dict[int, int] = {}
+    common_free = -1
+    if isinstance(free_memory_bytes, Mapping):
+        frees = {int(k): int(v) for k, v in free_memory_bytes.items()}
+    elif isinstance(free_memory_bytes, Sequence):
+        frees = {i: int(v) for i, v in enumerate(free_memory_bytes)}
+    elif free_memory_bytes is not None:
+        common_free = int(free_memory_bytes)
+
+    if live:
+        devices = live_devices(visible)
+    elif isinstance(gpus, (str, int)):
+        default = gpu_info(0, gpus, common_free)
+        devices = [gpu_info(i, gpus, f) for i, f in frees.items()]
+    elif isinstance(gpus, Mapping):
+        devices = [gpu_info(int(i), g, frees.get(int(i), common_free)) for i, g in gpus.items()]
+    elif isinstance(gpus, (list, tuple)):
+        devices = [gpu_info(i, g, frees.get(i, common_free)) for i, g in enumerate(gpus)]
+    else:
+        raise TypeError(f"gpus: expected a GPU name, a total in bytes, a list or a mapping; got {gpus!r}")
+
+    num_visible = 0
+    if not visible and (live or isinstance(gpus, (list, tuple))):
+        num_visible = len(devices)  # indices beyond the GPUs there are cannot be valid
+    parsed = load_stage_config(config, visible or None, num_visible)
+    from ..model_spec import ModelSpec
+
+    planned = []
+    for stage_id, model in (models or {}).items():
+        spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
+        length = max_model_len.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
+        planned.append((int(stage_id), spec._spec, spec.name, int(length)))
+    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, int(reserve_bytes), live, planned)
+    return StageCheck(
+        ok=bool(result.ok),
+        format=parsed.format,
+        devices=[_device_row(d) for d in result.devices],
+        startup=[
+            StageStartup(p.stage_id, p.physical_id, p.device, p.free_bytes, p.requested_bytes,
+                         p.fails, p.message)
+            for p in result.startup
+        ],
+        problems=list(result.problems),
+        suggestions=list(result.suggestions),
+        oom_advice=list(result.oom_advice),
+        notes=list(result.notes),
+        plans=[
+            {k: getattr(p, k) for k in (
+                "stage_id", "model", "physical_id", "total_bytes", "free_bytes", "max_model_len", "fits",
+                "failure_phase", "failure_message", "shortfall_bytes", "requested_bytes", "weights_bytes",
+                "non_kv_cache_bytes", "available_kv_cache_bytes", "num_blocks", "num_tokens",
+                "max_concurrency", "line")}
+            for p in plans
+        ],
+        report=result.report(),
+    )
