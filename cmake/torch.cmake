@@ -32,8 +32,11 @@ if(VLLM_MEM_TORCH_FOUND AND VLLM_MEM_TORCH_SOURCES)
   target_include_directories(vllm_mem_torch_provider SYSTEM PRIVATE ${VLLM_MEM_TORCH_DIR}/include)
   target_include_directories(vllm_mem_torch_provider PRIVATE ${PROJECT_SOURCE_DIR}/csrc
                              ${PROJECT_SOURCE_DIR}/csrc/core/include)
+  # The torch this provider is built against, checked by _C before it trusts the provider.
   target_compile_definitions(vllm_mem_torch_provider PRIVATE
-                             _GLIBCXX_USE_CXX11_ABI=${VLLM_MEM_TORCH_CXX11_ABI})
+                             _GLIBCXX_USE_CXX11_ABI=${VLLM_MEM_TORCH_CXX11_ABI}
+                             VLLM_MEM_TORCH_BUILT_VERSION="${VLLM_MEM_TORCH_VERSION}"
+                             VLLM_MEM_TORCH_BUILT_LIB_DIR="${VLLM_MEM_TORCH_DIR}/lib")
   target_link_libraries(vllm_mem_torch_provider PRIVATE ${VLLM_MEM_TORCH_DIR}/lib/libc10.so)
   target_compile_options(vllm_mem_torch_provider PRIVATE ${VLLM_MEM_WARNINGS})
   # Find libc10 where torch keeps it, whichever venv the wheel is installed in.

@@ -175,7 +175,11 @@ void BindReaderFunctions(py::module_& m) {
         },
         Release(), "(driver usable, reason if not, device count, driver version)");
   m.def("torch_provider_info",
-        [] { return std::make_tuple(torch_allocator::ProviderPath(), torch_allocator::ProviderLoaded()); });
+        [] {
+          return std::make_tuple(torch_allocator::ProviderPath(), torch_allocator::ProviderLoaded(),
+                                 torch_allocator::ProviderRefusal());
+        },
+        "(where the provider is looked for, whether it is loaded, why it was refused or '')");
   m.def("process_memory",
         [](int device) {
           const nvml::ProcessList list = nvml::ComputeProcesses(cuda::PciBusId(device));

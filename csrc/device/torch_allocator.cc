@@ -8,10 +8,15 @@
 
 #include <dlfcn.h>
 
+#include <link.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <regex>
 
 #include "vllm_mem/base/error.h"
 #include "device/torch_provider_abi.h"
@@ -43,6 +48,67 @@ std::string DefaultProviderPath() {
          "/_torch_provider.so";
 }
 
+/*! "2.11.0" of "2.11.0+cu130" / "2.11.0a0+git1234": the release, without the local build tag.
+ *  Builds of one release (CPU, cu126, cu130) share c10's allocator interface and its layout. */
+std::string ReleaseOf(const std::string& version) {
+  const size_t cut = version.find_first_of("+");
+  return version.substr(0, cut);
+}
+
+/*! The directory of the libc10.so the process has loaded, or "" (dlinfo on the handle). */
+std::string LoadedLibc10Dir(void* c10) {
+  struct link_map* map = nullptr;
+  if (dlinfo(c10, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return "";
+  std::error_code ec;
+  const auto path = std::filesystem::weakly_canonical(map->l_name, ec);
+  return ec ? "" : path.parent_path().string();
+}
+
+/*! torch.__version__ of the torch whose libc10 is in \p lib_dir, read from torch/version.py
+ *  beside it (pip wheels: torch/lib/libc10.so and torch/version.py); "" when not found. Read
+ *  from the file, not from Python: this code runs without the GIL, even on the sampler thread. */
+std::string TorchVersionNear(const std::string& lib_dir) {
+  std::ifstream in(std::filesystem::path(lib_dir) / ".." / "version.py");
+  std::string line;
+  static const std::regex kVersionLine(R"re(^__version__\s*=\s*['"]([^'"]{1,64})['"])re");
+  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
+    std::smatch m;
+    if (std::regex_search(line, m, kVersionLine)) return m[1].str();
+  }
+  return "";
+}
+
+/*! Empty when the provider was built against the torch now loaded (same libc10 file, or the
+ *  same release read from the loaded torch's version.py); otherwise why it must not be used.
+ *  A provider built against another torch could read c10's statistics at the wrong offsets, so
+ *  it is refused and snapshots fall back to the driver's figures, saying why. */
+std::string MismatchWithLoadedTorch(void* lib, void* c10) {
+  auto built_version_fn =
+      reinterpret_cast<abi::BuiltStringFn>(dlsym(lib, abi::kBuiltTorchVersionSymbol));
+  auto built_dir_fn = reinterpret_cast<abi::BuiltStringFn>(dlsym(lib, abi::kBuiltTorchLibDirSymbol));
+  if (built_version_fn == nullptr || built_dir_fn == nullptr) {
+    return "it does not say which torch it was built against";
+  }
+  const std::string built_version = built_version_fn();
+  const std::string loaded_dir = LoadedLibc10Dir(c10);
+  std::error_code ec;
+  if (!loaded_dir.empty() &&
+      std::filesystem::weakly_canonical(built_dir_fn(), ec).string() == loaded_dir && !ec) {
+    const std::string loaded_version = TorchVersionNear(loaded_dir);
+    if (loaded_version.empty() || ReleaseOf(loaded_version) == ReleaseOf(built_version)) return "";
+  }
+  const std::string loaded_version = loaded_dir.empty() ? "" : TorchVersionNear(loaded_dir);
+  if (loaded_version.empty()) {
+    return "it was built against torch " + built_version + " and the loaded torch's version "
+           "cannot be read (libc10 in '" + loaded_dir + "')";
+  }
+  if (ReleaseOf(loaded_version) != ReleaseOf(built_version)) {
+    return "it was built against torch " + built_version + " but torch " + loaded_version +
+           " is loaded";
+  }
+  return "";
+}
+
 /*! The provider, or null with \p why saying why (kNoTorch in every case: without it we know
  *  nothing about torch's allocator). */
 const Provider* Get(std::string* why) {
@@ -62,10 +128,10 @@ const Provider* Get(std::string* why) {
     *why = "torch is not imported in this process";
     return nullptr;
   }
-  dlclose(c10);  // RTLD_NOLOAD still took a reference
   const std::string path = DefaultProviderPath();
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
+    dlclose(c10);  // RTLD_NOLOAD still took a reference
     const char* err = dlerror();
     g_load_error = "vllm_mem was built without the torch provider, or it cannot be loaded (" +
                    path + ": " + (err ? err : "unknown") + ")";
@@ -73,12 +139,27 @@ const Provider* Get(std::string* why) {
     return nullptr;
   }
   auto version = reinterpret_cast<abi::AbiVersionFn>(dlsym(lib, abi::kAbiVersionSymbol));
+  if (!version || version() != abi::kAbiVersion) {
+    dlclose(c10);
+    g_load_error = "the torch provider at " + path + " has a different ABI; rebuild vllm_mem";
+    *why = g_load_error;
+    return nullptr;
+  }
+  const std::string mismatch = MismatchWithLoadedTorch(lib, c10);
+  dlclose(c10);
+  if (!mismatch.empty()) {
+    // The library stays mapped (unloading a C++ library is not safe); its functions are unused.
+    g_load_error = "torch allocator statistics disabled: the provider " + path + " was refused (" +
+                   mismatch + "); snapshots use the driver's figures only. Rebuild vllm_mem "
+                   "against this torch: pip install --no-build-isolation --force-reinstall vllm_mem";
+    *why = g_load_error;
+    return nullptr;
+  }
   auto* provider = new Provider();  // leaked on purpose: the sampler may use it until exit
   provider->stats = reinterpret_cast<abi::StatsFn>(dlsym(lib, abi::kStatsSymbol));
   provider->reset_peak = reinterpret_cast<abi::ResetPeakFn>(dlsym(lib, abi::kResetPeakSymbol));
   provider->empty_cache = reinterpret_cast<abi::EmptyCacheFn>(dlsym(lib, abi::kEmptyCacheSymbol));
-  if (!version || version() != abi::kAbiVersion || !provider->stats || !provider->reset_peak ||
-      !provider->empty_cache) {
+  if (!provider->stats || !provider->reset_peak || !provider->empty_cache) {
     g_load_error = "the torch provider at " + path + " has a different ABI; rebuild vllm_mem";
     delete provider;
     *why = g_load_error;
@@ -174,5 +255,10 @@ void EmptyCache() {
 std::string ProviderPath() { return DefaultProviderPath(); }
 
 bool ProviderLoaded() { return g_provider.load() != nullptr; }
+
+std::string ProviderRefusal() {
+  std::lock_guard<std::mutex> lock(g_load_mutex);
+  return g_load_error;
+}
 
 }  // namespace vllm_mem::torch_allocator

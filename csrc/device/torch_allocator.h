@@ -31,6 +31,9 @@ void EmptyCache();
  *  $VLLM_MEM_TORCH_PROVIDER), and whether it is loaded; for diagnostics. */
 std::string ProviderPath();
 bool ProviderLoaded();
+/*! \brief Why the provider was refused or could not be opened ("" when it was not, or has not
+ *  been tried because torch is not loaded yet). */
+std::string ProviderRefusal();
 
 }  // namespace vllm_mem::torch_allocator
 

@@ -13,7 +13,7 @@
 namespace vllm_mem::torch_abi {
 
 /*! Bumped whenever a signature or the stat order changes; _C refuses other versions. */
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
 
 /*! The StatArray members of c10's DeviceStats, in this order, each with 3 pools x 4 fields. */
 inline constexpr const char* kStatArrays[] = {
@@ -60,6 +60,15 @@ inline constexpr const char* kResetPeakSymbol = "vllm_mem_torch_reset_peak";
 using ResetPeakFn = int (*)(int device, char* msg, int msg_len);
 inline constexpr const char* kEmptyCacheSymbol = "vllm_mem_torch_empty_cache";
 using EmptyCacheFn = int (*)(char* msg, int msg_len);
+/*! The torch the provider was compiled against: its version ("2.11.0+cu130") and its libc10's
+ *  directory. c10's DeviceStats layout is only promised within one release, so _C refuses a
+ *  provider whose torch is not the one loaded in the process (see torch_allocator.cc). */
+inline constexpr const char* kBuiltTorchVersionSymbol = "vllm_mem_torch_built_version";
+inline constexpr const char* kBuiltTorchLibDirSymbol = "vllm_mem_torch_built_lib_dir";
+using BuiltStringFn = const char* (*)();
+/*! The provider embeds its version behind this tag, so tests can patch a copy of the provider
+ *  to claim another torch and check the refusal on a CPU machine. */
+inline constexpr const char* kBuiltTorchVersionTag = "vllm_mem_built_against_torch=";
 
 }  // namespace vllm_mem::torch_abi
 

@@ -72,10 +72,24 @@ int Guarded(char* msg, int msg_len, Fn&& fn) {
 
 }  // namespace
 
+// Tag + version in one string literal, so the version sits at a findable place in the binary.
+#ifndef VLLM_MEM_TORCH_BUILT_VERSION
+#error "cmake/torch.cmake defines VLLM_MEM_TORCH_BUILT_VERSION and VLLM_MEM_TORCH_BUILT_LIB_DIR"
+#endif
+constexpr char kBuiltVersionTagged[] = "vllm_mem_built_against_torch=" VLLM_MEM_TORCH_BUILT_VERSION;
+
 extern "C" {
 
 __attribute__((visibility("default"))) int vllm_mem_torch_provider_abi() {
   return abi::kAbiVersion;
+}
+
+__attribute__((visibility("default"))) const char* vllm_mem_torch_built_version() {
+  return kBuiltVersionTagged + std::strlen(abi::kBuiltTorchVersionTag);
+}
+
+__attribute__((visibility("default"))) const char* vllm_mem_torch_built_lib_dir() {
+  return VLLM_MEM_TORCH_BUILT_LIB_DIR;
 }
 
 __attribute__((visibility("default"))) int vllm_mem_torch_stats(int device, int64_t* values,
