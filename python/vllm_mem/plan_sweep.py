@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar, Union
 
-import numpy as np
-
 from . import _C
 from .catalog import lookup_gpu
 from .planner.inputs import SpecSource, as_float, as_int, plan_inputs, spec_of
@@ -31,7 +29,8 @@ _GiB = 1 << 30
 def _axis(value: Any) -> list[Any]:
     if value is None:
         return []
-    if isinstance(value, (list, tuple, np.ndarray)):
+    # An array (NumPy's, or anything iterable that is not a string) is an axis of values.
+    if isinstance(value, (list, tuple)) or (hasattr(value, "__array__") and hasattr(value, "__iter__")):
         return list(value)
     return [value]
 
@@ -121,6 +120,7 @@ def sweep(
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
         cudagraph_memory_in_budget=cudagraph_memory_in_budget)
     raw = _C.run_sweep(s._spec, axes)
+    import numpy as np  # only when a sweep is run: 'import vllm_mem' does not load numpy
 
     phase_names = np.array([p or "" for p in _C.failure_phase_names()] + ["invalid"], dtype=object)
     codes = raw["failure_phase"].astype(np.int64)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is loaded when a timeline is built (by pybind11), not at import
+    import numpy as np
+    import numpy.typing as npt
 
 from . import _C
 from ._device import DeviceLike, device_index

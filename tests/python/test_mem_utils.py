@@ -437,7 +437,7 @@ def test_torch_provider_statuses_in_a_fresh_process() -> None:
     import sys
 
     pytest.importorskip("torch")
-    path, _ = _C.torch_provider_info()
+    path, _, _ = _C.torch_provider_info()
     if not os.path.exists(path):
         pytest.skip("vllm_mem was built without the torch provider")
     code = (

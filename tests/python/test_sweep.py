@@ -1,4 +1,4 @@
-"""vllm_mem.sweep: columns over the cross product, equal to plan() row by row."""
+"""vllm_mem.sweep (python/vllm_mem/plan_sweep.py): columns over the cross product, equal to plan() row by row."""
 
 from __future__ import annotations
 
