@@ -117,6 +117,23 @@ class SimulatedDevice:
         finally:
             self.non_torch_free(nbytes, device)
 
+    def transient_non_torch(self, nbytes: int, device: int = 0, reads: int = 2,
+                            timeout_s: float = 30.0) -> None:
+        """A workspace taken and released while a running sampler reads the device ``reads`` times.
+
+        The spike that vLLM's two readings miss and torch's allocator never sees; waiting for the
+        sampler's reads makes it certain the sampler saw it (needs a running sampler, else
+        TimeoutError after ``timeout_s``).
+        """
+        with self.non_torch_buffer(nbytes, device):
+            self.wait_for_reads(reads, timeout_s)
+
+    def transient_torch(self, nbytes: int, device: int = 0) -> None:
+        """A torch tensor created and freed at once: the allocator's peak counters see it, and
+        its segment stays reserved until ``empty_cache``."""
+        with self.torch_tensor(nbytes, device):
+            pass
+
     def set_current_device(self, device: int) -> None:
         self._dev.set_current_device(device)
 
