@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from . import _C
+from . import _limits as L
+from . import _validate as V
 
 __all__ = ["ModelSpec", "bundled_model_configs"]
 
@@ -43,28 +44,26 @@ def _bundled_path(name: str) -> Path | None:
 
 
 def _read_config_text(source: ConfigSource) -> tuple[str, str]:
-    """Returns (json text, a name for messages)."""
+    """Returns (json text, a name for messages). Every problem with the source is a
+    ``ValueError``/``TypeError`` naming ``config``, checked before the text reaches the core."""
     if isinstance(source, Mapping):
-        return json.dumps(source), "<dict>"
+        return V.plain_json(source, "config", max_depth=L.MAX_JSON_DEPTH, max_nodes=L.MAX_JSON_VALUES,
+                            max_chars=L.MAX_JSON_BYTES), "<dict>"
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(
-            "config: expected a path to config.json, a folder holding one, a bundled model "
-            f"name or a dict; got {type(source).__name__}"
-        )
-    path = Path(source)
-    if path.is_dir():
+        raise V.bad_type("config", "a path to config.json, a folder holding one, a bundled model name "
+                                   "or a dict", source)
+    path = V.path_of(source, "config")
+    if V.file_problem(path) == "is a directory":
         path = path / "config.json"
-        if not path.is_file():
-            raise ValueError(f"config: no config.json in folder {source}")
-    if path.is_file():
-        return path.read_text(encoding="utf-8"), str(path)
+        if V.file_problem(path) == "no such file":
+            V.fail("config", f"no config.json in folder {V.show(str(source))}")
+    if V.file_problem(path) in (None, "permission denied", "not a regular file"):
+        return V.read_text(path, "config", L.MAX_CONFIG_FILE_BYTES), str(path)
     bundled = _bundled_path(str(source))
     if bundled is not None:
         return bundled.read_text(encoding="utf-8"), bundled.stem.replace("--", "/")
-    raise ValueError(
-        f"config: {str(source)!r} is neither a file, a folder holding config.json, nor a bundled "
-        f"model; bundled models: {', '.join(bundled_model_configs())}"
-    )
+    V.fail("config", f"{V.show(str(source))} is neither a file, a folder holding config.json, nor a "
+                     "bundled model (see bundled_model_configs() or `vllm-mem models`)")
 
 
 class ModelSpec:

@@ -4,13 +4,17 @@ check stage by stage, and (for stages given a model) each stage's start-up plan.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import _C
+from .. import _limits as L
+from .. import _validate as V
+from ..model_spec import ModelSpec
+from ..units import format_gib
 from .config import StageSource, load_stage_config
-from .devices import FreeArg, GpusArg, VisibleArg, gpu_info, live_devices, visible_list
+from .devices import FreeArg, GpusArg, VisibleArg, gpu_info, live_devices, per_device, visible_list
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,18 @@ def _device_row(d: _C.DeviceCheck) -> StageDeviceRow:
     )
 
 
+def _check_against_totals(entries: list[tuple[int, str | int, int]], reserve: int) -> None:
+    """Offline figures no GPU could show: a reserve or a free figure beyond the device's total.
+    ``entries``: (physical id, GPU name or total bytes, free bytes or -1)."""
+    for physical_id, gpu, free in entries:
+        total = int(_C.device_total_bytes(gpu_info(physical_id, gpu)))
+        where = f"GPU {physical_id} ({gpu if isinstance(gpu, str) else format_gib(total) + ' GiB'})"
+        if reserve >= total:
+            raise V.bad_value("reserve_bytes", f"less than the total memory of {where}, {total} bytes", reserve)
+        if free > total:
+            raise V.bad_value("free_memory_bytes", f"at most the total memory of {where}, {total} bytes", free)
+
+
 def check_stages(
     config: StageSource,
     gpus: GpusArg = None,
@@ -177,39 +193,50 @@ def check_stages(
     devices: list[_C.DeviceMemoryInfo] = []
     default = _C.DeviceMemoryInfo(0, "", 0, -1)
     live = gpus is None
+    reserve = V.size_bytes(reserve_bytes, "reserve_bytes")
     frees: dict[int, int] = {}
     common_free = -1
-    if isinstance(free_memory_bytes, Mapping):
-        frees = {int(k): int(v) for k, v in free_memory_bytes.items()}
-    elif isinstance(free_memory_bytes, Sequence):
-        frees = {i: int(v) for i, v in enumerate(free_memory_bytes)}
+    if isinstance(free_memory_bytes, (Mapping, list, tuple)):
+        frees = per_device(free_memory_bytes, "free_memory_bytes", V.size_bytes)
     elif free_memory_bytes is not None:
-        common_free = int(free_memory_bytes)
+        common_free = V.size_bytes(free_memory_bytes, "free_memory_bytes")
 
+    entries: list[tuple[int, str | int, int]] = []
     if live:
         devices = live_devices(visible)
     elif isinstance(gpus, (str, int)):
-        default = gpu_info(0, gpus, common_free)
-        devices = [gpu_info(i, gpus, f) for i, f in frees.items()]
-    elif isinstance(gpus, Mapping):
-        devices = [gpu_info(int(i), g, frees.get(int(i), common_free)) for i, g in gpus.items()]
-    elif isinstance(gpus, (list, tuple)):
-        devices = [gpu_info(i, g, frees.get(i, common_free)) for i, g in enumerate(gpus)]
+        one = V.gpu(gpus, "gpus")
+        default = gpu_info(0, one, common_free)
+        entries = [(0, one, common_free), *((i, one, f) for i, f in frees.items())]
+    elif isinstance(gpus, (Mapping, list, tuple)):
+        entries = [(i, g, frees.get(i, common_free)) for i, g in per_device(gpus, "gpus", V.gpu).items()]
     else:
-        raise TypeError(f"gpus: expected a GPU name, a total in bytes, a list or a mapping; got {gpus!r}")
+        raise V.bad_type("gpus", "a GPU name, a total in bytes, a list or a {physical_id: gpu} mapping, or "
+                                 "None (measure now)", gpus)
+    _check_against_totals(entries, reserve)
+    if not live:
+        devices = [gpu_info(i, g, f) for i, g, f in entries[1:]] if isinstance(gpus, (str, int)) else \
+            [gpu_info(i, g, f) for i, g, f in entries]
 
     num_visible = 0
     if not visible and (live or isinstance(gpus, (list, tuple))):
         num_visible = len(devices)  # indices beyond the GPUs there are cannot be valid
     parsed = load_stage_config(config, visible or None, num_visible)
-    from ..model_spec import ModelSpec
 
     planned = []
-    for stage_id, model in (models or {}).items():
+    if models is not None and not isinstance(models, Mapping):
+        raise V.bad_type("models", "a {stage_id: model} mapping or None", models)
+    if models is not None and len(models) > L.MAX_STAGES:
+        raise V.bad_value("models", f"a mapping of at most {L.MAX_STAGES} stages", models)
+    model_items = list((models or {}).items())
+    lengths = max_model_len if isinstance(max_model_len, Mapping) else {}
+    for stage_id, model in model_items:
+        sid = V.integer(stage_id, "models key", low=0)
         spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
-        length = max_model_len.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
-        planned.append((int(stage_id), spec._spec, spec.name, int(length)))
-    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, int(reserve_bytes), live, planned)
+        length = lengths.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
+        planned.append((sid, spec._spec, spec.name,
+                        V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)))
+    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
     return StageCheck(
         ok=bool(result.ok),
         format=parsed.format,

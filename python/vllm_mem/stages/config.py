@@ -3,46 +3,74 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Union
 
 from .. import _C
-from .devices import VisibleArg, visible_list
+from .. import _limits as L
+from .. import _validate as V
+from .devices import VisibleArg, device_list_text, visible_list
+from .yaml_reader import load_yaml
 
 StageSource = Union[str, "os.PathLike[str]", Mapping[str, Any], "StageConfig"]
 
 
 def bundled_stage_examples() -> list[Path]:
-    """The example stage configs shipped with the package (``examples/stages/*.yaml``)."""
+    """The example stage configs shipped with the package (``examples/stages/*.yaml``); each is
+    addressable by its file name or stem (``"qwen3_omni_moe.stages.yaml"``,
+    ``"qwen3_omni_moe.stages"``), and the current-schema variant ``<model>.stages.yaml`` by the
+    model's name alone (``"qwen3_omni_moe"``, ``"qwen3_omni_moe.yaml"``)."""
     folder = Path(__file__).resolve().parent.parent / "examples" / "stages"
     return sorted(folder.glob("*.yaml"))
 
 
+def bundled_stage_example(name: str) -> Path | None:
+    """The bundled example ``name`` refers to (see :func:`bundled_stage_examples`), or None."""
+    wanted = name[: -len(".yaml")] if name.endswith(".yaml") else name
+    for path in bundled_stage_examples():
+        stem = path.name[: -len(".yaml")]
+        if wanted in (stem, stem.removesuffix(".stages") if stem.endswith(".stages") else None):
+            return path
+    return None
+
 
 def _read_document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, str]:
-    """(parsed document, a name for messages). YAML through PyYAML; JSON is YAML too."""
+    """(parsed document, a name for messages): a dict as given, a file through the bounded
+    YAML reader (JSON is YAML too), a bare name as a bundled example."""
     if isinstance(source, Mapping):
-        return dict(source), "<dict>"
+        return source, "<dict>"
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(
-            "stage config: expected a path to a YAML/JSON file or a dict, got "
-            f"{type(source).__name__}"
-        )
-    path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"stage config: no such file: {path}")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        return json.loads(text), str(path)
-    import yaml  # PyYAML, a dependency of the package
+        raise V.bad_type("config", "a path to a YAML/JSON stage file, a bundled example name or a dict", source)
+    path = V.path_of(source, "config")
+    if V.file_problem(path) == "no such file" and isinstance(source, str):
+        bundled = bundled_stage_example(source)
+        if bundled is None:
+            V.fail("config", f"no such file: {V.show(source)}, nor a bundled example "
+                             "(see bundled_stage_examples() or `vllm-mem stages --list-examples`)")
+        path = bundled
+    text = V.read_text(path, "config", L.MAX_STAGE_FILE_BYTES)
+    return load_yaml(text, f"stage config {V.show(str(path))}"), str(path)
 
-    try:
-        return yaml.safe_load(text), str(path)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"stage config {path}: not valid YAML: {exc}") from None
+
+def _stage_list_bounds(document: Mapping[str, Any]) -> None:
+    """Stage count and device lists checked on the document, in one pass over the stages: the
+    core walks stages x devices, so both are bounded before it runs."""
+    for key in ("stages", "stage_args"):
+        stages = document.get(key)
+        if not isinstance(stages, list):
+            continue
+        if len(stages) > L.MAX_STAGES:
+            raise V.bad_value(key, f"a list of at most {L.MAX_STAGES} stages (vLLM-Omni pipelines have 2-4)",
+                              stages)
+        for i, stage in enumerate(stages):
+            if not isinstance(stage, Mapping):
+                continue
+            runtime = stage.get("runtime")
+            for where, holder in (("devices", stage), ("runtime.devices", runtime)):
+                if isinstance(holder, Mapping) and isinstance(holder.get("devices"), str):
+                    device_list_text(holder["devices"], f"{key}[{i}] {where}")
 
 
 class StageConfig:
@@ -80,9 +108,9 @@ class StageConfig:
 
     def reparsed(self, cuda_visible_devices: VisibleArg, num_visible_devices: int = 0) -> StageConfig:
         """The same document read under another CUDA_VISIBLE_DEVICES."""
-        parsed = _C.parse_stage_config(
-            self._json_text, visible_list(cuda_visible_devices), int(num_visible_devices)
-        )
+        visible = visible_list(cuda_visible_devices)
+        limit = V.integer(num_visible_devices, "num_visible_devices", low=0, high=L.MAX_DEVICE_ID)
+        parsed = _C.parse_stage_config(self._json_text, visible, limit)
         return StageConfig(parsed, self._json_text, self.name)
 
     def __repr__(self) -> str:
@@ -123,13 +151,12 @@ def load_stage_config(
     document, name = _read_document(source)
     if not isinstance(document, Mapping):
         kind = "nothing" if document is None else type(document).__name__
-        raise ValueError(
-            f"top level: a stage config must be a mapping with a stages: (or stage_args:) list; "
-            f"{name} holds {kind}"
-        )
-    try:
-        text = json.dumps(document, allow_nan=True)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"stage config {name}: holds values that are not plain data: {exc}") from None
-    parsed = _C.parse_stage_config(text, visible_list(cuda_visible_devices), int(num_visible_devices))
-    return StageConfig(parsed, text, name)
+        V.fail("top level", f"a stage config must be a mapping with a stages: (or stage_args:) list; "
+                            f"{V.show(name)} holds {kind}")
+    _stage_list_bounds(document)
+    text = V.plain_json(document, "stage config", max_depth=L.MAX_STAGE_DEPTH, max_nodes=L.MAX_STAGE_NODES,
+                        max_chars=L.MAX_STAGE_EXPANDED_CHARS,
+                        content_error=TypeError if name == "<dict>" else ValueError)
+    visible = visible_list(cuda_visible_devices)
+    limit = V.integer(num_visible_devices, "num_visible_devices", low=0, high=L.MAX_DEVICE_ID)
+    return StageConfig(_C.parse_stage_config(text, visible, limit), text, name)

@@ -3,31 +3,60 @@ and the ``CUDA_VISIBLE_DEVICES`` mapping from logical to physical ids."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, Union
 
 from .. import _C
+from .. import _limits as L
+from .. import _validate as V
 
 GpuSpec = Union[str, int]
 GpusArg = Union[None, GpuSpec, Sequence[GpuSpec], Mapping[int, GpuSpec]]
 FreeArg = Union[None, int, Sequence[int], Mapping[int, int]]
 VisibleArg = Union[None, str, Sequence[int]]
+T = TypeVar("T")
 
 
-def visible_list(cuda_visible_devices: VisibleArg) -> list[int]:
+def device_list_text(text: str, field: str) -> str:
+    """A ``"0,1"`` device list: bounded length, and no empty entry. ``"0,,1"`` is refused: CUDA
+    stops reading ``CUDA_VISIBLE_DEVICES`` at the first entry it cannot parse, so the devices
+    after an empty one would silently be invisible."""
+    V.text(text, field, max_chars=L.MAX_DEVICES_PER_LIST * 6, what='a device list such as "0,1"')
+    if text.strip() and any(not part.strip() for part in text.split(",")):
+        raise V.bad_value(field, 'a device list without empty entries, such as "0,1" (CUDA stops reading '
+                                 "at an empty entry)", text)
+    return text
+
+
+def visible_list(cuda_visible_devices: VisibleArg, field: str = "cuda_visible_devices") -> list[int]:
     if cuda_visible_devices is None:
         return []
     if isinstance(cuda_visible_devices, str):
-        return list(_C.parse_cuda_visible_devices(cuda_visible_devices))
-    return [int(x) for x in cuda_visible_devices]
+        return list(_C.parse_cuda_visible_devices(device_list_text(cuda_visible_devices, field)))
+    ids = V.items(cuda_visible_devices, field, max_items=L.MAX_DEVICES_PER_LIST,
+                  what='a device list ("0,1" or [0, 1]) or None')
+    return [V.integer(x, f"{field}[{i}]", low=0, high=L.MAX_DEVICE_ID) for i, x in enumerate(ids)]
 
 
-def gpu_info(physical_id: int, gpu: GpuSpec, free: int = -1) -> _C.DeviceMemoryInfo:
-    if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
-        raise TypeError(f"gpus: a GPU is a catalog name or a total in bytes, got {gpu!r}")
-    if isinstance(gpu, str):
-        return _C.DeviceMemoryInfo(physical_id, gpu, 0, free)
-    return _C.DeviceMemoryInfo(physical_id, "", int(gpu), free)
+def gpu_info(physical_id: int, gpu: Any, free: int = -1, field: str = "gpus") -> _C.DeviceMemoryInfo:
+    checked = V.gpu(gpu, field)
+    if isinstance(checked, str):
+        return _C.DeviceMemoryInfo(physical_id, checked, 0, free)
+    return _C.DeviceMemoryInfo(physical_id, "", checked, free)
+
+
+def device_id(value: Any, field: str) -> int:
+    return V.integer(value, field, low=0, high=L.MAX_DEVICE_ID)
+
+
+def per_device(value: Any, field: str, check: Callable[[Any, str], T]) -> dict[int, T]:
+    """A ``{physical_id: x}`` mapping or a list indexed by physical id, bounded and checked."""
+    if isinstance(value, Mapping):
+        if len(value) > L.MAX_DEVICES_PER_LIST:
+            raise V.bad_value(field, f"at most {L.MAX_DEVICES_PER_LIST} devices", value)
+        return {device_id(k, f"{field} key"): check(v, f"{field}[{k}]") for k, v in value.items()}
+    listed = V.items(value, field, max_items=L.MAX_DEVICES_PER_LIST, what="a list or a {physical_id: value} mapping")
+    return {i: check(v, f"{field}[{i}]") for i, v in enumerate(listed)}
 
 
 def live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:

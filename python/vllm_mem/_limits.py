@@ -1,0 +1,63 @@
+"""Upper bounds on every count and size the Python layer accepts, checked before any work.
+
+The serving figures mirror the C++ core's ``csrc/core/include/vllm_mem/base/limits.h`` (same
+names in upper snake case without the ``k`` prefix, same values; ``tests/python/test_limits.py``
+reads the header and fails on drift). The core checks them again; refusing here first means a Python caller gets
+the message for the argument it typed, before pybind11 converts anything. Each is about 100x
+beyond the largest real model or deployment; ``docs/errors.md`` gives the reasons.
+
+The file and text caps are the Python layer's own: the core never sees a path.
+"""
+
+from __future__ import annotations
+
+# ---- model dimensions and serving settings (limits.h) -----------------------------------------
+MAX_NUM_LAYERS = 1 << 14
+MAX_MODEL_LEN_TOKENS = 1 << 30
+MAX_TENSOR_PARALLEL_SIZE = 1 << 12
+MAX_PIPELINE_PARALLEL_SIZE = 1 << 10
+MAX_WORLD_SIZE = 1 << 14
+MAX_NUM_SEQS = 1 << 20
+MAX_NUM_BATCHED_TOKENS = MAX_MODEL_LEN_TOKENS
+MAX_CUDAGRAPH_CAPTURE_SIZE = 1 << 16
+MAX_CUDAGRAPH_CAPTURE_SIZES = 1 << 13
+MAX_DEVICE_BYTES = 1 << 50
+MAX_STAGES = 1 << 10
+MAX_DEVICE_ID = 1 << 12
+MAX_DEVICES_PER_LIST = MAX_DEVICE_ID
+MAX_GPU_NAME_CHARS = 256
+MAX_ECHOED_CHARS = 80
+
+# ---- JSON text handed to the core (json.h: kJsonMaxBytes, kJsonMaxDepth, kJsonMaxValues) -------
+MAX_JSON_BYTES = 16 << 20
+MAX_JSON_DEPTH = 256
+MAX_JSON_VALUES = 1 << 20
+
+# ---- the Python layer's own ------------------------------------------------------------------
+#: A config.json file: the core reads at most MAX_JSON_BYTES of JSON; a larger file is refused
+#: from its size, before it is read.
+MAX_CONFIG_FILE_BYTES = MAX_JSON_BYTES
+#: A stage YAML/JSON file: real vLLM-Omni configs are a few KiB. PyYAML builds a Python object
+#: per event, so this (with the node bound below) keeps a load well under a second.
+MAX_STAGE_FILE_BYTES = 256 << 10
+#: Nesting of a stage document: real ones nest 4-6 deep. PyYAML's pure-Python composer recurses
+#: per level, so this also keeps it far from Python's recursion limit.
+MAX_STAGE_DEPTH = 64
+#: Nodes of a stage document after aliases are expanded (an alias bomb expands a few hundred
+#: bytes into billions of nodes; 1024 stages of ~30 fields each stay far below this).
+MAX_STAGE_NODES = 1 << 17
+#: Characters of scalars after aliases are expanded (the JSON text handed to the core).
+MAX_STAGE_EXPANDED_CHARS = 4 * MAX_STAGE_FILE_BYTES
+#: A path: Linux's PATH_MAX (4096 bytes) and NAME_MAX (255 bytes per component).
+MAX_PATH_BYTES = 4096
+MAX_PATH_COMPONENT_BYTES = 255
+#: Other names typed by a user (dtype, quantization, KV dtype, cudagraph mode, model names).
+MAX_NAME_CHARS = 256
+#: Rows of a sweep (the cross product of its axes): each row is a full plan of a few us in C++,
+#: so this keeps the largest sweep near a second.
+MAX_SWEEP_ROWS = 1 << 18
+#: Items of a list argument that is not a device list (available bytes per worker, free bytes
+#: per rank, stage needs): bounded by the workers of one engine.
+MAX_LIST_ITEMS = MAX_WORLD_SIZE
+#: An error message, whatever it quotes (issue 10).
+MAX_MESSAGE_CHARS = 300

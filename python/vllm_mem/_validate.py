@@ -1,0 +1,318 @@
+"""One vocabulary of input errors for every entry point: the Python API, the CLI, the stage-file
+reader and the config.json reader.
+
+Every check raises ``TypeError`` (the wrong kind of value: a string where a count goes, ``None``
+where a name is required) or ``ValueError`` (the right kind, not allowed: out of range, NaN, an
+unknown name, an unreadable file), with one message shape::
+
+    field: must be <what is allowed>; got <the value, at most 80 characters>
+
+at most 300 characters in all. The checks run before anything crosses into ``_C``, so
+pybind11's "incompatible function arguments" never reaches a user, and before any work whose
+cost grows with the value (bounds from :mod:`vllm_mem._limits`). ``docs/errors.md`` lists them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import numbers
+import os
+import stat
+from collections.abc import Iterable, Mapping, Sized
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import _limits as L
+
+_MISSING: Any = object()
+
+#: What a bool field says about strings, because "false" and "0" are truthy in Python.
+_BOOL_ALLOWED = "True or False (strings such as 'false' or '0' are not read as booleans)"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, marked with ``...`` when cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def show(value: Any) -> str:
+    """The value as a message quotes it: at most 80 characters, in time independent of its size
+    (a 200 MB string, an int of a million digits, a list of a million items)."""
+    limit = L.MAX_ECHOED_CHARS
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        # str() of an int is quadratic in its digits (and refused above 4300 digits).
+        return str(value) if value.bit_length() <= 200 else f"an integer of {value.bit_length()} bits"
+    if isinstance(value, str):
+        if len(value) > limit:
+            return repr(value[: limit - 26]) + f"... ({len(value)} characters)"
+        return clip(repr(value), limit)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"{type(value).__name__} of {len(value)} bytes"
+    if isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > 8:
+        return f"a {type(value).__name__} of {len(value)} items"
+    try:
+        text = repr(value)
+    except Exception:  # a repr that raises must not hide the real error
+        text = f"a {type(value).__name__}"
+    return clip(text, limit)
+
+
+def message(field: str, allowed: str, value: Any = _MISSING) -> str:
+    """``field: must be allowed; got value``, at most 300 characters."""
+    head = clip(str(field), L.MAX_ECHOED_CHARS)
+    tail = "" if value is _MISSING else f"; got {show(value)}"
+    room = L.MAX_MESSAGE_CHARS - len(head) - len(tail) - len(": must be ")
+    return f"{head}: must be {clip(allowed, max(room, 20))}{tail}"[: L.MAX_MESSAGE_CHARS]
+
+
+def bad_value(field: str, allowed: str, value: Any = _MISSING) -> ValueError:
+    return ValueError(message(field, allowed, value))
+
+
+def bad_type(field: str, allowed: str, value: Any = _MISSING) -> TypeError:
+    return TypeError(message(field, allowed, value))
+
+
+def fail(field: str, text: str) -> NoReturn:
+    """A ValueError whose text is not of the ``must be`` shape (``field: text``), clipped."""
+    raise ValueError(clip(f"{clip(field, L.MAX_ECHOED_CHARS)}: {text}", L.MAX_MESSAGE_CHARS))
+
+
+# --- scalars -----------------------------------------------------------------------------------
+
+
+def _range_text(kind: str, low: float | None, high: float | None, low_open: bool = False,
+                high_open: bool = False) -> str:
+    if low is not None and high is not None:
+        return f"{kind} in {'(' if low_open else '['}{_num(low)}, {_num(high)}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{kind} {'>' if low_open else '>='} {_num(low)}"
+    if high is not None:
+        return f"{kind} {'<' if high_open else '<='} {_num(high)}"
+    return kind
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def integer(value: Any, field: str, *, low: int | None = None, high: int | None = None) -> int:
+    """An integer (Python or NumPy, never a bool, float or string) in ``[low, high]``."""
+    allowed = _range_text("an integer", low, high)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise bad_type(field, allowed, value)
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise bad_value(field, allowed, value)
+    return v
+
+
+def optional_integer(value: Any, field: str, *, low: int | None = None, high: int | None = None) -> int | None:
+    return None if value is None else integer(value, field, low=low, high=high)
+
+
+def count(value: Any, field: str, high: int) -> int:
+    """A positive count with its documented upper bound."""
+    return integer(value, field, low=1, high=high)
+
+
+def size_bytes(value: Any, field: str, *, low: int = 0, high: int = L.MAX_DEVICE_BYTES) -> int:
+    """A number of bytes of one device (at most 1 PiB, limits.h's kMaxDeviceBytes)."""
+    return integer(value, field, low=low, high=high)
+
+
+def number(value: Any, field: str, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, high_open: bool = False) -> float:
+    """A finite real number (never a bool or string, never NaN or infinite) in the range."""
+    allowed = _range_text("a finite number", low, high, low_open, high_open)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise bad_type(field, allowed, value)
+    try:
+        v = float(value)
+    except (OverflowError, ValueError):  # an int or Fraction beyond a double
+        raise bad_value(field, allowed, value) from None
+    if not math.isfinite(v):
+        raise bad_value(field, allowed, value)
+    if low is not None and (v < low or (low_open and v == low)):
+        raise bad_value(field, allowed, value)
+    if high is not None and (v > high or (high_open and v == high)):
+        raise bad_value(field, allowed, value)
+    return v
+
+
+def fraction(value: Any, field: str) -> float:
+    """A fraction of a device in (0, 1], as ``gpu_memory_utilization``."""
+    return number(value, field, low=0.0, high=1.0, low_open=True)
+
+
+def flag(value: Any, field: str) -> bool:
+    """A boolean: True, False or a NumPy bool; 0/1 and strings are refused."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
+    raise bad_type(field, _BOOL_ALLOWED, value)
+
+
+def text(value: Any, field: str, *, allowed: Iterable[str] | None = None,
+         max_chars: int = L.MAX_NAME_CHARS, what: str = "a string") -> str:
+    """A string of at most ``max_chars`` characters (``None`` refused), one of ``allowed`` when
+    given."""
+    choices = None if allowed is None else list(allowed)
+    described = what if choices is None else "one of " + ", ".join(choices)
+    if not isinstance(value, str):
+        raise bad_type(field, described, value)
+    if len(value) > max_chars:
+        raise bad_value(field, f"{what} of at most {max_chars} characters", value)
+    if "\x00" in value:
+        raise bad_value(field, f"{what} without NUL characters", value)
+    if choices is not None and value not in choices:
+        raise bad_value(field, described, value)
+    return value
+
+
+def optional_text(value: Any, field: str, *, max_chars: int = L.MAX_NAME_CHARS,
+                  what: str = "a string or None") -> str | None:
+    return None if value is None else text(value, field, max_chars=max_chars, what=what)
+
+
+def items(value: Any, field: str, *, max_items: int = L.MAX_LIST_ITEMS, what: str = "a list") -> list[Any]:
+    """The items of a list-like argument (not a string or mapping), at most ``max_items``,
+    counted before they are copied."""
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise bad_type(field, what, value)
+    if isinstance(value, Sized):
+        if len(value) > max_items:
+            raise bad_value(field, f"{what} of at most {max_items} items", value)
+        return list(value)
+    out = list(itertools.islice(value, max_items + 1))  # a generator: never drained past the bound
+    if len(out) > max_items:
+        raise bad_value(field, f"{what} of at most {max_items} items", f"more than {max_items} items")
+    return out
+
+
+def gpu(value: Any, field: str) -> str | int:
+    """A GPU: a catalog name (at most 256 characters) or a total in bytes (1 B to 1 PiB)."""
+    if isinstance(value, str):
+        return text(value, field, max_chars=L.MAX_GPU_NAME_CHARS, what="a catalog GPU name")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise bad_type(field, "a catalog GPU name (see `vllm-mem gpus`) or a total in bytes", value)
+    return size_bytes(value, field, low=1)
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def path_of(value: Any, field: str) -> Path:
+    """A path argument checked the way the OS would refuse it, as ValueError naming ``field``:
+    NUL characters, longer than PATH_MAX (4096 bytes) or a component longer than NAME_MAX
+    ("File name too long")."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise bad_type(field, "a path (str or os.PathLike)", value)
+    raw = os.fspath(value)
+    name = raw if isinstance(raw, str) else os.fsdecode(raw)
+    if "\x00" in name:
+        raise bad_value(field, "a path without NUL characters", name)
+    encoded = os.fsencode(name)
+    if len(encoded) > L.MAX_PATH_BYTES:
+        raise bad_value(field, f"a path of at most {L.MAX_PATH_BYTES} bytes (File name too long)", name)
+    if any(len(part) > L.MAX_PATH_COMPONENT_BYTES for part in encoded.split(b"/")):
+        raise bad_value(field, f"a path whose every name has at most {L.MAX_PATH_COMPONENT_BYTES} bytes "
+                               "(File name too long)", name)
+    return Path(name)
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file (``None``: it can be tried), without reading it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "no such file"
+    except PermissionError:
+        return "permission denied"
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, ENOTDIR, EIO ...
+        return exc.strerror or type(exc).__name__
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    if not stat.S_ISREG(st.st_mode):
+        # A FIFO or a device could block or never end.
+        return "not a regular file"
+    return None
+
+
+def read_text(path: Path, field: str, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes``, the size checked before reading;
+    every failure a ValueError naming ``field`` and the path."""
+    where = show(str(path))
+    problem = file_problem(path)
+    if problem is not None:
+        fail(field, f"cannot read {where}: {problem}")
+    try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            fail(field, f"{where} is {size} bytes; at most {max_bytes} are read")
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)  # files under /proc report size 0: bound the read anyway
+    except OSError as exc:
+        fail(field, f"cannot read {where}: {exc.strerror or type(exc).__name__}")
+    if len(data) > max_bytes:
+        fail(field, f"{where} holds more than {max_bytes} bytes; at most {max_bytes} are read")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(field, f"{where} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})")
+
+
+# --- plain data (dicts from users, documents from YAML) ----------------------------------------
+
+
+def plain_json(document: Any, field: str, *, max_depth: int, max_nodes: int, max_chars: int,
+               content_error: type[Exception] = TypeError) -> str:
+    """JSON text of a dict-and-list document, walked iteratively first: nesting, node count
+    and characters bounded, NaN/inf refused, integers within 64 bits, only JSON's kinds.
+    ``content_error`` is the type for a value of the wrong kind (TypeError for a Python dict,
+    ValueError for a file's content). Messages name the path (``stages[1].devices``)."""
+    stack: list[tuple[Any, str, int]] = [(document, "", 1)]
+    nodes = chars = 0
+    while stack:
+        value, path, depth = stack.pop()
+        where = path or field
+        nodes += 1
+        if nodes > max_nodes:
+            fail(field, f"holds more than {max_nodes} values; at most {max_nodes} are read")
+        if depth > max_depth:
+            fail(where, f"nested deeper than {max_depth} levels")
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str):
+            chars += len(value)
+        elif isinstance(value, int):
+            if value.bit_length() > 63:
+                raise bad_value(where, "an integer that fits in 64 bits", value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise bad_value(where, "a finite number", value)
+        elif isinstance(value, (Mapping, list, tuple)):
+            # Counted before the children are stacked: a list of ten million items is refused
+            # without ten million stack entries.
+            if nodes + len(value) > max_nodes:
+                fail(field, f"holds more than {max_nodes} values; at most {max_nodes} are read")
+            if isinstance(value, (list, tuple)):
+                stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(value))
+                continue
+            for key, child in value.items():
+                if isinstance(key, bool) or not isinstance(key, (str, int)):
+                    raise content_error(message(where, "a mapping with string keys", key))
+                key_text = str(key)
+                chars += len(key_text)
+                stack.append((child, f"{path}.{key_text}" if path else key_text, depth + 1))
+        else:
+            raise content_error(message(where, "plain data (mappings, lists, strings, numbers, "
+                                               "booleans, null)", value))
+        if chars > max_chars:
+            fail(field, f"holds more than {max_chars} characters of text; at most {max_chars} are read")
+    return json.dumps(document, allow_nan=False)
