@@ -27,7 +27,8 @@ def _plugin_args() -> list[str]:
         for ep in importlib.metadata.entry_points(group="pytest11"):
             if ep.name == "vllm_mem" and ep.value == "vllm_mem.pytest_plugin":
                 return []
-    return ["-p", "vllm_mem.pytest_plugin"]
+    # In-process runs find the module imported already (this file imports it): not rewritten.
+    return ["-p", "vllm_mem.pytest_plugin", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
 
 @pytest.fixture
@@ -42,7 +43,8 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(*_plugin_args(), "-rA", *args)
+    # Hypothesis's plugin, where installed, takes most of an inner run's start-up; not needed.
+    return pytester.runpytest(*_plugin_args(), "-p", "no:hypothesispytest", "-rA", *args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -516,6 +518,14 @@ def test_gpu_per_worker_gives_each_worker_its_own_device(inner: pytest.Pytester,
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)   # when this run is itself a worker
     out = inner.path / "seen"
     out.mkdir()
+    # What a conftest sees at import: the worker's GPU is chosen before conftests run.
+    inner.makeconftest(f"""
+        import os
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        if worker:
+            with open(os.path.join({str(out)!r}, worker + ".conftest"), "w") as f:
+                f.write(os.environ["CUDA_VISIBLE_DEVICES"])
+    """)
     inner.makepyfile(f"""
         import os, pytest
 
@@ -529,7 +539,7 @@ def test_gpu_per_worker_gives_each_worker_its_own_device(inner: pytest.Pytester,
     result = _run(inner, "--gpu-per-worker", *_xdist_args())
     result.assert_outcomes(passed=4)
     seen = {p.name: p.read_text() for p in out.iterdir()}
-    assert seen == {"gw0": "3 1", "gw1": "5 1"}
+    assert seen == {"gw0": "3 1", "gw1": "5 1", "gw0.conftest": "3", "gw1.conftest": "5"}
 
 
 def test_shared_device_note_under_xdist(monkeypatch: pytest.MonkeyPatch) -> None:
