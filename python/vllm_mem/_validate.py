@@ -125,6 +125,11 @@ def size_bytes(value: Any, field: str, *, low: int = 0, high: int = L.MAX_DEVICE
     return integer(value, field, low=low, high=high)
 
 
+def signed_bytes(value: Any, field: str) -> int:
+    """A measured byte figure or difference: any int64 (the core's type; pybind11 refuses more)."""
+    return integer(value, field, low=-(1 << 63), high=(1 << 63) - 1)
+
+
 def number(value: Any, field: str, *, low: float | None = None, high: float | None = None,
            low_open: bool = False, high_open: bool = False) -> float:
     """A finite real number (never a bool or string, never NaN or infinite) in the range."""
@@ -193,6 +198,36 @@ def items(value: Any, field: str, *, max_items: int = L.MAX_LIST_ITEMS, what: st
     if len(out) > max_items:
         raise bad_value(field, f"{what} of at most {max_items} items", f"more than {max_items} items")
     return out
+
+
+#: vLLM's integer engine settings and their bounds (limits.h), by keyword. Every entry point
+#: that takes one checks it here, so the same setting has the same bounds everywhere.
+SETTINGS: dict[str, tuple[int, int]] = {
+    "max_model_len": (1, L.MAX_MODEL_LEN_TOKENS),
+    "tensor_parallel_size": (1, L.MAX_TENSOR_PARALLEL_SIZE),
+    "pipeline_parallel_size": (1, L.MAX_PIPELINE_PARALLEL_SIZE),
+    "max_num_seqs": (1, L.MAX_NUM_SEQS),
+    "max_num_batched_tokens": (1, L.MAX_NUM_BATCHED_TOKENS),
+    "block_size": (1, L.MAX_MODEL_LEN_TOKENS),
+    "gpu_count": (1, L.MAX_WORLD_SIZE),
+    "max_cudagraph_capture_size": (1, L.MAX_CUDAGRAPH_CAPTURE_SIZE),
+    "cudagraph_capture_sizes": (1, L.MAX_CUDAGRAPH_CAPTURE_SIZE),
+    "num_gpu_blocks_override": (1, L.MAX_MODEL_LEN_TOKENS),
+    "max_concurrent_batches": (1, L.MAX_PIPELINE_PARALLEL_SIZE),
+    "batch_size": (1, L.MAX_NUM_SEQS),
+    "seq_len": (1, L.MAX_MODEL_LEN_TOKENS),
+}
+
+
+def setting(name: str, value: Any, field: str | None = None) -> int:
+    """One of :data:`SETTINGS`, checked against its bounds; ``field`` names it in messages when
+    the caller knows it by another name (``--max-model-len``, ``stages[0] max_model_len``)."""
+    low, high = SETTINGS[name]
+    return integer(value, field or name, low=low, high=high)
+
+
+def optional_setting(name: str, value: Any, field: str | None = None) -> int | None:
+    return None if value is None else setting(name, value, field)
 
 
 def gpu(value: Any, field: str) -> str | int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Union
 
 from . import _C
+from . import _validate as V
 from .model_spec import ConfigSource, ModelSpec
 
 __all__ = [
@@ -53,7 +54,8 @@ def rule_of_thumb_kv_cache_bytes(
     int
         Bytes, by the rule of thumb.
     """
-    return int(_C.rule_of_thumb_kv_cache_bytes(_spec(model), batch_size, seq_len, dtype))
+    return int(_C.rule_of_thumb_kv_cache_bytes(_spec(model), V.setting("batch_size", batch_size),
+                                               V.setting("seq_len", seq_len), V.text(dtype, "dtype")))
 
 
 def rule_of_thumb_weight_bytes(model: ModelLike, dtype: str = "auto") -> int:
@@ -76,7 +78,7 @@ def rule_of_thumb_weight_bytes(model: ModelLike, dtype: str = "auto") -> int:
     int
         Bytes, by the rule of thumb.
     """
-    return int(_C.rule_of_thumb_weight_bytes(_spec(model), dtype))
+    return int(_C.rule_of_thumb_weight_bytes(_spec(model), V.text(dtype, "dtype")))
 
 
 def rule_of_thumb_activation_bytes(weight_bytes: int) -> tuple[int, int]:
@@ -95,5 +97,5 @@ def rule_of_thumb_activation_bytes(weight_bytes: int) -> tuple[int, int]:
     tuple[int, int]
         ``(low, high)``: 10% and 30% of ``weight_bytes`` (rounded down).
     """
-    low, high = _C.rule_of_thumb_activation_bytes(weight_bytes)
+    low, high = _C.rule_of_thumb_activation_bytes(V.size_bytes(weight_bytes, "weight_bytes"))
     return int(low), int(high)

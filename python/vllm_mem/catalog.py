@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _C
+from . import _limits as L
+from . import _validate as V
 
 __all__ = ["GpuInfo", "close_gpu_matches", "gpu_catalog", "lookup_gpu"]
 
@@ -87,11 +89,11 @@ def lookup_gpu(name: str) -> GpuInfo:
         ``gpu: unknown GPU ...`` listing the close matches, or naming the variants of an
         ambiguous bare name such as ``"A100"``.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"gpu: expected a GPU name, got {type(name).__name__}")
-    return GpuInfo._from_dict(_C.lookup_gpu(name))
+    return GpuInfo._from_dict(_C.lookup_gpu(V.text(name, "gpu", max_chars=L.MAX_GPU_NAME_CHARS,
+                                                   what="a catalog GPU name (see `vllm-mem gpus`)")))
 
 
 def close_gpu_matches(name: str, limit: int = 5) -> list[str]:
     """Up to ``limit`` catalog names closest to ``name``."""
-    return list(_C.close_gpu_matches(name, limit))
+    checked = V.text(name, "name", max_chars=L.MAX_GPU_NAME_CHARS, what="a GPU name")
+    return list(_C.close_gpu_matches(checked, V.integer(limit, "limit", low=0, high=1000)))

@@ -13,12 +13,13 @@ Examples
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Union
 
 from . import _C
+from . import _limits as L
+from . import _validate as V
 from .model_spec import ConfigSource, ModelSpec
 
 __all__ = [
@@ -186,19 +187,14 @@ def _native_spec(spec: SpecSource) -> Any:
     return ModelSpec.from_hf_config(spec)._spec
 
 
-def _integer(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{field}: must be an integer, got {value!r}")
-    return int(value)
-
-
 def _available_list(available_bytes: AvailableBytes) -> list[int]:
     if isinstance(available_bytes, (list, tuple)):
         if not available_bytes:
-            raise ValueError("available_bytes: must be an int or a non-empty list of ints "
-                             "(one per pipeline rank or per worker)")
-        return [_integer(v, "available_bytes") for v in available_bytes]
-    return [_integer(available_bytes, "available_bytes")]
+            raise V.bad_value("available_bytes", "an int or a non-empty list of ints (one per pipeline rank or "
+                                                 "per worker)", available_bytes)
+        values = V.items(available_bytes, "available_bytes", max_items=L.MAX_WORLD_SIZE)
+        return [V.size_bytes(v, f"available_bytes[{i}]") for i, v in enumerate(values)]
+    return [V.size_bytes(available_bytes, "available_bytes")]
 
 
 def _options(
@@ -215,29 +211,19 @@ def _options(
     cap_sliding_window_at_full: bool,
 ) -> Any:
     o = _C.KvCacheOptions()
-    o.max_model_len = _integer(max_model_len, "max_model_len")
-    o.block_size = 0 if block_size is None else _integer(block_size, "block_size")
-    if o.block_size == 0 and block_size is not None:
-        raise ValueError("block_size: must be a positive integer or None (vLLM's default), got 0")
-    if not isinstance(kv_cache_dtype, str):
-        raise ValueError(f"kv_cache_dtype: must be a string, one of {', '.join(allowed_kv_cache_dtypes())}")
-    o.kv_cache_dtype = kv_cache_dtype
-    if not isinstance(dtype, str):
-        raise ValueError("dtype: must be a string: auto, float16, bfloat16 or float32")
-    o.model_dtype = dtype
-    o.tensor_parallel_size = _integer(tensor_parallel_size, "tensor_parallel_size")
-    o.pipeline_parallel_size = _integer(pipeline_parallel_size, "pipeline_parallel_size")
+    o.max_model_len = V.setting("max_model_len", max_model_len)
+    o.block_size = V.optional_setting("block_size", block_size) or 0
+    o.kv_cache_dtype = V.text(kv_cache_dtype, "kv_cache_dtype", what="one of " + _C.allowed_kv_cache_dtypes())
+    o.model_dtype = V.text(dtype, "dtype", what="a dtype: auto, float16, bfloat16 or float32")
+    o.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
+    o.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
     if max_num_batched_tokens is not None:
-        o.max_num_batched_tokens = _integer(max_num_batched_tokens, "max_num_batched_tokens")
-        if o.max_num_batched_tokens <= 0:
-            raise ValueError("max_num_batched_tokens: must be a positive integer or None (8192)")
-    o.max_concurrent_batches = _integer(max_concurrent_batches, "max_concurrent_batches")
-    o.disable_hybrid_kv_cache_manager = bool(disable_hybrid_kv_cache_manager)
+        o.max_num_batched_tokens = V.setting("max_num_batched_tokens", max_num_batched_tokens)
+    o.max_concurrent_batches = V.setting("max_concurrent_batches", max_concurrent_batches)
+    o.disable_hybrid_kv_cache_manager = V.flag(disable_hybrid_kv_cache_manager, "disable_hybrid_kv_cache_manager")
     if num_gpu_blocks_override is not None:
-        o.num_gpu_blocks_override = _integer(num_gpu_blocks_override, "num_gpu_blocks_override")
-        if o.num_gpu_blocks_override <= 0:
-            raise ValueError("num_gpu_blocks_override: must be a positive integer or None")
-    o.cap_sliding_window_at_full = bool(cap_sliding_window_at_full)
+        o.num_gpu_blocks_override = V.setting("num_gpu_blocks_override", num_gpu_blocks_override)
+    o.cap_sliding_window_at_full = V.flag(cap_sliding_window_at_full, "cap_sliding_window_at_full")
     return o
 
 

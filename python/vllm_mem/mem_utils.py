@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from . import _C
+from . import _validate as V
 from ._device import DeviceLike, device_index, make_device
 from .sampler import MemorySampler, MemoryTimeline
 from .units import format_gib
@@ -125,6 +126,9 @@ class MemorySnapshot:
         return out
 
     def __sub__(self, other: MemorySnapshot) -> MemorySnapshot:
+        if not isinstance(other, MemorySnapshot):
+            # Python then raises "unsupported operand type(s)" (TypeError), not AttributeError.
+            return NotImplemented
         if self.device_ != other.device_:
             raise ValueError(
                 "The two snapshots should be from the same device! "
@@ -223,6 +227,9 @@ def memory_profiling(
     ``non_kv_cache_memory = non_torch_increase + torch_peak_increase + weights_memory``.
     The sampler always stops, also when the block raises.
     """
+    if not isinstance(baseline_snapshot, MemorySnapshot):
+        raise V.bad_type("baseline_snapshot", "a MemorySnapshot", baseline_snapshot)
+    weights_memory = V.signed_bytes(weights_memory, "weights_memory")
     device = baseline_snapshot._index
     sampler = (MemorySampler(device=device, interval_s=sample_interval_s)
                if sample_interval_s is not None else None)

@@ -66,6 +66,13 @@ def _read_config_text(source: ConfigSource) -> tuple[str, str]:
                      "bundled model (see bundled_model_configs() or `vllm-mem models`)")
 
 
+def _weight_args(dtype: Any, quantization: Any, tensor_parallel_size: Any,
+                 pipeline_parallel_size: Any) -> tuple[str, str | None, int, int]:
+    return (V.text(dtype, "dtype"), V.optional_text(quantization, "quantization"),
+            V.setting("tensor_parallel_size", tensor_parallel_size),
+            V.setting("pipeline_parallel_size", pipeline_parallel_size))
+
+
 class ModelSpec:
     """Dimensions, per-layer attention kinds, MLA, MoE and quantization of one model.
 
@@ -174,11 +181,8 @@ class ModelSpec:
         bf16); ``quantization`` is vLLM's ``--quantization`` (``None`` uses the checkpoint's
         ``quantization_config``).
         """
-        return int(
-            _C.weight_bytes(
-                self._spec, dtype, quantization, tensor_parallel_size, pipeline_parallel_size
-            )
-        )
+        return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                             pipeline_parallel_size)))
 
     def weight_breakdown(
         self,
@@ -188,11 +192,8 @@ class ModelSpec:
         pipeline_parallel_size: int = 1,
     ) -> dict[str, Any]:
         """Weights per component and per pipeline rank (bytes), for reports."""
-        return dict(
-            _C.weight_breakdown(
-                self._spec, dtype, quantization, tensor_parallel_size, pipeline_parallel_size
-            )
-        )
+        return dict(_C.weight_breakdown(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                                  pipeline_parallel_size)))
 
     def __repr__(self) -> str:
         extra = []

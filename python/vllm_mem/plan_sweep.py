@@ -11,12 +11,15 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, TypeVar, Union
 
 from . import _C
+from . import _limits as L
+from . import _validate as V
 from .catalog import lookup_gpu
-from .planner.inputs import SpecSource, as_float, as_int, plan_inputs, spec_of
+from .planner.inputs import SpecSource, plan_inputs, spec_of
 
 __all__ = ["sweep"]
 
@@ -26,12 +29,12 @@ OneOrMany = Union[T, Sequence[T]]
 _GiB = 1 << 30
 
 
-def _axis(value: Any) -> list[Any]:
+def _axis(value: Any, field: str) -> list[Any]:
     if value is None:
         return []
     # An array (NumPy's, or anything iterable that is not a string) is an axis of values.
     if isinstance(value, (list, tuple)) or (hasattr(value, "__array__") and hasattr(value, "__iter__")):
-        return list(value)
+        return V.items(value, field, max_items=L.MAX_SWEEP_ROWS)
     return [value]
 
 
@@ -84,41 +87,46 @@ def sweep(
         ``failure_phase == "invalid"``.
     """
     s = spec_of(spec)
+    given = {"gpus": gpus, "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len,
+             "tensor_parallel_size": tensor_parallel_size, "pipeline_parallel_size": pipeline_parallel_size,
+             "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "dtype": dtype,
+             "quantization": quantization, "kv_cache_dtype": kv_cache_dtype, "block_size": block_size,
+             "enforce_eager": enforce_eager}
+    values = {name: _axis(value, name) for name, value in given.items()}
+    # The cross product is bounded before any value is converted or any row evaluated.
+    rows = math.prod(max(1, len(v)) for v in values.values())
+    if rows > L.MAX_SWEEP_ROWS:
+        V.fail("sweep", f"the axes' cross product has {rows} rows; at most {L.MAX_SWEEP_ROWS} are evaluated")
+    if not values["gpus"]:
+        raise V.bad_value("gpus", "at least one GPU name or total in bytes", gpus)
     axes = _C.SweepAxes()
     totals: list[int] = []
     names: list[str] = []
-    for g in _axis(gpus):
-        if isinstance(g, str):
-            info = lookup_gpu(g)
+    for n, g in enumerate(values["gpus"]):
+        checked = V.gpu(g, f"gpus[{n}]")
+        if isinstance(checked, str):
+            info = lookup_gpu(checked)
             totals.append(info.total_memory_bytes)
             names.append(info.name)
         else:
-            totals.append(as_int(g, "gpus"))
-            names.append(f"{as_int(g, 'gpus') / _GiB:.2f} GiB")
-    if not totals:
-        raise ValueError("gpus: give at least one GPU name or total in bytes")
+            totals.append(checked)
+            names.append(f"{checked / _GiB:.2f} GiB")
     axes.total_memory_bytes = totals
     axes.gpu_names = names
-    axes.gpu_memory_utilization = [as_float(u, "gpu_memory_utilization") for u in _axis(gpu_memory_utilization)]
-    axes.max_model_len = [as_int(v, "max_model_len") for v in _axis(max_model_len)]
-    axes.tensor_parallel_size = [as_int(v, "tensor_parallel_size") for v in _axis(tensor_parallel_size)]
-    axes.pipeline_parallel_size = [as_int(v, "pipeline_parallel_size") for v in _axis(pipeline_parallel_size)]
-    axes.max_num_seqs = [as_int(v, "max_num_seqs") for v in _axis(max_num_seqs)]
-    axes.max_num_batched_tokens = [as_int(v, "max_num_batched_tokens") for v in _axis(max_num_batched_tokens)]
-    axes.dtype = [str(v) for v in _axis(dtype)]
-    axes.quantization = ["" if v is None else str(v) for v in _axis(quantization)]
-    axes.kv_cache_dtype = [str(v) for v in _axis(kv_cache_dtype)]
-    axes.block_size = [as_int(v, "block_size") for v in _axis(block_size)]
-    axes.enforce_eager = [1 if bool(v) else 0 for v in _axis(enforce_eager)]
+    axes.gpu_memory_utilization = [V.fraction(u, "gpu_memory_utilization")
+                                   for u in values["gpu_memory_utilization"]]
     for name in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
                  "max_num_batched_tokens", "block_size"):
-        bad = [v for v in getattr(axes, name) if v <= 0]
-        if bad:
-            raise ValueError(f"{name}: must be positive integers, got {bad[0]}")
+        setattr(axes, name, [V.setting(name, v) for v in values[name]])
+    axes.dtype = [V.text(v, "dtype") for v in values["dtype"]]
+    axes.quantization = [V.optional_text(v, "quantization") or "" for v in values["quantization"]]
+    axes.kv_cache_dtype = [V.text(v, "kv_cache_dtype") for v in values["kv_cache_dtype"]]
+    axes.enforce_eager = [int(V.flag(v, "enforce_eager")) for v in values["enforce_eager"]]
     axes.base = plan_inputs(
-        total_memory_bytes=totals[0], free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,
+        total_memory_bytes=min(totals), free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
         cudagraph_memory_in_budget=cudagraph_memory_in_budget)
+    axes.base.total_memory_bytes = totals[0]
     raw = _C.run_sweep(s._spec, axes)
     import numpy as np  # only when a sweep is run: 'import vllm_mem' does not load numpy
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from . import _C
+from . import _validate as V
 from .mem_utils import MemoryProfilingResult, MemorySnapshot
 from .units import format_gib
 
@@ -60,6 +61,13 @@ def device_processes(device_index: int = 0) -> list[ProcessMemory] | None:
                   key=lambda p: -p.used_bytes)
 
 
+def _snapshot(value: Any) -> None:
+    if not isinstance(value, MemorySnapshot):
+        raise V.bad_type("init_snapshot", "a MemorySnapshot", value)
+    for name in ("total_memory", "free_memory"):
+        V.signed_bytes(getattr(value, name), f"init_snapshot.{name}")
+
+
 def request_memory(init_snapshot: MemorySnapshot, gpu_memory_utilization: float) -> int:
     """vLLM's ``request_memory``: ``ceil(total * gpu_memory_utilization)`` bytes.
 
@@ -83,8 +91,10 @@ def request_memory(init_snapshot: MemorySnapshot, gpu_memory_utilization: float)
         processes holding the device's memory and the largest utilization that would pass now.
     """
     index = getattr(init_snapshot.device_, "index", 0) or 0
+    _snapshot(init_snapshot)
     r = _C.check_request_memory(int(init_snapshot.total_memory), int(init_snapshot.free_memory),
-                                float(gpu_memory_utilization), str(init_snapshot.device_))
+                                V.fraction(gpu_memory_utilization, "gpu_memory_utilization"),
+                                str(init_snapshot.device_))
     if r.fits:
         return int(r.requested_bytes)
     message = str(r.error_message)
@@ -150,23 +160,27 @@ def determine_available_kv_cache_memory(
     log : bool
         Log vLLM's lines at INFO.
     """
+    _snapshot(init_snapshot)
     profile = _C.ProfileMeasurements()
     if profile_result is not None:
-        profile.weights_bytes = int(profile_result.weights_memory)
-        profile.torch_peak_increase_bytes = int(profile_result.torch_peak_increase)
-        profile.non_torch_increase_bytes = int(profile_result.non_torch_increase)
-    else:
-        profile.weights_bytes = int(weights_memory)
-        profile.torch_peak_increase_bytes = int(torch_peak_increase)
-        profile.non_torch_increase_bytes = int(non_torch_increase)
-    profile.cudagraph_estimate_bytes = int(cudagraph_memory_estimate)
+        if not isinstance(profile_result, MemoryProfilingResult):
+            raise V.bad_type("profile_result", "a MemoryProfilingResult or None", profile_result)
+        weights_memory = profile_result.weights_memory
+        torch_peak_increase = profile_result.torch_peak_increase
+        non_torch_increase = profile_result.non_torch_increase
+    profile.weights_bytes = V.signed_bytes(weights_memory, "weights_memory")
+    profile.torch_peak_increase_bytes = V.signed_bytes(torch_peak_increase, "torch_peak_increase")
+    profile.non_torch_increase_bytes = V.signed_bytes(non_torch_increase, "non_torch_increase")
+    profile.cudagraph_estimate_bytes = V.signed_bytes(cudagraph_memory_estimate, "cudagraph_memory_estimate")
     options = _C.AvailableKvOptions()
     options.total_memory_bytes = int(init_snapshot.total_memory)
-    options.gpu_memory_utilization = float(gpu_memory_utilization)
-    options.kv_cache_memory_bytes = int(kv_cache_memory_bytes or 0)
+    options.gpu_memory_utilization = V.fraction(gpu_memory_utilization, "gpu_memory_utilization")
+    options.kv_cache_memory_bytes = 0 if kv_cache_memory_bytes is None else V.size_bytes(
+        kv_cache_memory_bytes, "kv_cache_memory_bytes")
     options.init_free_memory_bytes = int(init_snapshot.free_memory)
-    options.estimate_cudagraphs = bool(estimate_cudagraphs)
-    r = _C.determine_available_kv_cache_memory(int(requested_memory), profile, options)
+    options.estimate_cudagraphs = V.flag(estimate_cudagraphs, "estimate_cudagraphs")
+    r = _C.determine_available_kv_cache_memory(V.signed_bytes(requested_memory, "requested_memory"), profile,
+                                               options)
     out = AvailableKvCacheMemory(
         int(r.requested_bytes), int(r.non_kv_cache_bytes), int(r.cudagraph_applied_bytes),
         int(r.available_kv_cache_bytes), bool(r.from_kv_cache_memory_bytes), str(r.available_line),
@@ -254,10 +268,14 @@ def suggest_kv_cache_memory_bytes(
     ("to fit into requested memory") and ``to_gpu = init free - non_kv - 150 MiB`` ("to fully
     utilize gpu memory"), where ``non_kv = weights + peak activation + non-torch + CUDA graph
     (actual)``."""
+    _snapshot(init_snapshot)
     s = _C.suggest_kv_cache_memory_bytes(
-        int(init_snapshot.free_memory), int(init_snapshot.total_memory), float(gpu_memory_utilization),
-        int(requested_memory), int(weights_memory), int(peak_activation_memory), int(non_torch_memory),
-        int(cuda_graph_memory), int(kv_cache_memory_in_use))
+        int(init_snapshot.free_memory), int(init_snapshot.total_memory),
+        V.fraction(gpu_memory_utilization, "gpu_memory_utilization"),
+        *(V.signed_bytes(v, name) for name, v in (
+            ("requested_memory", requested_memory), ("weights_memory", weights_memory),
+            ("peak_activation_memory", peak_activation_memory), ("non_torch_memory", non_torch_memory),
+            ("cuda_graph_memory", cuda_graph_memory), ("kv_cache_memory_in_use", kv_cache_memory_in_use))))
     out = KvCacheMemorySuggestion(int(s.to_requested_limit_bytes), int(s.to_gpu_limit_bytes), str(s.line))
     if log:
         logger.info("%s", out.line)

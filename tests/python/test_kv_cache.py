@@ -105,7 +105,7 @@ def test_hybrid_model_groups() -> None:
         (dict(pipeline_parallel_size=0), "pipeline_parallel_size"),
         (dict(block_size=0), "block_size"),
         (dict(dtype="int3"), "dtype"),
-        (dict(max_model_len=1 << 61), "max_memory_usage_bytes"),
+        (dict(max_model_len=1 << 61), "max_model_len"),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
@@ -121,8 +121,14 @@ def test_unknown_kv_dtype_lists_allowed_values() -> None:
     assert "fp8_e4m3" in vllm_mem.allowed_kv_cache_dtypes()
 
 
-@pytest.mark.parametrize("available", [1.5 * GIB, "10", [], [GIB, "x"], True])
+@pytest.mark.parametrize("available", [1.5 * GIB, "10", [GIB, "x"], True])
 def test_available_bytes_must_be_integers(available: Any) -> None:
+    with pytest.raises(TypeError, match="available_bytes"):
+        vllm_mem.kv_cache_capacity(LLAMA, available)
+
+
+@pytest.mark.parametrize("available", [[], -1, [GIB, -1]])
+def test_available_bytes_must_be_a_non_empty_list_of_sizes(available: Any) -> None:
     with pytest.raises(ValueError, match="available_bytes"):
         vllm_mem.kv_cache_capacity(LLAMA, available)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any, Union
 
 from .. import _C
+from .. import _limits as L
+from .. import _validate as V
 from ..catalog import lookup_gpu
 from ..model_spec import ConfigSource, ModelSpec
 
@@ -19,26 +20,12 @@ def spec_of(spec: SpecSource) -> ModelSpec:
     return spec if isinstance(spec, ModelSpec) else ModelSpec.from_hf_config(spec)
 
 
-def as_int(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{field}: must be an integer, got {value!r}")
-    return int(value)
-
-
-def as_float(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{field}: must be a number in (0, 1], got {value!r}")
-    return float(value)
-
-
-def gpu_total(gpu: str | None, total_memory_bytes: int | None) -> tuple[int, str]:
+def gpu_total(gpu: Any, total_memory_bytes: Any) -> tuple[int, str]:
     if total_memory_bytes is not None:
-        total = as_int(total_memory_bytes, "total_memory_bytes")
-        if total <= 0:
-            raise ValueError(f"total_memory_bytes: must be positive, got {total}")
-        return total, gpu or ""
+        total = V.size_bytes(total_memory_bytes, "total_memory_bytes", low=1)
+        return total, V.optional_text(gpu, "gpu", max_chars=L.MAX_GPU_NAME_CHARS) or ""
     if gpu is None:
-        raise ValueError("gpu: give a GPU name (see `vllm-mem gpus`) or total_memory_bytes")
+        raise V.bad_type("gpu", "a catalog GPU name (see `vllm-mem gpus`), or give total_memory_bytes", gpu)
     info = lookup_gpu(gpu)
     return info.total_memory_bytes, info.name
 
@@ -69,33 +56,35 @@ def plan_inputs(
     """Checked conversion of the plan keywords to the core's PlanInputs. The defaults mirror
     :func:`plan`'s, so the fixed part of a sweep (its ``base``) plans the same as ``plan()``."""
     i = _C.PlanInputs()
-    i.total_memory_bytes = total_memory_bytes
+    i.total_memory_bytes = V.size_bytes(total_memory_bytes, "total_memory_bytes", low=1)
     i.gpu_name = gpu_name
-    i.free_memory_bytes = -1 if free_memory_bytes is None else as_int(free_memory_bytes, "free_memory_bytes")
-    i.gpu_count = 0 if gpu_count is None else as_int(gpu_count, "gpu_count")
-    i.gpu_memory_utilization = as_float(gpu_memory_utilization, "gpu_memory_utilization")
-    if max_model_len is not None:
-        i.max_model_len = as_int(max_model_len, "max_model_len")
-        if i.max_model_len <= 0:
-            raise ValueError(f"max_model_len: must be a positive integer, got {i.max_model_len}")
-    i.tensor_parallel_size = as_int(tensor_parallel_size, "tensor_parallel_size")
-    i.pipeline_parallel_size = as_int(pipeline_parallel_size, "pipeline_parallel_size")
-    i.max_num_seqs = as_int(max_num_seqs, "max_num_seqs")
-    i.max_num_batched_tokens = as_int(max_num_batched_tokens, "max_num_batched_tokens")
-    i.dtype = str(dtype)
-    i.quantization = "" if quantization is None else str(quantization)
-    i.kv_cache_dtype = str(kv_cache_dtype)
-    i.block_size = 0 if block_size is None else as_int(block_size, "block_size")
-    if block_size is not None and i.block_size <= 0:
-        raise ValueError(f"block_size: must be a positive integer, got {i.block_size}")
-    i.enforce_eager = bool(enforce_eager)
-    i.cudagraph_mode = str(cudagraph_mode)
+    if free_memory_bytes is not None:
+        i.free_memory_bytes = V.size_bytes(free_memory_bytes, "free_memory_bytes")
+        if i.free_memory_bytes > i.total_memory_bytes:
+            raise V.bad_value("free_memory_bytes", f"at most the GPU's total memory, {i.total_memory_bytes} bytes",
+                              free_memory_bytes)
+    else:
+        i.free_memory_bytes = -1  # the core's "not given": total minus the idle baseline
+    i.gpu_count = V.optional_setting("gpu_count", gpu_count) or 0
+    i.gpu_memory_utilization = V.fraction(gpu_memory_utilization, "gpu_memory_utilization")
+    i.max_model_len = V.optional_setting("max_model_len", max_model_len) or 0
+    i.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
+    i.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
+    i.max_num_seqs = V.setting("max_num_seqs", max_num_seqs)
+    i.max_num_batched_tokens = V.setting("max_num_batched_tokens", max_num_batched_tokens)
+    i.dtype = V.text(dtype, "dtype")
+    i.quantization = V.optional_text(quantization, "quantization") or ""
+    i.kv_cache_dtype = V.text(kv_cache_dtype, "kv_cache_dtype")
+    i.block_size = V.optional_setting("block_size", block_size) or 0
+    i.enforce_eager = V.flag(enforce_eager, "enforce_eager")
+    i.cudagraph_mode = V.text(cudagraph_mode, "cudagraph_mode")
     if cudagraph_capture_sizes is not None:
-        i.cudagraph_capture_sizes = [as_int(s, "cudagraph_capture_sizes") for s in cudagraph_capture_sizes]
+        sizes = V.items(cudagraph_capture_sizes, "cudagraph_capture_sizes", max_items=L.MAX_CUDAGRAPH_CAPTURE_SIZES)
+        i.cudagraph_capture_sizes = [V.setting("cudagraph_capture_sizes", s, f"cudagraph_capture_sizes[{n}]")
+                                     for n, s in enumerate(sizes)]
     if max_cudagraph_capture_size is not None:
-        i.max_cudagraph_capture_size = as_int(max_cudagraph_capture_size, "max_cudagraph_capture_size")
+        i.max_cudagraph_capture_size = V.setting("max_cudagraph_capture_size", max_cudagraph_capture_size)
     if kv_cache_memory_bytes is not None:
-        i.kv_cache_memory_bytes = as_int(kv_cache_memory_bytes, "kv_cache_memory_bytes")
-    i.cudagraph_memory_in_budget = bool(cudagraph_memory_in_budget)
+        i.kv_cache_memory_bytes = V.size_bytes(kv_cache_memory_bytes, "kv_cache_memory_bytes", low=1)
+    i.cudagraph_memory_in_budget = V.flag(cudagraph_memory_in_budget, "cudagraph_memory_in_budget")
     return i
-

@@ -7,8 +7,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import _C
+from .. import _limits as L
+from .. import _validate as V
 from ..model_spec import ModelSpec
-from .devices import GpusArg, gpu_info
+from .devices import GpusArg, device_id, gpu_info, per_device
 
 
 @dataclass(frozen=True)
@@ -110,42 +112,74 @@ _PLAN_DEFAULTS: dict[str, Any] = {
 }
 
 
+def _need(raw: StageNeed | Mapping[str, Any], index: int) -> StageNeed:
+    """A stage need with every field checked, named ``stages[i].field``."""
+    where = f"stages[{index}]"
+    if isinstance(raw, Mapping):
+        unknown = sorted(str(k) for k in raw if k not in StageNeed.__dataclass_fields__)
+        if unknown:
+            allowed = "a StageNeed field: " + ", ".join(StageNeed.__dataclass_fields__)
+            raise V.bad_value(f"{where} {unknown[0]}", allowed, unknown[0])
+        raw = StageNeed(**{str(k): v for k, v in raw.items()})
+    elif not isinstance(raw, StageNeed):
+        raise V.bad_type(where, "a StageNeed or a dict with its fields", raw)
+    devices = None if raw.devices is None else [
+        device_id(d, f"{where}.devices[{i}]")
+        for i, d in enumerate(V.items(raw.devices, f"{where}.devices", max_items=L.MAX_DEVICES_PER_LIST))]
+    tp = V.setting("tensor_parallel_size", raw.tensor_parallel_size, f"{where}.tensor_parallel_size")
+    pp = V.setting("pipeline_parallel_size", raw.pipeline_parallel_size, f"{where}.pipeline_parallel_size")
+    if tp * pp > L.MAX_WORLD_SIZE:
+        raise V.bad_value(f"{where}.tensor_parallel_size", f"such that TP x PP <= {L.MAX_WORLD_SIZE}", tp * pp)
+    if not isinstance(raw.plan_options, Mapping):
+        raise V.bad_type(f"{where}.plan_options", "a mapping", raw.plan_options)
+    return StageNeed(
+        stage_id=V.integer(raw.stage_id, f"{where}.stage_id", low=0, high=L.MAX_DEVICE_ID * L.MAX_STAGES),
+        devices=devices, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        fixed_bytes=None if raw.fixed_bytes is None else V.size_bytes(raw.fixed_bytes, f"{where}.fixed_bytes"),
+        kv_bytes_needed=None if raw.kv_bytes_needed is None else V.size_bytes(
+            raw.kv_bytes_needed, f"{where}.kv_bytes_needed"),
+        model=raw.model,
+        max_model_len=V.optional_setting("max_model_len", raw.max_model_len, f"{where}.max_model_len"),
+        concurrency=V.number(raw.concurrency, f"{where}.concurrency", low=0.0, high=float(L.MAX_NUM_SEQS),
+                             low_open=True),
+        plan_options=dict(raw.plan_options),
+    )
+
+
 def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
-    world = int(need.tensor_parallel_size) * int(need.pipeline_parallel_size)
-    devices = [] if need.devices is None else [int(d) for d in need.devices]
+    world = need.tensor_parallel_size * need.pipeline_parallel_size
+    devices = [] if need.devices is None else list(need.devices)
     if need.fixed_bytes is not None and need.kv_bytes_needed is not None:
-        return _C.StageDemand(int(need.stage_id), world, devices, int(need.fixed_bytes), int(need.kv_bytes_needed))
+        return _C.StageDemand(need.stage_id, world, devices, need.fixed_bytes, need.kv_bytes_needed)
     if need.model is None:
-        raise ValueError(
-            f"stage {need.stage_id}: give either fixed_bytes and kv_bytes_needed, or a model with "
-            "max_model_len and concurrency"
-        )
+        V.fail(f"stage {need.stage_id}", "give either fixed_bytes and kv_bytes_needed, or a model with "
+                                         "max_model_len and concurrency")
     unknown = set(need.plan_options) - set(_PLAN_DEFAULTS)
     if unknown:
-        raise ValueError(
-            f"stage {need.stage_id} plan_options: unknown {sorted(unknown)}; allowed: {sorted(_PLAN_DEFAULTS)}"
-        )
+        raise V.bad_value(f"stage {need.stage_id} plan_options", "keys among " + ", ".join(sorted(_PLAN_DEFAULTS)),
+                          sorted(map(str, unknown)))
     opts = {**_PLAN_DEFAULTS, **need.plan_options}
-    opts["quantization"] = opts["quantization"] or ""
-    opts["block_size"] = opts["block_size"] or 0
+    where = f"stage {need.stage_id} plan_options."
     spec = need.model if isinstance(need.model, ModelSpec) else ModelSpec.from_hf_config(need.model)
     return _C.stage_demand_for(
-        spec._spec, int(need.stage_id), devices, float(need.concurrency), int(reference_total_bytes),
-        int(need.max_model_len or 0), int(need.tensor_parallel_size), int(need.pipeline_parallel_size),
-        int(opts["max_num_seqs"]), int(opts["max_num_batched_tokens"]), str(opts["dtype"]),
-        str(opts["quantization"]), str(opts["kv_cache_dtype"]), int(opts["block_size"]),
-        bool(opts["enforce_eager"]),
+        spec._spec, need.stage_id, devices, need.concurrency, reference_total_bytes,
+        need.max_model_len or 0, need.tensor_parallel_size, need.pipeline_parallel_size,
+        V.setting("max_num_seqs", opts["max_num_seqs"], where + "max_num_seqs"),
+        V.setting("max_num_batched_tokens", opts["max_num_batched_tokens"], where + "max_num_batched_tokens"),
+        V.text(opts["dtype"], where + "dtype"), V.optional_text(opts["quantization"], where + "quantization") or "",
+        V.text(opts["kv_cache_dtype"], where + "kv_cache_dtype"),
+        V.optional_setting("block_size", opts["block_size"] or None, where + "block_size") or 0,
+        V.flag(opts["enforce_eager"], where + "enforce_eager"),
     )
 
 
 def _assignment_devices(gpus: GpusArg, count: int) -> list[_C.DeviceMemoryInfo]:
-    if isinstance(gpus, Mapping):
-        return [gpu_info(int(i), g) for i, g in gpus.items()]
-    if isinstance(gpus, (list, tuple)):
-        return [gpu_info(i, g) for i, g in enumerate(gpus)]
+    if isinstance(gpus, (Mapping, list, tuple)):
+        return [gpu_info(i, g) for i, g in per_device(gpus, "gpus", V.gpu).items()]
     if isinstance(gpus, (str, int)):
-        return [gpu_info(i, gpus) for i in range(count)]
-    raise TypeError(f"gpus: expected a GPU name, a total in bytes, a list or a mapping; got {gpus!r}")
+        one = V.gpu(gpus, "gpus")
+        return [gpu_info(i, one) for i in range(count)]
+    raise V.bad_type("gpus", "a GPU name, a total in bytes, a list or a {physical_id: gpu} mapping", gpus)
 
 
 def assign_utilizations(
@@ -176,20 +210,20 @@ def assign_utilizations(
     UtilizationAssignment
         ``feasible`` False names ``unsatisfied_stage_id`` and ``shortfall_bytes``.
     """
-    needs = [s if isinstance(s, StageNeed) else StageNeed(**dict(s)) for s in stages]
+    needs = [_need(s, i) for i, s in enumerate(V.items(stages, "stages", max_items=L.MAX_STAGES))]
     if num_gpus is None:
         used = [d for s in needs for d in (s.devices or [])]
         num_gpus = max(used) + 1 if used else max(
-            int(s.tensor_parallel_size) * int(s.pipeline_parallel_size) for s in needs) if needs else 0
-    devices = _assignment_devices(gpus, int(num_gpus))
+            s.tensor_parallel_size * s.pipeline_parallel_size for s in needs) if needs else 0
+    devices = _assignment_devices(gpus, V.integer(num_gpus, "num_gpus", low=0, high=L.MAX_DEVICE_ID))
     # Model-sized stages are sized on the largest GPU given; their fixed and KV bytes do not
     # depend on which device they land on.
     reference = max(int(_C.device_total_bytes(d)) for d in devices) if devices else 0
     r = _C.assign_utilizations(
         [_demand(s, reference) for s in needs],
         devices,
-        int(_C.utilization_to_ppm(float(max_device_utilization))),
-        int(_C.utilization_to_ppm(float(step))),
+        int(_C.utilization_to_ppm(V.fraction(max_device_utilization, "max_device_utilization"))),
+        int(_C.utilization_to_ppm(V.number(step, "step", low=1e-6, high=1.0))),
     )
     # An infeasible assignment lists only the stages placed before the one that failed, so rows
     # are matched to their inputs by stage id, not by position.

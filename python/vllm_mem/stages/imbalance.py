@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import _C
+from .. import _limits as L
+from .. import _validate as V
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,9 @@ def check_memory_imbalance(free_bytes_per_rank: Sequence[int], ratio: float = 0.
     vLLM sizes every worker by the tightest one (the minimum block count), so one GPU that
     another process sits on shrinks the whole engine; vLLM does not warn, SGLang does.
     """
-    r = _C.check_memory_imbalance([int(x) for x in free_bytes_per_rank], float(ratio))
+    ranks = V.items(free_bytes_per_rank, "free_bytes_per_rank", max_items=L.MAX_WORLD_SIZE)
+    free = [V.size_bytes(x, f"free_bytes_per_rank[{i}]") for i, x in enumerate(ranks)]
+    r = _C.check_memory_imbalance(free, V.fraction(ratio, "ratio"))
     return MemoryImbalance(
         imbalanced=bool(r.imbalanced),
         ratio=float(r.ratio),

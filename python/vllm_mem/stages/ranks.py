@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import _C
+from .. import _limits as L
+from .. import _validate as V
 from ..model_spec import ModelSpec
 from .devices import GpuSpec, gpu_info
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,13 @@ class RankPlans:
         return "\n".join([head, *rows])
 
 
+def _one_or_per_worker(value: Any, field: str, check: Callable[[Any, str], T]) -> list[T]:
+    """One value for every worker, or a list of them (at most one per worker of an engine)."""
+    if isinstance(value, (list, tuple)):
+        return [check(v, f"{field}[{i}]") for i, v in enumerate(V.items(value, field, max_items=L.MAX_WORLD_SIZE))]
+    return [check(value, field)]
+
+
 def plan_ranks(
     model: Any,
     gpus: GpuSpec | Sequence[GpuSpec],
@@ -88,18 +99,25 @@ def plan_ranks(
         Optional free memory per worker (or one for all) at start-up.
     """
     spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
-    gpu_list: list[GpuSpec] = [gpus] if isinstance(gpus, (str, int)) else list(gpus)
+    tp = V.setting("tensor_parallel_size", tensor_parallel_size)
+    pp = V.setting("pipeline_parallel_size", pipeline_parallel_size)
+    if tp * pp > L.MAX_WORLD_SIZE:
+        raise V.bad_value("tensor_parallel_size", f"such that TP x PP <= {L.MAX_WORLD_SIZE}", tp * pp)
+    gpu_list = _one_or_per_worker(gpus, "gpus", V.gpu)
     totals = [int(_C.device_total_bytes(gpu_info(i, g))) for i, g in enumerate(gpu_list)]
     kv = _C.KvCacheOptions()
-    kv.max_model_len = int(max_model_len if max_model_len is not None else spec.max_position_embeddings)
-    kv.block_size = 0 if block_size is None else int(block_size)
-    kv.kv_cache_dtype = kv_cache_dtype
-    kv.model_dtype = dtype
-    overheads = [int(overhead_bytes)] if isinstance(overhead_bytes, int) else [int(x) for x in overhead_bytes]
-    frees = [] if free_memory_bytes is None else (
-        [int(free_memory_bytes)] if isinstance(free_memory_bytes, int) else [int(x) for x in free_memory_bytes])
-    r = _C.compute_rank_layout(spec._spec, totals, float(gpu_memory_utilization), frees, overheads, dtype,
-                               quantization or "", int(tensor_parallel_size), int(pipeline_parallel_size), kv)
+    kv.max_model_len = V.setting("max_model_len", max_model_len if max_model_len is not None
+                                 else spec.max_position_embeddings)
+    kv.block_size = V.optional_setting("block_size", block_size) or 0
+    kv.kv_cache_dtype = V.text(kv_cache_dtype, "kv_cache_dtype")
+    kv.model_dtype = V.text(dtype, "dtype")
+    overheads = _one_or_per_worker(overhead_bytes, "overhead_bytes", V.size_bytes)
+    frees = [] if free_memory_bytes is None else _one_or_per_worker(free_memory_bytes, "free_memory_bytes",
+                                                                    V.size_bytes)
+    quantization = V.optional_text(quantization, "quantization")
+    utilization = V.fraction(gpu_memory_utilization, "gpu_memory_utilization")
+    r = _C.compute_rank_layout(spec._spec, totals, utilization, frees, overheads, kv.model_dtype,
+                               quantization or "", tp, pp, kv)
     return RankPlans(
         fits=bool(r.fits),
         workers=[
