@@ -31,6 +31,16 @@ def _plugin_args() -> list[str]:
     return ["-p", "vllm_mem.pytest_plugin", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
 
+def _subprocess_pythonpath(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Subprocess runs start in pytester's folder: make PYTHONPATH find this vllm_mem from there
+    (a relative PYTHONPATH such as build/dev-NAME/site would not)."""
+    import vllm_mem
+
+    here = os.path.abspath(os.path.dirname(os.path.dirname(vllm_mem.__file__)))  # no symlinks resolved
+    rest = os.environ.get("PYTHONPATH", "")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, rest) if p))
+
+
 @pytest.fixture
 def inner(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester folder with the project's strictness: unknown markers and warnings are errors."""
@@ -441,6 +451,7 @@ def _probe(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: st
     pytester.makepyfile(tests)
     out = pytester.path / "probe.json"
     monkeypatch.setenv("PROBE_OUT", str(out))
+    _subprocess_pythonpath(monkeypatch)
     result = pytester.runpytest_subprocess(*_plugin_args(), *args)
     assert result.ret == 0, result.stdout.str()
     probe: dict[str, object] = json.loads(out.read_text())
@@ -571,8 +582,10 @@ def test_shared_device_note_under_xdist(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_visible(), reason="no NVIDIA GPU visible")
-def test_real_torch_tensors_over_and_under_the_limit(inner: pytest.Pytester) -> None:
+def test_real_torch_tensors_over_and_under_the_limit(inner: pytest.Pytester,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
+    _subprocess_pythonpath(monkeypatch)
     inner.makepyfile("""
         import pytest, torch
 
