@@ -50,12 +50,12 @@ def test_json_parses_and_matches_the_api() -> None:
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--gpu", "H100-90GB"], "gpu"),
-    (["--gpu", "H100", "--gpu-memory-utilization", "1.5"], "gpu_memory_utilization"),
-    (["--gpu", "H100", "--max-model-len", "-1"], "max_model_len"),
-    (["--gpu", "H100", "-tp", "3"], "tensor_parallel_size"),
-    (["--gpu", "H100", "-tp", "4", "--gpu-count", "2"], "tensor_parallel_size"),
-    ([], "gpu"),
+    (["--gpu", "H100-90GB"], "--gpu"),
+    (["--gpu", "H100", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
+    (["--gpu", "H100", "--max-model-len", "-1"], "--max-model-len"),
+    (["--gpu", "H100", "-tp", "3"], "--tensor-parallel-size"),
+    (["--gpu", "H100", "-tp", "4", "--gpu-count", "2"], "--tensor-parallel-size"),
+    ([], "--gpu"),
 ])
 def test_bad_input_exit_2_one_line(args: list[str], field: str) -> None:
     r = run("plan", LLAMA, *args)

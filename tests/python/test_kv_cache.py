@@ -156,7 +156,7 @@ def test_cli_prints_vllms_wording() -> None:
 
 
 def test_cli_json() -> None:
-    out = _cli("mistralai/Mistral-7B-v0.1", "--available-gib", "20", "--json", "-tp", "2")
+    out = _cli("mistralai/Mistral-7B-v0.1", "--available-gib", "20", "--json", "-tp", "2", "--max-model-len", "8192")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     cap = vllm_mem.kv_cache_capacity("mistralai/Mistral-7B-v0.1", 20 * GIB, tensor_parallel_size=2)

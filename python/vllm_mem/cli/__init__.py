@@ -1,50 +1,57 @@
 """The ``vllm-mem`` command line: one sub-command per module of this package.
 
-Exit codes: 0 fits / success, 1 does not fit, 2 bad input.
+Exit codes: 0 fits / success, 1 does not fit, 2 bad input, 130 interrupted (Ctrl-C), 141 the
+reader of stdout went away (``| head``). Bad input is one line on stderr, never a traceback;
+under ``--json`` that line is a JSON object (``docs/errors.md``). Flags are defined once, in
+:mod:`vllm_mem.cli.options`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .. import _limits as L
+from .. import _validate as V
+from .options import FIELDS_KEY
 
 # Sub-command modules; each defines register(subparsers) and sets args.func.
-_COMMANDS = ("kv", "plan", "gpus", "stages", "snapshot")
+_COMMANDS = ("kv", "plan", "gpus", "models", "stages", "snapshot", "completion")
 
 EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
-_GiB_BYTES = 1 << 30
-
-
-def gib_bytes(text: str) -> int:
-    """argparse type: a positive amount of GiB (2**30 bytes, as vLLM prints), as whole bytes."""
-    return _gib_to_bytes(text, allow_zero=False)
+#: What a bad input can surface as, from the API, the core or the OS; each becomes exit 2.
+_BAD_INPUT = (ValueError, TypeError, NotImplementedError, OSError, RecursionError, MemoryError, OverflowError)
 
 
-def non_negative_gib_bytes(text: str) -> int:
-    """argparse type: zero or more GiB, as whole bytes."""
-    return _gib_to_bytes(text, allow_zero=True)
+class UsageError(Exception):
+    """A command line argparse refused (unknown flag, missing argument, bad value)."""
 
 
-def _gib_to_bytes(text: str, allow_zero: bool) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
-    if not (value >= 0 if allow_zero else value > 0) or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'} GiB, got {text}")
-    return int(round(value * _GiB_BYTES))
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a refused command line raises instead of printing usage and exiting, so
+    main() prints it as one line (or JSON) like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="vllm-mem",
-        description="GPU-memory sizing and profiling for vLLM serving.",
-    )
+    from .. import _C
+
+    parser = _Parser(prog="vllm-mem", description="GPU-memory sizing and profiling for vLLM serving.",
+                     epilog="Exit codes: 0 fits, 1 does not fit, 2 bad input (docs/errors.md).")
+    parser.add_argument("--version", action="version", version=f"vllm-mem {_C.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _COMMANDS:
         module = importlib.import_module(f"vllm_mem.cli.{name}")
@@ -52,15 +59,84 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _flag_message(message: str, fields: dict[str, str]) -> tuple[str, str | None]:
+    """(message, field): an argparse "argument --x: ..." made "--x: ...", and an API field
+    (``total_memory_bytes: ...``) renamed to the flag the user typed (``--total-memory-gib``)."""
+    message = _one_line(message)
+    m = re.match(r"argument ([^:]+): (.*)", message)
+    if m:
+        flag = m.group(1).split("/")[-1]
+        rest = m.group(2)
+        return (rest if rest.startswith(flag + ":") else f"{flag}: {rest}"), flag
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\]|\.[A-Za-z0-9_]+)*):", message)
+    if m and m.group(1) in fields:
+        flag = fields[m.group(1)]
+        return flag + m.group(2) + message[m.end() - 1:], flag
+    return message, (m.group(1) if m else None)
+
+
+def _report(command: str | None, exc: BaseException, fields: dict[str, str], as_json: bool) -> int:
+    if isinstance(exc, UnicodeError):
+        text = "input is not valid UTF-8 text"
+    elif isinstance(exc, RecursionError):
+        text = "input nested too deeply"
+    elif isinstance(exc, MemoryError):
+        text = "input too large to hold in memory"
+    elif isinstance(exc, OSError) and not isinstance(exc, UsageError):
+        text = f"{exc.filename!s}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+    else:
+        text = str(exc)
+    message, field = _flag_message(text or type(exc).__name__, fields)
+    message = V.clip(message, L.MAX_MESSAGE_CHARS)
+    prog = f"vllm-mem {command}" if command else "vllm-mem"
+    if as_json:
+        line = json.dumps({"error": {"command": command, "exit_code": EXIT_BAD_INPUT,
+                                     "type": "usage" if isinstance(exc, UsageError) else type(exc).__name__,
+                                     "field": field, "message": message}})
+    else:
+        line = f"{prog}: error: {message}"
+    print(line, file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _silence_stdout() -> None:
+    # After EPIPE, the interpreter's final flush of stdout would fail again and print
+    # "Exception ignored ... BrokenPipeError"; point stdout at /dev/null instead.
     try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in arguments
+    command: str | None = next((a for a in arguments if a in _COMMANDS), None)
+    fields: dict[str, str] = {}
+    try:
+        parser = build_parser()
+        args = parser.parse_args(arguments)
+        command = args.command
+        fields = getattr(args, FIELDS_KEY, None) or {}
         return int(args.func(args))
-    except (ValueError, TypeError, NotImplementedError, FileNotFoundError) as exc:
-        # Bad input: one line, exit 2, no traceback.
-        print(f"vllm-mem {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except UsageError as exc:
+        return _report(command, exc, fields, as_json)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except _BAD_INPUT as exc:
+        return _report(command, exc, fields, as_json)
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2))
 
 
 if __name__ == "__main__":

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..catalog import gpu_catalog
+from . import options, print_json
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser("gpus", help="list the GPU catalog",
                               description="GPUs the planner knows, with total memory as the runtime "
                                           "reports it and where each figure comes from.")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    options.add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     gpus = gpu_catalog()
     if args.json:
-        print(json.dumps([g.to_dict() for g in gpus], indent=2))
+        print_json([g.to_dict() for g in gpus])
         return 0
     print(f"{'name':<16} {'vendor':<7} {'memory':<7} {'nominal':>8} {'total (GiB)':>12}  "
           f"{'figure':<13} device name")

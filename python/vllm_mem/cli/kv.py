@@ -7,14 +7,15 @@ Exit codes: 0 fits, 1 not even one ``max_model_len`` request fits (vLLM's messag
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from ..kv_cache import allowed_kv_cache_dtypes, kv_cache_capacity, kv_cache_memory_shortfall
+from .. import _limits as L
+from .. import _validate as V
+from ..kv_cache import kv_cache_capacity, kv_cache_memory_shortfall
 from ..model_spec import ModelSpec
 from ..units import format_gib
-from . import EXIT_DOES_NOT_FIT, EXIT_OK, gib_bytes
+from . import EXIT_DOES_NOT_FIT, EXIT_OK, options, print_json
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -22,32 +23,34 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "kv",
         help="KV-cache capacity (blocks, tokens, concurrency) exactly as vLLM sizes it",
         description="KV-cache capacity for CONFIG given the KV-cache memory per GPU, as vLLM v0.19 "
-                    "computes it ('GPU KV cache size', 'Maximum concurrency').",
+                    "computes it ('GPU KV cache size', 'Maximum concurrency'). Exit 0 fits, 1 not even "
+                    "one max_model_len request fits, 2 bad input.",
     )
-    p.add_argument("config", metavar="CONFIG",
-                   help="config.json path, a folder holding one, or a bundled model name")
-    p.add_argument("--available-gib", type=gib_bytes, nargs="+", required=True, metavar="GIB",
-                   help="KV-cache memory per GPU in GiB (vLLM's 'Available KV cache memory'); one value, "
-                        "one per pipeline rank, or one per worker")
-    p.add_argument("--max-model-len", type=int, default=8192)
-    p.add_argument("--block-size", type=int, default=None)
-    p.add_argument("--kv-cache-dtype", default="auto",
-                   help="one of: " + ", ".join(allowed_kv_cache_dtypes()))
-    p.add_argument("--dtype", default="auto", help="vLLM --dtype: auto, float16, bfloat16, float32")
-    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
-    p.add_argument("--max-num-batched-tokens", type=int, default=None)
+    options.add_config(p, "CONFIG", "config.json path, a folder holding one, or a bundled model name "
+                                    "(see `vllm-mem models`)")
+    options.add_gib(p, "--available-gib", "available_bytes", nargs="+", required=True,
+                    help="KV-cache memory per GPU in GiB (vLLM's 'Available KV cache memory'); one value, "
+                         "one per pipeline rank, or one per worker")
+    options.add_engine_settings(p, max_model_len_help="default: the model's limit (vLLM's default)")
+    options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens")
     p.add_argument("--disable-hybrid-kv-cache-manager", action="store_true")
-    p.add_argument("--num-gpu-blocks-override", type=int, default=None)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    options.add_setting(p, "--num-gpu-blocks-override", "num_gpu_blocks_override")
+    options.add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     spec = ModelSpec.from_hf_config(args.config)
-    available = list(args.available_gib)
+    available = list(args.available_bytes)
+    if len(available) > L.MAX_WORLD_SIZE:
+        raise V.bad_value("--available-gib", f"at most {L.MAX_WORLD_SIZE} values (one per worker)", available)
+    # vLLM's default max_model_len is the model's own limit; say so, since it decides the answer.
+    defaulted = args.max_model_len is None
+    max_model_len = spec.max_position_embeddings if defaulted else args.max_model_len
+    note = (f"max_model_len: not given; using the model's limit {max_model_len:,} (vLLM's default), "
+            "pass --max-model-len to choose") if defaulted else None
     kwargs: dict[str, Any] = dict(
-        max_model_len=args.max_model_len,
+        max_model_len=max_model_len,
         block_size=args.block_size,
         kv_cache_dtype=args.kv_cache_dtype,
         tensor_parallel_size=args.tensor_parallel_size,
@@ -61,15 +64,20 @@ def run(args: argparse.Namespace) -> int:
     shortfall: str | None = kv_cache_memory_shortfall(spec, available, **kwargs)
     if shortfall is not None:
         if args.json:
-            print(json.dumps({"fits": False, "model": spec.name, "error": shortfall}, indent=2))
+            print_json({"fits": False, "model": spec.name, "max_model_len_defaulted": defaulted,
+                        "error": shortfall})
         else:
+            if note:
+                print(note, file=sys.stderr)
             print(shortfall, file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     cap = kv_cache_capacity(spec, available, **kwargs)
     if args.json:
-        print(json.dumps({"fits": True, "model": spec.name, **cap.to_dict()}, indent=2))
+        print_json({"fits": True, "model": spec.name, "max_model_len_defaulted": defaulted, **cap.to_dict()})
         return EXIT_OK
     print(f"Model: {spec.name}")
+    if note:
+        print(note)
     print(f"Available KV cache memory: {format_gib(cap.available_bytes)} GiB (tightest worker)")
     for line in cap.log_lines:
         print(line)

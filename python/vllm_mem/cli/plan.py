@@ -7,13 +7,13 @@ Exit codes: 0 the plan fits, 1 it does not (the failing phase and the levers are
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from .. import _validate as V
 from ..model_spec import ModelSpec
 from ..planner import plan as make_plan
 from ..units import format_gib
-from . import EXIT_DOES_NOT_FIT, EXIT_OK, gib_bytes
+from . import EXIT_DOES_NOT_FIT, EXIT_OK, options, print_json
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -24,31 +24,24 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                     "activation, non-torch and CUDA-graph memory, the KV cache, and whether one "
                     "max_model_len request fits. Exit 0 fits, 1 does not fit, 2 bad input.",
     )
-    p.add_argument("config", metavar="CONFIG",
-                   help="config.json path, a folder holding one, or a bundled model name "
-                        "(e.g. meta-llama/Llama-3.1-8B-Instruct)")
-    p.add_argument("--gpu", default=None, help="catalog GPU name, e.g. H100-80GB, L40S, MI300X "
-                                               "(see `vllm-mem gpus`)")
-    p.add_argument("--total-memory-gib", type=gib_bytes, default=None, metavar="GIB",
-                   help="total device memory instead of --gpu")
-    p.add_argument("--free-memory-gib", type=gib_bytes, default=None, metavar="GIB",
-                   help="free memory at start-up (default: total minus the idle CUDA context)")
-    p.add_argument("--gpu-count", type=int, default=None, help="GPUs available")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.92)
-    p.add_argument("--max-model-len", type=int, default=None)
-    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
-    p.add_argument("--max-num-seqs", type=int, default=256)
-    p.add_argument("--max-num-batched-tokens", type=int, default=8192)
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--quantization", "-q", default=None)
-    p.add_argument("--kv-cache-dtype", default="auto")
-    p.add_argument("--block-size", type=int, default=None)
+    options.add_config(p, "CONFIG", "config.json path, a folder holding one, or a bundled model name "
+                                    "(e.g. meta-llama/Llama-3.1-8B-Instruct; see `vllm-mem models`)")
+    options.add_gpu(p, "required unless --total-memory-gib is given")
+    options.add_gib(p, "--total-memory-gib", "total_memory_bytes", help="total device memory instead of --gpu")
+    options.add_gib(p, "--free-memory-gib", "free_memory_bytes", "--free-gib", allow_zero=True,
+                    help="free memory at start-up (default: total minus the idle CUDA context)")
+    options.add_setting(p, "--gpu-count", "gpu_count", help="GPUs available")
+    options.add_fraction(p, "--gpu-memory-utilization", "gpu_memory_utilization", 0.92,
+                         "vLLM --gpu-memory-utilization, in (0, 1]")
+    options.add_engine_settings(p, max_model_len_help="default: the model's limit (vLLM's default)")
+    options.add_setting(p, "--max-num-seqs", "max_num_seqs", default=256)
+    options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens", default=8192)
+    options.add_text(p, "--quantization", "quantization", "-q")
     p.add_argument("--enforce-eager", action="store_true")
-    p.add_argument("--kv-cache-memory-bytes", type=int, default=None)
+    options.add_bytes(p, "--kv-cache-memory-bytes", "kv_cache_memory_bytes", "vLLM --kv-cache-memory-bytes")
     p.add_argument("--cudagraph-not-in-budget", action="store_true",
                    help="vLLM < 0.21 behaviour (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)")
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    options.add_json(p)
     p.set_defaults(func=run)
 
 
@@ -72,11 +65,14 @@ def _live_snapshot(requested_bytes: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     spec = ModelSpec.from_hf_config(args.config)
-    if args.gpu is None and args.total_memory_gib is None:
-        raise ValueError("gpu: give --gpu NAME (see `vllm-mem gpus`) or --total-memory-gib")
+    if args.gpu is None and args.total_memory_bytes is None:
+        V.fail("--gpu", "give --gpu NAME|SIZE (see `vllm-mem gpus`) or --total-memory-gib")
+    if isinstance(args.gpu, int) and args.total_memory_bytes is not None:
+        V.fail("--gpu", "a size and --total-memory-gib both give the total; give one")
+    gpu, total = (None, args.gpu) if isinstance(args.gpu, int) else (args.gpu, args.total_memory_bytes)
     p = make_plan(
-        spec, gpu=args.gpu, total_memory_bytes=args.total_memory_gib,
-        free_memory_bytes=args.free_memory_gib, gpu_count=args.gpu_count,
+        spec, gpu=gpu, total_memory_bytes=total,
+        free_memory_bytes=args.free_memory_bytes, gpu_count=args.gpu_count,
         gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
         tensor_parallel_size=args.tensor_parallel_size,
         pipeline_parallel_size=args.pipeline_parallel_size, max_num_seqs=args.max_num_seqs,
@@ -89,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = p.to_dict()
         out["live_snapshot"] = live
-        print(json.dumps(out, indent=2))
+        print_json(out)
     else:
         print(p.report(), end="")
         print("\nlive snapshot")

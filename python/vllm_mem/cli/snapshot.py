@@ -6,9 +6,11 @@ Exit 0 with the snapshot; exit 2 with a one-line reason where there is no GPU or
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
+
+from .. import _limits as L
+from .. import _validate as V
+from . import options, print_json
 
 __all__ = ["register", "run"]
 
@@ -18,8 +20,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "snapshot", help="a live memory snapshot of a GPU (vLLM's MemorySnapshot)",
         description="Reads free/total memory through the CUDA driver and, when torch is "
                     "imported, its allocator; prints vLLM's MemorySnapshot line or JSON.")
-    parser.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--device", default=0, metavar="INDEX", help="CUDA device index (default 0)",
+                        type=options.typed("--device", lambda t, f: V.integer(options.parse_int(t, f), f, low=0,
+                                                                             high=L.MAX_DEVICE_ID)))
+    options.add_json(parser)
     parser.set_defaults(func=run)
 
 
@@ -30,8 +34,7 @@ def run(args: argparse.Namespace) -> int:
     ok, why, count, driver_version = _C.cuda_driver_status()
     if not ok or count == 0:
         reason = why if not ok else "the CUDA driver sees no device (CUDA_VISIBLE_DEVICES?)"
-        print(f"vllm-mem snapshot: no GPU available: {reason}", file=sys.stderr)
-        return 2
+        V.fail("--device", f"no GPU available: {reason}")
     snap = MemorySnapshot(device=args.device)
     procs_ok, procs_why, procs = _C.process_memory(args.device)
     if args.json:
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                           if procs_ok else None),
             "processes_unavailable_reason": None if procs_ok else procs_why,
         }
-        print(json.dumps(out, indent=2))
+        print_json(out)
         return 0
     print(f"{snap.device_} ({'integrated' if snap.integrated else 'discrete'}, "
           f"driver {driver_version // 1000}.{driver_version % 1000 // 10})")

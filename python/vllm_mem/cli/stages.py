@@ -1,16 +1,17 @@
-"""``vllm-mem stages FILE.yaml [--gpu H100-80GB] [--json]``: check a vLLM-Omni stage layout.
+"""``vllm-mem stages FILE.yaml|EXAMPLE [--gpu H100-80GB] [--json]``: check a vLLM-Omni stage layout.
 
 Exit codes: 0 every GPU fits and every stage starts, 1 a GPU is over-committed or a stage would
 fail its start-up check, 2 bad input (unreadable file, malformed stage, unknown GPU).
+``--list-examples`` lists the bundled examples, each usable by name in place of FILE.yaml.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from . import EXIT_DOES_NOT_FIT, EXIT_OK, non_negative_gib_bytes
+from .. import _validate as V
+from . import EXIT_DOES_NOT_FIT, EXIT_OK, options, print_json
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -20,52 +21,56 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", metavar="FILE.yaml", help="vLLM-Omni stage config (stage_args: or stages:)")
-    p.add_argument(
-        "--gpu",
-        default=None,
-        help="catalog GPU of every device (e.g. H100-80GB), or a total in bytes; "
-        "default: measure the visible GPUs now",
-    )
-    p.add_argument(
-        "--free-gib",
-        type=non_negative_gib_bytes,
-        default=None,
-        help="offline: free GiB on every device before the stages start (default: total - reserve)",
-    )
-    p.add_argument(
-        "--reserve-gib",
-        type=non_negative_gib_bytes,
-        default=0,
-        help="offline: GiB held by other processes on every device (default 0)",
-    )
-    p.add_argument(
-        "--cuda-visible-devices",
-        default=None,
-        metavar="LIST",
-        help="CUDA_VISIBLE_DEVICES of the launching process, e.g. 2,3 (default: unset)",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    options.add_config(p, "FILE.yaml", "vLLM-Omni stage config (stage_args: or stages:), or a bundled "
+                                       "example's name (see --list-examples)", nargs="?")
+    p.add_argument("--list-examples", action="store_true", help="list the bundled example configs and exit")
+    options.add_gpu(p, "default: measure the visible GPUs now")
+    options.add_gib(p, "--free-memory-gib", "free_memory_bytes", "--free-gib", allow_zero=True,
+                    help="offline: free GiB on every device before the stages start (default: total - reserve)")
+    options.add_gib(p, "--reserve-gib", "reserve_bytes", allow_zero=True, default=0,
+                    help="offline: GiB held by other processes on every device (default 0)")
+    options.add_text(p, "--cuda-visible-devices", "cuda_visible_devices", metavar="LIST",
+                     help="CUDA_VISIBLE_DEVICES of the launching process, e.g. 2,3 (default: unset)")
+    options.add_json(p)
     p.set_defaults(func=run)
 
 
-def _gpu_arg(text: str | None) -> Any | None:
-    if text is None:
-        return None
-    return int(text) if text.isdigit() else text
+def _list_examples(as_json: bool) -> int:
+    from ..stages.config import bundled_stage_examples, example_names
+
+    rows = []
+    for path in bundled_stage_examples():
+        first = next((line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines()
+                      if line.startswith("#")), "")
+        rows.append({"name": example_names(path)[0], "aliases": example_names(path)[1:], "path": str(path),
+                     "summary": first})
+    if as_json:
+        print_json(rows)
+    else:
+        for r in rows:
+            also = f" (also {', '.join(r['aliases'])})" if r["aliases"] else ""
+            print(f"{r['name']}{also}\n    {r['summary']}")
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list_examples:
+        return _list_examples(args.json)
+    if args.config is None:
+        V.fail("FILE.yaml", "give a stage config file or a bundled example's name (see --list-examples)")
+    if args.reserve_bytes and args.gpu is None:
+        V.fail("--reserve-gib", "applies offline only; give --gpu too")
     from ..stages import check_stages
+
     result = check_stages(
         args.config,
-        gpus=_gpu_arg(args.gpu),
-        free_memory_bytes=args.free_gib,
+        gpus=args.gpu,
+        free_memory_bytes=args.free_memory_bytes,
         cuda_visible_devices=args.cuda_visible_devices,
-        reserve_bytes=args.reserve_gib,
+        reserve_bytes=args.reserve_bytes,
     )
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print_json(result.to_dict())
     else:
         print(result.report, end="")
     return EXIT_OK if result.ok else EXIT_DOES_NOT_FIT

@@ -142,9 +142,11 @@ def _check_against_totals(entries: list[tuple[int, str | int, int]], reserve: in
         total = int(_C.device_total_bytes(gpu_info(physical_id, gpu)))
         where = f"GPU {physical_id} ({gpu if isinstance(gpu, str) else format_gib(total) + ' GiB'})"
         if reserve >= total:
-            raise V.bad_value("reserve_bytes", f"less than the total memory of {where}, {total} bytes", reserve)
+            V.fail("reserve_bytes", f"{reserve} bytes ({format_gib(reserve)} GiB) is not less than the total "
+                                    f"memory of {where}, {total} bytes ({format_gib(total)} GiB)")
         if free > total:
-            raise V.bad_value("free_memory_bytes", f"at most the total memory of {where}, {total} bytes", free)
+            V.fail("free_memory_bytes", f"{free} bytes ({format_gib(free)} GiB) is more than the total memory "
+                                        f"of {where}, {total} bytes ({format_gib(total)} GiB)")
 
 
 def check_stages(

@@ -26,14 +26,21 @@ def bundled_stage_examples() -> list[Path]:
     return sorted(folder.glob("*.yaml"))
 
 
+def example_names(path: Path) -> list[str]:
+    """The names a bundled example answers to: its stem first, then its file name, and for the
+    current-schema variant ``<model>.stages.yaml`` the model's name alone (and ``<model>.yaml``,
+    as the README writes it)."""
+    stem = path.name.removesuffix(".yaml")
+    names = [stem, path.name]
+    if stem.endswith(".stages"):
+        model = stem.removesuffix(".stages")
+        names += [model, model + ".yaml"]
+    return names
+
+
 def bundled_stage_example(name: str) -> Path | None:
-    """The bundled example ``name`` refers to (see :func:`bundled_stage_examples`), or None."""
-    wanted = name[: -len(".yaml")] if name.endswith(".yaml") else name
-    for path in bundled_stage_examples():
-        stem = path.name[: -len(".yaml")]
-        if wanted in (stem, stem.removesuffix(".stages") if stem.endswith(".stages") else None):
-            return path
-    return None
+    """The bundled example ``name`` refers to (see :func:`example_names`), or None."""
+    return next((path for path in bundled_stage_examples() if name in example_names(path)), None)
 
 
 def _read_document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, str]:

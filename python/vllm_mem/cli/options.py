@@ -1,0 +1,157 @@
+"""Every flag of ``vllm-mem``, defined once: the same spelling, parsing, bounds and message for
+the same thing in every sub-command.
+
+Values are checked while the command line is parsed, through :mod:`vllm_mem._validate`, with
+the flag as the user typed it as the field (``--max-model-len: must be an integer in [1,
+1073741824]; got 'abc'``). Each sub-command also gets a map from the Python API's keyword names
+to its flags (``total_memory_bytes`` -> ``--total-memory-gib``), so an error the API raises
+names the flag too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from typing import Any
+
+from .. import _limits as L
+from .. import _validate as V
+
+#: API keyword -> flag, for the errors the API raises; extended per parser by add_* below.
+FIELDS_KEY = "_cli_fields"
+
+_INT = re.compile(r"[+-]?\d{1,20}")
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d{1,3})?)\s*([KMGTP]i?B|B)\s*", re.IGNORECASE)
+_UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
+_GIB = 1 << 30
+
+
+def _fields(parser: argparse.ArgumentParser) -> dict[str, str]:
+    fields: dict[str, str] = parser.get_default(FIELDS_KEY) or {}
+    if not fields:
+        parser.set_defaults(**{FIELDS_KEY: fields})
+    return fields
+
+
+def _arg_text(text: str, flag: str) -> str:
+    # A command-line value is at most a few hundred characters in any honest use.
+    return V.text(text, flag, max_chars=L.MAX_PATH_BYTES, what="a value")
+
+
+def parse_int(text: str, flag: str) -> int:
+    if not _INT.fullmatch(_arg_text(text, flag).strip()):
+        raise V.bad_value(flag, "an integer of at most 20 digits", text)
+    return int(text)
+
+
+def gib_to_bytes(text: str, flag: str, *, allow_zero: bool) -> int:
+    """A number of GiB (2**30 bytes, as vLLM prints) as whole bytes, at most a device's 1 PiB;
+    NaN, infinity and values whose bytes overflow are refused rather than raising."""
+    allowed = f"a number of GiB {'>= 0' if allow_zero else '> 0'} and at most {L.MAX_DEVICE_BYTES // _GIB}"
+    try:
+        value = float(_arg_text(text, flag))
+    except ValueError:
+        raise V.bad_value(flag, allowed, text) from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero) or value * _GIB > L.MAX_DEVICE_BYTES:
+        raise V.bad_value(flag, allowed, text)
+    return int(round(value * _GIB))
+
+
+def gpu_value(text: str, flag: str = "--gpu") -> str | int:
+    """``--gpu``: a catalog name (``H100-80GB``) or a size with its unit (``80GiB``, ``24GB``,
+    ``85899345920B``). A bare number is refused: bytes or GiB would both be plausible."""
+    text = _arg_text(text, flag)
+    m = _SIZE.fullmatch(text)
+    if m:
+        num_bytes = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if not math.isfinite(num_bytes) or num_bytes < 1 or num_bytes > L.MAX_DEVICE_BYTES:
+            raise V.bad_value(flag, f"a size between 1B and {L.MAX_DEVICE_BYTES // _GIB}GiB", text)
+        return int(num_bytes)
+    if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
+        raise V.bad_value(flag, "a catalog GPU name or a size with a unit (80GiB, 24GB, 85899345920B)", text)
+    return V.text(text.strip(), flag, max_chars=L.MAX_GPU_NAME_CHARS, what="a catalog GPU name")
+
+
+def typed(flag: str, convert: Any) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            return convert(text, flag)
+        except (ValueError, TypeError) as exc:
+            # argparse prefixes "argument FLAG: "; main() strips it, keeping one line.
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = flag  # argparse names a failing type by its __name__
+    return parse
+
+
+def add_setting(parser: argparse.ArgumentParser, flag: str, name: str, *aliases: str, default: Any = None,
+                help: str | None = None) -> None:
+    """An integer engine setting of :data:`vllm_mem._validate.SETTINGS` (``--max-model-len``)."""
+    parser.add_argument(flag, *aliases, dest=name, default=default, metavar="N", help=help,
+                        type=typed(flag, lambda t, f: V.setting(name, parse_int(t, f), f)))
+    _fields(parser)[name] = flag
+
+
+def add_fraction(parser: argparse.ArgumentParser, flag: str, name: str, default: float, help: str) -> None:
+    parser.add_argument(flag, dest=name, default=default, metavar="FRACTION", help=help,
+                        type=typed(flag, lambda t, f: V.fraction(_float(t, f), f)))
+    _fields(parser)[name] = flag
+
+
+def _float(text: str, flag: str) -> float:
+    try:
+        return float(_arg_text(text, flag))
+    except ValueError:
+        raise V.bad_value(flag, "a number", text) from None
+
+
+def add_gib(parser: argparse.ArgumentParser, flag: str, name: str, *aliases: str, allow_zero: bool = False,
+            default: Any = None, nargs: str | None = None, required: bool = False, help: str) -> None:
+    """A size in GiB on the command line, in bytes for the API keyword ``name``."""
+    parser.add_argument(flag, *aliases, dest=name, default=default, nargs=nargs, required=required,
+                        metavar="GIB", help=help,
+                        type=typed(flag, lambda t, f: gib_to_bytes(t, f, allow_zero=allow_zero)))
+    _fields(parser)[name] = flag
+
+
+def add_bytes(parser: argparse.ArgumentParser, flag: str, name: str, help: str) -> None:
+    parser.add_argument(flag, dest=name, default=None, metavar="BYTES", help=help,
+                        type=typed(flag, lambda t, f: V.size_bytes(parse_int(t, f), f, low=1)))
+    _fields(parser)[name] = flag
+
+
+def add_text(parser: argparse.ArgumentParser, flag: str, name: str, *aliases: str, default: Any = None,
+             help: str | None = None, metavar: str | None = None) -> None:
+    parser.add_argument(flag, *aliases, dest=name, default=default, help=help, metavar=metavar,
+                        type=typed(flag, lambda t, f: V.text(t, f)))
+    _fields(parser)[name] = flag
+
+
+def add_gpu(parser: argparse.ArgumentParser, help_default: str, *api_names: str) -> None:
+    """``--gpu NAME|SIZE``, the same in every sub-command."""
+    parser.add_argument("--gpu", default=None, metavar="NAME|SIZE", type=typed("--gpu", gpu_value),
+                        help="a catalog GPU (H100-80GB, L40S, MI300X; see `vllm-mem gpus`) or a device size "
+                             f"with its unit (80GiB, 24GB); {help_default}")
+    for name in ("gpu", "gpus", *api_names):
+        _fields(parser)[name] = "--gpu"
+
+
+def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: str | None = None) -> None:
+    parser.add_argument("config", metavar=metavar, help=help, nargs=nargs)
+    _fields(parser)["config"] = metavar
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="print the result as JSON on stdout (errors: one JSON object on stderr)")
+
+
+def add_engine_settings(parser: argparse.ArgumentParser, *, max_model_len_help: str) -> None:
+    """The vLLM engine arguments several commands share, spelled as vLLM spells them."""
+    add_setting(parser, "--max-model-len", "max_model_len", help=max_model_len_help)
+    add_setting(parser, "--tensor-parallel-size", "tensor_parallel_size", "-tp", default=1)
+    add_setting(parser, "--pipeline-parallel-size", "pipeline_parallel_size", "-pp", default=1)
+    add_setting(parser, "--block-size", "block_size", help="tokens per KV block (default: vLLM's)")
+    add_text(parser, "--dtype", "dtype", default="auto", help="vLLM --dtype: auto, float16, bfloat16, float32")
+    add_text(parser, "--kv-cache-dtype", "kv_cache_dtype", default="auto", help="vLLM --kv-cache-dtype")
