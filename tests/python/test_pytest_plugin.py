@@ -137,6 +137,74 @@ def test_limit_marker_on_a_class_applies_to_its_tests(inner: pytest.Pytester) ->
     result.stdout.fnmatch_lines(["FAILED *TestSmall::test_large*"])
 
 
+def test_device_argument_measures_that_device(inner: pytest.Pytester) -> None:
+    inner.makepyfile("""
+        import pytest
+        from vllm_mem.testing import SimulatedDevice
+        GiB = 1 << 30
+
+        @pytest.fixture
+        def two_gpus():
+            with SimulatedDevice(num_devices=2) as sim:
+                yield sim
+
+        @pytest.mark.limit_gpu_memory("1 GiB", device=1)
+        def test_on_one(two_gpus):
+            two_gpus.transient_torch(2 * GiB, device=1)
+
+        @pytest.mark.limit_gpu_memory("1 GiB", device="cuda:1")
+        def test_other_device_not_counted(two_gpus):
+            two_gpus.transient_torch(2 * GiB, device=0)
+
+        @pytest.mark.limit_gpu_memory("1 GiB", device=0)
+        @pytest.mark.limit_gpu_leaks("1 MiB", device=1)
+        def test_conflict(two_gpus):
+            pass
+    """)
+    result = _run(inner)
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*GPU memory limit exceeded on cuda:1 (simulated): peak 2.0 GiB*"])
+    result.stdout.fnmatch_lines(["*test_conflict: limit_gpu_memory and limit_gpu_leaks name "
+                                 "different devices (0, 1)*"])
+
+
+def test_without_torch_figures_everything_is_non_torch(inner: pytest.Pytester) -> None:
+    inner.makepyfile("""
+        import pytest
+        from vllm_mem.testing import SimulatedDevice
+
+        @pytest.fixture
+        def no_torch():
+            # torch's allocator not initialised: its figures are 0 and flagged
+            with SimulatedDevice(torch_initialized=False) as sim:
+                yield sim
+
+        @pytest.mark.limit_gpu_memory("1 GiB")
+        def test_no_torch(no_torch):
+            no_torch.non_torch_alloc(2 << 30)
+    """)
+    result = _run(inner)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*GPU memory limit exceeded*peak 2.0 GiB*",
+        "*torch allocated *+0.0 MiB*", "*non-torch *+2.0 GiB*",
+        "*torch allocator figures unavailable (not_initialized): all memory counts as non-torch",
+    ])
+
+
+def test_a_device_failure_during_the_test_fails_it_with_the_reason(inner: pytest.Pytester) -> None:
+    inner.makepyfile("""
+        import pytest
+
+        @pytest.mark.limit_gpu_memory("1 GiB")
+        def test_driver_lost(simulated_device):
+            simulated_device.fail("driver gone (simulated)")   # every later read raises
+    """)
+    result = _run(inner)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: *driver gone (simulated)*"])
+
+
 # ---------------------------------------------------------------------------------------------
 # limit_gpu_leaks
 # ---------------------------------------------------------------------------------------------
