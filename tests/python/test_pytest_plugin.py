@@ -52,9 +52,14 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+# Other plugins of this environment that inner runs do not need: hypothesis's takes most of an
+# inner run's start-up, and pytest-benchmark warns (an error here) under xdist, also when this
+# run is itself an xdist worker. Blocking a plugin that is not installed is harmless.
+_QUIET = ["-p", "no:hypothesispytest", "-p", "no:benchmark"]
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    # Hypothesis's plugin, where installed, takes most of an inner run's start-up; not needed.
-    return pytester.runpytest(*_plugin_args(), "-p", "no:hypothesispytest", "-rA", *args)
+    return pytester.runpytest(*_plugin_args(), *_QUIET, "-rA", *args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,9 +328,8 @@ def _summary_section(result: pytest.RunResult) -> str:
 
 
 def _xdist_args() -> list[str]:
-    # pytest-benchmark, where installed, warns under xdist, and warnings are errors here.
     load = [] if _autoloads("xdist") else ["-p", "xdist"]
-    return [*load, "-p", "no:benchmark", "-n", "2"]
+    return [*load, "-n", "2"]
 
 
 def _autoloads(name: str) -> bool:
@@ -520,7 +524,7 @@ def _probe(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: st
     out = pytester.path / "probe.json"
     monkeypatch.setenv("PROBE_OUT", str(out))
     _subprocess_pythonpath(monkeypatch)
-    result = pytester.runpytest_subprocess(*_plugin_args(), *args)
+    result = pytester.runpytest_subprocess(*_plugin_args(), *_QUIET, *args)
     assert result.ret == 0, result.stdout.str()
     probe: dict[str, object] = json.loads(out.read_text())
     return probe
@@ -684,7 +688,7 @@ def test_real_torch_tensors_over_and_under_the_limit(inner: pytest.Pytester,
             KEEP.append(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
     """)
     # Its own interpreter: this process keeps no CUDA context.
-    result = inner.runpytest_subprocess(*_plugin_args(), "-rA", "--gpu-memory")
+    result = inner.runpytest_subprocess(*_plugin_args(), *_QUIET, "-rA", "--gpu-memory")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines([
         "*GPU memory limit exceeded on cuda:0: peak *> limit 512.0 MiB*",
