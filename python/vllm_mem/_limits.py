@@ -28,15 +28,15 @@ MAX_DEVICES_PER_LIST = MAX_DEVICE_ID
 MAX_GPU_NAME_CHARS = 256
 MAX_ECHOED_CHARS = 80
 
-# ---- JSON text handed to the core (json.h: kJsonMaxBytes, kJsonMaxDepth, kJsonMaxValues) -------
-MAX_JSON_BYTES = 16 << 20
-MAX_JSON_DEPTH = 256
-MAX_JSON_VALUES = 1 << 20
+# ---- JSON text handed to the core (json.h, same names) ------------------------------------------
+JSON_MAX_BYTES = 16 << 20
+JSON_MAX_DEPTH = 256
+JSON_MAX_VALUES = 1 << 20
 
 # ---- the Python layer's own ------------------------------------------------------------------
-#: A config.json file: the core reads at most MAX_JSON_BYTES of JSON; a larger file is refused
+#: A config.json file: the core reads at most JSON_MAX_BYTES of JSON; a larger file is refused
 #: from its size, before it is read.
-MAX_CONFIG_FILE_BYTES = MAX_JSON_BYTES
+MAX_CONFIG_FILE_BYTES = JSON_MAX_BYTES
 #: A stage YAML/JSON file: real vLLM-Omni configs are a few KiB. PyYAML builds a Python object
 #: per event, so this (with the node bound below) keeps a load well under a second.
 MAX_STAGE_FILE_BYTES = 256 << 10

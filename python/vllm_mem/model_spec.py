@@ -47,8 +47,8 @@ def _read_config_text(source: ConfigSource) -> tuple[str, str]:
     """Returns (json text, a name for messages). Every problem with the source is a
     ``ValueError``/``TypeError`` naming ``config``, checked before the text reaches the core."""
     if isinstance(source, Mapping):
-        return V.plain_json(source, "config", max_depth=L.MAX_JSON_DEPTH, max_nodes=L.MAX_JSON_VALUES,
-                            max_chars=L.MAX_JSON_BYTES), "<dict>"
+        return V.plain_json(source, "config", max_depth=L.JSON_MAX_DEPTH, max_nodes=L.JSON_MAX_VALUES,
+                            max_chars=L.JSON_MAX_BYTES), "<dict>"
     if not isinstance(source, (str, os.PathLike)):
         raise V.bad_type("config", "a path to config.json, a folder holding one, a bundled model name "
                                    "or a dict", source)

@@ -21,6 +21,7 @@ opens the driver or creates a CUDA context in the pytest process.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import os
@@ -487,21 +488,15 @@ def _count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        import argparse
-
         raise argparse.ArgumentTypeError(
             f"--gpu-memory takes a number of tests, got {text!r}: write --gpu-memory=N (with '=') "
             "or put --gpu-memory after the paths") from None
     if value < 0:
-        import argparse
-
         raise argparse.ArgumentTypeError(f"--gpu-memory=N needs N >= 0 (0: all), got {value}")
     return value
 
 
 def _interval(text: str) -> float:
-    import argparse
-
     try:
         value = float(text)
     except ValueError:

@@ -90,8 +90,8 @@ def request_memory(init_snapshot: MemorySnapshot, gpu_memory_utilization: float)
         than desired GPU memory utilization ..."), followed, where NVML can tell, by the
         processes holding the device's memory and the largest utilization that would pass now.
     """
-    index = getattr(init_snapshot.device_, "index", 0) or 0
     _snapshot(init_snapshot)
+    index = getattr(init_snapshot.device_, "index", 0) or 0
     r = _C.check_request_memory(int(init_snapshot.total_memory), int(init_snapshot.free_memory),
                                 V.fraction(gpu_memory_utilization, "gpu_memory_utilization"),
                                 str(init_snapshot.device_))
