@@ -360,6 +360,12 @@ def test_gpu_memory_option_needs_a_count(inner: pytest.Pytester) -> None:
     result = _run(inner, "--gpu-memory", "test_gpu_memory_option_needs_a_count.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gpu-memory takes a number of tests*write --gpu-memory=N*"])
+    for bad, message in (("--gpu-memory=-1", "needs N >= 0"),
+                         ("--gpu-memory-interval=0", "0.0 s is outside [[]1e-5, 60]"),
+                         ("--gpu-memory-interval=fast", "'fast' is not seconds")):
+        result = _run(inner, bad)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, bad
+        result.stderr.fnmatch_lines([f"*{message}*"])
 
 
 def test_fixture_hands_the_test_its_profiler(inner: pytest.Pytester) -> None:
