@@ -704,3 +704,27 @@ def test_real_torch_tensors_over_and_under_the_limit(inner: pytest.Pytester,
     result.stdout.fnmatch_lines(["*torch      +64.0 MiB still reserved*"])
     result.stdout.fnmatch_lines(["*= largest 10 GPU memory peaks =*", "*GiB peak  *test_over*"])
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The simulated device's helpers the tests above drive
+# ---------------------------------------------------------------------------------------------
+
+
+def test_transient_helpers_leave_the_device_as_torch_and_a_workspace_would() -> None:
+    from vllm_mem.sampler import MemorySampler
+    from vllm_mem.testing import SimulatedDevice
+
+    with SimulatedDevice() as sim:
+        sim.transient_torch(64 * MiB)
+        state = sim.state(0)
+        assert (state.torch_allocated_bytes, state.torch_reserved_bytes,
+                state.torch_allocated_peak_bytes) == (0, 64 * MiB, 64 * MiB)
+        with MemorySampler(interval_s=0.0005) as sampler:
+            sim.transient_non_torch(128 * MiB)
+        assert sim.state(0).non_torch_bytes == 0
+        assert sampler.peak_non_torch_memory == 128 * MiB
+        # Without a running sampler nobody reads the device: the wait gives up, the buffer is freed.
+        with pytest.raises(TimeoutError):
+            sim.transient_non_torch(MiB, timeout_s=0.01)
+        assert sim.state(0).non_torch_bytes == 0
