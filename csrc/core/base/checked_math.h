@@ -7,6 +7,7 @@
 #define VLLM_MEM_CORE_BASE_CHECKED_MATH_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "vllm_mem/base/error.h"
@@ -41,6 +42,35 @@ inline int64_t CheckedMul(int64_t a, int64_t b, const char* field) {
                                      std::to_string(b) + ")");
   }
   return out;
+}
+
+/*! \brief \p value truncated toward zero (C++'s and Python's int()), or InvalidArgument naming
+ *  \p field when it is NaN, infinite or outside int64. The range is checked on the double
+ *  before the conversion: converting an out-of-range double is undefined behaviour. */
+inline int64_t CheckedDoubleToInt64(double value, const char* field) {
+  // -2^63 is exactly representable; 2^63 is the first double above INT64_MAX.
+  if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);  // std::to_string(1e300) is 300 digits
+    throw InvalidArgument(field, std::string("must be a finite number within 64-bit integers, got ") + text);
+  }
+  return static_cast<int64_t>(value);
+}
+
+/*! \brief Throws InvalidArgument unless value <= bound; \p why says where the bound comes from. */
+inline void RequireAtMost(int64_t value, int64_t bound, const char* field, const char* why) {
+  if (value > bound) {
+    throw InvalidArgument(field, "must be at most " + std::to_string(bound) + " (" + why + "), got " +
+                                     std::to_string(value));
+  }
+}
+
+/*! \brief Throws InvalidArgument unless 1 <= value <= bound. */
+inline void RequirePositiveAtMost(int64_t value, int64_t bound, const char* field, const char* why) {
+  if (value <= 0) {
+    throw InvalidArgument(field, "must be a positive integer, got " + std::to_string(value));
+  }
+  RequireAtMost(value, bound, field, why);
 }
 
 /*! \brief ceil(a / b) for a >= 0, b > 0 (vLLM's cdiv). */

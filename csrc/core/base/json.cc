@@ -100,6 +100,14 @@ class TreeBuilder {
     // syntax error ... - <detail>"; keep the detail, we print the place ourselves.
     const auto dash = error_.rfind("; ");
     if (dash != std::string::npos) error_ = error_.substr(dash + 2);
+    // The detail quotes the text last read, which may be long (nlohmann spells each control
+    // character as <U+0009>) or invalid UTF-8 (the very reason it failed): keep it printable
+    // ASCII and short, so the message stays under 300 characters and decodes in Python
+    // (fuzzing found a 425-character message).
+    for (char& ch : error_) {
+      if (ch < 0x20 || ch > 0x7e) ch = '?';
+    }
+    if (error_.size() > kMaxDetailChars) error_ = error_.substr(0, kMaxDetailChars - 3) + "...";
     error_offset_ = position == 0 ? 0 : position - 1;
     return false;
   }
@@ -116,8 +124,13 @@ class TreeBuilder {
     std::string key;
   };
 
+  static constexpr size_t kMaxDetailChars = 160;
+
   static std::string Truncated(const std::string& s) {
-    return s.size() <= 80 ? s : s.substr(0, 77) + "...";
+    if (s.size() <= 80) return s;
+    size_t cut = 77;  // on a UTF-8 character boundary, so the message still decodes
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    return s.substr(0, cut) + "...";
   }
 
   bool Fail(std::string what) {

@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
 #include "core/model/parallelism.h"
@@ -29,11 +32,21 @@ const char* const kNoMemoryMessage =
     "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
     "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
 
-/*! One worker (tensor rank x pipeline rank) and what it holds. */
-struct Worker {
-  int64_t available_bytes = 0;
+/*! What every worker of one pipeline rank holds (its tensor ranks are alike). */
+struct RankKv {
   std::vector<LayerKvSpec> layers;         //!< its layers' own specs (what the check sums)
   std::vector<KvCacheGroupSpec> groups;    //!< the global groups projected onto it
+  int64_t needed_bytes = 0;                //!< LayerSumBytes at the plan's shape
+};
+
+/*! One distinct worker: a pipeline rank with a budget. Workers of the same rank and budget are
+ *  the same computation, so they are kept once (a worker per TP rank made TP 2^20 cost 17 s
+ *  and 6.7 GB before the bound of vllm_mem/base/limits.h, and is still repeated work). */
+struct Worker {
+  int64_t available_bytes = 0;
+  const RankKv* rank = nullptr;  //!< into KvPlan::ranks (never resized after MakePlan)
+  const std::vector<LayerKvSpec>& layers() const { return rank->layers; }
+  const std::vector<KvCacheGroupSpec>& groups() const { return rank->groups; }
 };
 
 /*! Everything the three entry points share, derived once from the inputs. */
@@ -41,17 +54,29 @@ struct KvPlan {
   KvCacheDType dtype;
   KvRequestShape shape;
   KvCacheGrouping grouping;
-  std::vector<Worker> workers;
+  std::vector<RankKv> ranks;           //!< one per pipeline rank
+  std::vector<Worker> workers;         //!< distinct workers, in first-seen worker order
+  std::vector<size_t> worker_of;       //!< for each of the tp * pp workers, its entry in workers
   int64_t default_block_size = 0;
+  KvPlan() = default;
+  KvPlan(const KvPlan&) = delete;  // workers point into ranks
+  KvPlan& operator=(const KvPlan&) = delete;
 };
 
-KvPlan MakePlan(const ModelSpec& spec, const std::vector<int64_t>& available, const KvCacheOptions& o) {
-  RequirePositive(o.max_model_len, "max_model_len");
-  RequireNonNegative(o.block_size, "block_size");
+int64_t LayerSumBytes(const std::vector<LayerKvSpec>& layers, const KvRequestShape& shape);
+
+void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& available,
+              const KvCacheOptions& o) {
+  RequirePositiveAtMost(o.max_model_len, kMaxModelLenTokens, "max_model_len", "vllm_mem/base/limits.h");
+  ValidateBlockSize(o.block_size, "block_size");
   RequireNonNegative(o.max_num_batched_tokens, "max_num_batched_tokens");
-  RequirePositive(o.max_concurrent_batches, "max_concurrent_batches");
+  RequireAtMost(o.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens", "vllm_mem/base/limits.h");
+  RequirePositiveAtMost(o.max_concurrent_batches, kMaxNumSeqs, "max_concurrent_batches", "vllm_mem/base/limits.h");
   RequireNonNegative(o.num_gpu_blocks_override, "num_gpu_blocks_override");
   ValidateParallelism(spec.num_layers, o.tensor_parallel_size, o.pipeline_parallel_size);
+  // vLLM refuses a TP size that does not divide the query heads before any sizing; without
+  // this, a split of 32 heads over 3 ranks was sized as if it existed.
+  AttentionHeadsPerRank(spec.num_attention_heads, o.tensor_parallel_size);
   if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
     throw InvalidArgument("layers", "the model spec must list num_layers layers");
   }
@@ -65,7 +90,6 @@ KvPlan MakePlan(const ModelSpec& spec, const std::vector<int64_t>& available, co
                                                  std::to_string(n));
   }
 
-  KvPlan plan;
   const DType model_dtype = ResolveModelDType(o.model_dtype, spec.dtype, "dtype");
   // A checkpoint with KV scales turns "auto" into fp8 (vLLM attention.py).
   const std::string requested =
@@ -91,25 +115,33 @@ KvPlan MakePlan(const ModelSpec& spec, const std::vector<int64_t>& available, co
   const bool disable_hybrid = o.disable_hybrid_kv_cache_manager || (chunked && !o.allow_chunked_local_with_hybrid);
   plan.grouping = GetKvCacheGroups(all, disable_hybrid);
 
+  plan.ranks.resize(static_cast<size_t>(pp));
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto [first, last] = PipelineLayerRange(spec.num_layers, r, pp);
+    RankKv& rank = plan.ranks[static_cast<size_t>(r)];
+    for (const LayerKvSpec& l : all) {
+      if (l.layer_index >= first && l.layer_index < last) rank.layers.push_back(l);
+    }
+    rank.groups = ProjectKvCacheGroupsToWorker(plan.grouping.groups, first, last);
+    rank.needed_bytes = LayerSumBytes(rank.layers, plan.shape);
+  }
+  // Workers are rank-major by pp; identical (rank, budget) pairs share one entry.
+  std::map<std::pair<int64_t, int64_t>, size_t> seen;
+  plan.worker_of.reserve(static_cast<size_t>(world));
   for (int64_t w = 0; w < world; ++w) {
     const int64_t pp_rank = w / tp;
-    const auto [first, last] = PipelineLayerRange(spec.num_layers, pp_rank, pp);
-    Worker worker;
-    worker.available_bytes = available[static_cast<size_t>(n == 1 ? 0 : (n == pp ? pp_rank : w))];
-    for (const LayerKvSpec& l : all) {
-      if (l.layer_index >= first && l.layer_index < last) worker.layers.push_back(l);
-    }
-    worker.groups = ProjectKvCacheGroupsToWorker(plan.grouping.groups, first, last);
-    plan.workers.push_back(std::move(worker));
+    const int64_t bytes = available[static_cast<size_t>(n == 1 ? 0 : (n == pp ? pp_rank : w))];
+    auto [it, inserted] = seen.try_emplace({pp_rank, bytes}, plan.workers.size());
+    if (inserted) plan.workers.push_back(Worker{bytes, &plan.ranks[static_cast<size_t>(pp_rank)]});
+    plan.worker_of.push_back(it->second);
   }
-  return plan;
 }
 
 /*! The bytes a worker plans with: num_gpu_blocks_override * bytes per block when overridden, so
  *  that the check and the auto-fit see the capacity the override gives. */
 int64_t PlannedBytes(const Worker& w, const KvCacheOptions& o) {
   if (o.num_gpu_blocks_override > 0) {
-    return CheckedMul(o.num_gpu_blocks_override, WorkerBytesPerBlock(w.groups), "num_gpu_blocks_override");
+    return CheckedMul(o.num_gpu_blocks_override, WorkerBytesPerBlock(w.groups()), "num_gpu_blocks_override");
   }
   return w.available_bytes;
 }
@@ -141,16 +173,31 @@ int64_t EstimateForWorker(const Worker& w, int64_t available_bytes, const KvRequ
   return LargestFitting(shape.max_model_len, [&](int64_t len) {
     KvRequestShape s = shape;
     s.max_model_len = len;
-    return LayerSumBytes(w.layers, s) <= available_bytes;
+    return LayerSumBytes(w.layers(), s) <= available_bytes;
   });
+}
+
+/*! Per pipeline rank, its worker with the smallest planned budget: a max_model_len that fits
+ *  it fits every worker of the rank (the estimates are monotone in the budget), so the
+ *  searches run once per rank, not once per worker. */
+std::vector<std::pair<const Worker*, int64_t>> TightestWorkerPerRank(const KvPlan& plan, const KvCacheOptions& o) {
+  std::map<const RankKv*, std::pair<const Worker*, int64_t>> by_rank;
+  for (const Worker& w : plan.workers) {
+    const int64_t bytes = PlannedBytes(w, o);
+    auto [it, inserted] = by_rank.try_emplace(w.rank, &w, bytes);
+    if (!inserted && bytes < it->second.second) it->second = {&w, bytes};
+  }
+  std::vector<std::pair<const Worker*, int64_t>> out;
+  for (const auto& [rank, entry] : by_rank) out.push_back(entry);
+  return out;
 }
 
 /*! _check_enough_kv_cache_memory for one worker: "" or vLLM's message. */
 std::string WorkerShortfall(const Worker& w, const KvPlan& plan, const KvCacheOptions& o) {
-  if (w.layers.empty()) return "";  // attention-free worker: nothing to hold
+  if (w.layers().empty()) return "";  // attention-free worker: nothing to hold
   const int64_t available = PlannedBytes(w, o);
   if (available <= 0) return kNoMemoryMessage;
-  const int64_t needed = LayerSumBytes(w.layers, plan.shape);
+  const int64_t needed = w.rank->needed_bytes;
   if (needed <= available) return "";
   const int64_t estimated = EstimateForWorker(w, available, plan.shape);
   const std::string estimated_msg =
@@ -191,7 +238,8 @@ KvCacheGroupInfo DescribeGroup(const KvCacheGroupSpec& g, const KvRequestShape& 
 
 KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<int64_t>& available,
                                        const KvCacheOptions& options) {
-  const KvPlan plan = MakePlan(spec, available, options);
+  KvPlan plan;
+  MakePlan(plan, spec, available, options);
   KvCacheCapacity cap;
   cap.max_model_len = options.max_model_len;
   cap.kv_cache_dtype = plan.dtype.name;
@@ -199,22 +247,25 @@ KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<
 
   // Per worker: the admission check, then its own block count (get_kv_cache_configs).
   std::vector<KvCacheWorkerConfig> configs;
+  std::vector<int64_t> distinct_blocks;
   for (const Worker& w : plan.workers) {
     const std::string shortfall = WorkerShortfall(w, plan, options);
     if (!shortfall.empty()) throw InsufficientMemory(shortfall);
-    configs.push_back(GetKvCacheConfigFromGroups(w.groups, w.available_bytes, options.num_gpu_blocks_override));
-    cap.num_blocks_per_worker.push_back(configs.back().num_blocks);
+    configs.push_back(GetKvCacheConfigFromGroups(w.groups(), w.available_bytes, options.num_gpu_blocks_override));
+    distinct_blocks.push_back(configs.back().num_blocks);
   }
+  cap.num_blocks_per_worker.reserve(plan.worker_of.size());
+  for (size_t index : plan.worker_of) cap.num_blocks_per_worker.push_back(distinct_blocks[index]);
   // The engine keeps the smallest block count of all workers: a min over blocks, not bytes.
-  const auto tightest = std::min_element(cap.num_blocks_per_worker.begin(), cap.num_blocks_per_worker.end()) -
-                        cap.num_blocks_per_worker.begin();
+  const auto tightest =
+      std::min_element(distinct_blocks.begin(), distinct_blocks.end()) - distinct_blocks.begin();
   const Worker& worker = plan.workers[static_cast<size_t>(tightest)];
   const KvCacheWorkerConfig& cfg = configs[static_cast<size_t>(tightest)];
   cap.num_blocks = cfg.num_blocks;
   cap.bytes_per_block = cfg.bytes_per_block;
   cap.kv_cache_bytes = CheckedMul(cap.num_blocks, cap.bytes_per_block, "kv_cache_bytes");
   cap.available_bytes = PlannedBytes(worker, options);
-  cap.bytes_per_request = MaxMemoryUsageBytesFromGroups(worker.groups, plan.shape);
+  cap.bytes_per_request = MaxMemoryUsageBytesFromGroups(worker.groups(), plan.shape);
 
   cap.max_concurrency = MaxConcurrency(cap.num_blocks, plan.grouping.groups, plan.shape);
   cap.num_tokens = KvCacheNumTokens(cap.max_concurrency, options.max_model_len);
@@ -228,26 +279,33 @@ KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<
 
 int64_t EstimateMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
                             const KvCacheOptions& options) {
-  const KvPlan plan = MakePlan(spec, available, options);
+  KvPlan plan;
+  MakePlan(plan, spec, available, options);
   int64_t best = options.max_model_len;
-  for (const Worker& w : plan.workers) {
-    if (w.layers.empty()) continue;
-    best = std::min(best, EstimateForWorker(w, PlannedBytes(w, options), plan.shape));
+  for (const auto& entry : TightestWorkerPerRank(plan, options)) {
+    // Named copies: clang 14 cannot capture structured bindings in the lambda below.
+    const Worker* w = entry.first;
+    const int64_t bytes = entry.second;
+    if (w->layers().empty()) continue;
+    best = std::min(best, EstimateForWorker(*w, bytes, plan.shape));
   }
   return best;
 }
 
 int64_t AutoFitMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
                            const KvCacheOptions& options) {
-  const KvPlan plan = MakePlan(spec, available, options);
+  KvPlan plan;
+  MakePlan(plan, spec, available, options);
   int64_t best = options.max_model_len;
-  for (const Worker& w : plan.workers) {
-    if (w.layers.empty()) continue;
-    const int64_t bytes = PlannedBytes(w, options);
+  for (const auto& entry : TightestWorkerPerRank(plan, options)) {
+    // Named copies: clang 14 cannot capture structured bindings in the lambda below.
+    const Worker* w = entry.first;
+    const int64_t bytes = entry.second;
+    if (w->layers().empty()) continue;
     best = std::min(best, LargestFitting(plan.shape.max_model_len, [&](int64_t len) {
                       KvRequestShape s = plan.shape;
                       s.max_model_len = len;
-                      return MaxMemoryUsageBytesFromGroups(w.groups, s) <= bytes;
+                      return MaxMemoryUsageBytesFromGroups(w->groups(), s) <= bytes;
                     }));
   }
   return best;
@@ -255,7 +313,9 @@ int64_t AutoFitMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& av
 
 std::string KvCacheMemoryShortfall(const ModelSpec& spec, const std::vector<int64_t>& available,
                                    const KvCacheOptions& options) {
-  return PlanShortfall(MakePlan(spec, available, options), options);
+  KvPlan plan;
+  MakePlan(plan, spec, available, options);
+  return PlanShortfall(plan, options);
 }
 
 void CheckEnoughKvCacheMemory(const ModelSpec& spec, const std::vector<int64_t>& available,

@@ -58,8 +58,8 @@ KvCacheDType ResolveKvCacheDType(std::string_view kv_cache_dtype, DType model_dt
   for (const Entry& e : kTable) {
     if (kv_cache_dtype == e.name) return KvCacheDType{e.name, e.element_size_bytes, e.mode};
   }
-  throw InvalidArgument(field, "unknown KV-cache dtype '" + std::string(kv_cache_dtype) +
-                                   "'; allowed: " + AllowedKvCacheDTypes());
+  throw InvalidArgument(field, "unknown KV-cache dtype " + EchoValue(kv_cache_dtype) +
+                                   "; allowed: " + AllowedKvCacheDTypes());
 }
 
 }  // namespace vllm_mem

@@ -259,8 +259,10 @@ double MaxConcurrency(int64_t num_blocks, const std::vector<KvCacheGroupSpec>& g
 }
 
 int64_t KvCacheNumTokens(double max_concurrency, int64_t max_model_len) {
-  // Python's int() of the float product: truncation toward zero.
-  return static_cast<int64_t>(max_concurrency * static_cast<double>(max_model_len));
+  // Python's int() of the float product: truncation toward zero, range-checked first (the
+  // product of 2^50 blocks' concurrency and a long context left int64, and the unchecked
+  // conversion printed a negative token count).
+  return CheckedDoubleToInt64(max_concurrency * static_cast<double>(max_model_len), "num_tokens");
 }
 
 }  // namespace vllm_mem

@@ -217,6 +217,15 @@ bool KvSpecsSameType(const KvCacheSpec& a, const KvCacheSpec& b) {
   return true;
 }
 
+void ValidateBlockSize(int64_t block_size_tokens, const char* field) {
+  if (block_size_tokens == 0) return;
+  for (int64_t allowed : kVllmBlockSizesTokens) {
+    if (block_size_tokens == allowed) return;
+  }
+  throw InvalidArgument(field, "must be one of 1, 8, 16, 32, 64, 128, 256 (vLLM's CacheConfig.block_size) or 0 "
+                               "for vLLM's default, got " + std::to_string(block_size_tokens));
+}
+
 std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecBuildOptions& options,
                                            int64_t first_layer, int64_t last_layer) {
   RequirePositive(options.block_size_tokens, "block_size");

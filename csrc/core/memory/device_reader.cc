@@ -25,7 +25,7 @@ AllocatorStatus ParseAllocatorStatus(const std::string& name) {
     const auto status = static_cast<AllocatorStatus>(code);
     if (name == AllocatorStatusName(status)) return status;
   }
-  throw InvalidArgument("torch_status", "unknown allocator status '" + name + "'");
+  throw InvalidArgument("torch_status", "unknown allocator status " + EchoValue(name));
 }
 
 void DeviceReader::CheckDevice(int device) {

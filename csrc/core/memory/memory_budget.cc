@@ -10,6 +10,7 @@
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
@@ -24,8 +25,13 @@ void ValidateUtilization(double utilization, const char* field) {
 int64_t RequestedMemoryBytes(int64_t total_memory_bytes, double utilization) {
   ValidateUtilization(utilization);
   RequireNonNegative(total_memory_bytes, "total_memory_bytes");
+  // Bounded first: ceil(double(2^63 - 1) * 1.0) is 2^63, which no int64 holds (fuzzing found
+  // the conversion's undefined behaviour here).
+  RequireAtMost(total_memory_bytes, kMaxDeviceBytes, "total_memory_bytes",
+                "1 PiB, vllm_mem/base/limits.h: no GPU is near it");
   // Python: math.ceil(int * float) multiplies in double precision, then rounds up.
-  return static_cast<int64_t>(std::ceil(static_cast<double>(total_memory_bytes) * utilization));
+  return CheckedDoubleToInt64(std::ceil(static_cast<double>(total_memory_bytes) * utilization),
+                              "requested_memory_bytes");
 }
 
 int64_t LargestUtilizationFittingPpm(int64_t total_memory_bytes, int64_t free_memory_bytes, int64_t step_ppm) {
@@ -45,6 +51,11 @@ int64_t LargestUtilizationFittingPpm(int64_t total_memory_bytes, int64_t free_me
 }
 
 int64_t UtilizationToPpm(double utilization) {
+  // NaN, infinities and huge values have no ppm (llround of them is unspecified); sums of
+  // utilizations above 1.0 are fine.
+  if (!(std::fabs(utilization) <= 1e6)) {
+    throw InvalidArgument("gpu_memory_utilization", "must be a finite fraction, got " + FormatRounded(utilization, 6));
+  }
   return static_cast<int64_t>(std::llround(utilization * 1'000'000.0));
 }
 

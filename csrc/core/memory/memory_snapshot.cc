@@ -92,18 +92,18 @@ MemorySnapshotRecord SubtractSnapshots(const MemorySnapshotRecord& a,
 std::optional<int> ParseCudaDevice(const std::string& text) {
   const std::string prefix = "cuda";
   if (text.compare(0, prefix.size(), prefix) != 0) {
-    throw InvalidArgument("device", "expected a CUDA device ('cuda' or 'cuda:N'), got '" + text + "'");
+    throw InvalidArgument("device", "expected a CUDA device ('cuda' or 'cuda:N'), got " + EchoValue(text));
   }
   if (text.size() == prefix.size()) return std::nullopt;
   if (text[prefix.size()] != ':' || text.size() == prefix.size() + 1) {
-    throw InvalidArgument("device", "expected a CUDA device ('cuda' or 'cuda:N'), got '" + text + "'");
+    throw InvalidArgument("device", "expected a CUDA device ('cuda' or 'cuda:N'), got " + EchoValue(text));
   }
   int index = -1;
   const char* first = text.data() + prefix.size() + 1;
   const char* last = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(first, last, index);
   if (ec != std::errc() || ptr != last || index < 0) {
-    throw InvalidArgument("device", "expected a CUDA device ('cuda' or 'cuda:N'), got '" + text + "'");
+    throw InvalidArgument("device", "expected a CUDA device ('cuda' or 'cuda:N'), got " + EchoValue(text));
   }
   return index;
 }

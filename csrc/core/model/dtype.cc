@@ -51,8 +51,8 @@ DType ParseDType(std::string_view name, const char* field) {
   if (n == "float8_e5m2" || n == "fp8_e5m2") return DType::kFloat8E5M2;
   if (n == "int8") return DType::kInt8;
   if (n == "uint8") return DType::kUInt8;
-  throw InvalidArgument(field, "unknown dtype '" + std::string(name) +
-                                   "'; allowed: auto, float16 (half), bfloat16, float32 (float)");
+  throw InvalidArgument(field, "unknown dtype " + EchoValue(name) +
+                                   "; allowed: auto, float16 (half), bfloat16, float32 (float)");
 }
 
 DType ResolveModelDType(std::string_view requested, DType checkpoint_dtype, const char* field) {
@@ -61,8 +61,8 @@ DType ResolveModelDType(std::string_view requested, DType checkpoint_dtype, cons
   }
   DType d = ParseDType(requested, field);
   if (d != DType::kFloat32 && d != DType::kFloat16 && d != DType::kBFloat16) {
-    throw InvalidArgument(field, "model dtype must be one of auto, float16, bfloat16, float32; got '" +
-                                     std::string(requested) + "'");
+    throw InvalidArgument(field, "model dtype must be one of auto, float16, bfloat16, float32; got " +
+                                     EchoValue(requested));
   }
   return d;
 }

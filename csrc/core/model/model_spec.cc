@@ -5,11 +5,14 @@
 #include "vllm_mem/model/model_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
+#include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
 namespace {
@@ -38,10 +41,13 @@ int64_t AsInteger(const JsonValue& v, const std::string& field) {
   if (v.IsNumber()) {
     const auto& n = v.AsNumber();
     if (n.integer) return *n.integer;
-    if (n.value == static_cast<double>(static_cast<int64_t>(n.value)) && n.value < 9.2e18 &&
-        n.value > -9.2e18) {
+    // The range is checked before the conversion (a double outside int64, NaN or infinity
+    // converts with undefined behaviour; fuzzing found 1e300 here).
+    if (n.value > -9.2e18 && n.value < 9.2e18 && n.value == std::trunc(n.value)) {
       return static_cast<int64_t>(n.value);
     }
+    throw InvalidArgument(field, "must be an integer, got a number that is not one (" +
+                                     FormatRounded(n.value, 6) + ")");
   }
   throw InvalidArgument(field, "must be an integer, got " + v.KindName());
 }
@@ -52,7 +58,7 @@ std::optional<int64_t> OptionalInt(const JsonValue& obj, std::initializer_list<c
   return AsInteger(*v, KeyList(keys));
 }
 
-int64_t RequiredPositiveInt(const JsonValue& obj, std::initializer_list<const char*> keys) {
+int64_t RequiredPositiveInt(const JsonValue& obj, std::initializer_list<const char*> keys, int64_t bound) {
   const JsonValue* v = FindFirst(obj, keys);
   if (v == nullptr) {
     throw InvalidArgument(KeyList(keys), "required field missing from config.json");
@@ -60,6 +66,22 @@ int64_t RequiredPositiveInt(const JsonValue& obj, std::initializer_list<const ch
   int64_t value = AsInteger(*v, KeyList(keys));
   if (value <= 0) {
     throw InvalidArgument(KeyList(keys), "must be a positive integer, got " + std::to_string(value));
+  }
+  if (value > bound) {
+    throw InvalidArgument(KeyList(keys), "must be at most " + std::to_string(bound) +
+                                             " (vllm_mem/base/limits.h: 100x beyond real models), got " +
+                                             std::to_string(value));
+  }
+  return value;
+}
+
+/*! An optional integer that must lie in [lo, hi] when given. */
+std::optional<int64_t> OptionalIntIn(const JsonValue& obj, std::initializer_list<const char*> keys, int64_t lo,
+                                     int64_t hi) {
+  std::optional<int64_t> value = OptionalInt(obj, keys);
+  if (value && (*value < lo || *value > hi)) {
+    throw InvalidArgument(KeyList(keys), "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                             "], got " + std::to_string(*value));
   }
   return value;
 }
@@ -116,8 +138,10 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
       }
       spec.block_out = AsInteger(b->AsArray()[0], "quantization_config.weight_block_size");
       spec.block_in = AsInteger(b->AsArray()[1], "quantization_config.weight_block_size");
-      RequirePositive(spec.block_out, "quantization_config.weight_block_size");
-      RequirePositive(spec.block_in, "quantization_config.weight_block_size");
+      RequirePositiveAtMost(spec.block_out, kMaxIntermediateSize, "quantization_config.weight_block_size",
+                            "a block is never larger than a weight");
+      RequirePositiveAtMost(spec.block_in, kMaxIntermediateSize, "quantization_config.weight_block_size",
+                            "a block is never larger than a weight");
       spec.per_tensor_scale = false;
     }
   } else if (m == "awq" || m == "gptq" || m == "awq_marlin" || m == "gptq_marlin") {
@@ -144,8 +168,10 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
                                                                 b->AsArray().size() == 2) {
             spec.block_out = AsInteger(b->AsArray()[0], "quantization_config.block_structure");
             spec.block_in = AsInteger(b->AsArray()[1], "quantization_config.block_structure");
-            RequirePositive(spec.block_out, "quantization_config.block_structure");
-            RequirePositive(spec.block_in, "quantization_config.block_structure");
+            RequirePositiveAtMost(spec.block_out, kMaxIntermediateSize, "quantization_config.block_structure",
+                                  "a block is never larger than a weight");
+            RequirePositiveAtMost(spec.block_in, kMaxIntermediateSize, "quantization_config.block_structure",
+                                  "a block is never larger than a weight");
           }
         }
       }
@@ -159,14 +185,22 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
     spec.experts_only = true;  // gpt-oss: attention, router, embeddings stay in bf16
   } else {
     throw InvalidArgument("quantization_config.quant_method",
-                          "unknown quantization method '" + m +
-                              "'; allowed: fp8, fbgemm_fp8, modelopt, awq, gptq, awq_marlin, "
+                          "unknown quantization method " + EchoValue(m) +
+                              "; allowed: fp8, fbgemm_fp8, modelopt, awq, gptq, awq_marlin, "
                               "gptq_marlin, compressed-tensors, bitsandbytes, mxfp4");
   }
   if (spec.weight_bits <= 0 || spec.weight_bits > 16) {
     throw InvalidArgument("quantization_config.bits",
                           "must be between 1 and 16, got " + std::to_string(spec.weight_bits));
   }
+  // -1 is GPTQ/AWQ's "per channel" (one group per row); 0 and other negatives are what vLLM's
+  // GPTQConfig/AWQConfig cannot use (a zero group divides by zero when sizing the scales).
+  if (spec.group_size == 0 || spec.group_size < -1) {
+    throw InvalidArgument("quantization_config.group_size",
+                          "must be a positive integer or -1 (per-channel), got " + std::to_string(spec.group_size));
+  }
+  RequireAtMost(spec.group_size, kMaxIntermediateSize, "quantization_config.group_size",
+                "a group is never larger than a weight row");
   return spec;
 }
 
@@ -185,7 +219,8 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
     t.partial_rotary_factor = 0.5;  // transformers' PhiConfig default
   }
   if (!(t.partial_rotary_factor > 0.0 && t.partial_rotary_factor <= 1.0)) {
-    throw InvalidArgument("partial_rotary_factor", "must be in (0, 1]");
+    throw InvalidArgument("partial_rotary_factor",
+                          "must be in (0, 1], got " + FormatRounded(t.partial_rotary_factor, 6));
   }
   int64_t positions = OptionalInt(text, {"max_position_embeddings"}).value_or(0);
   const JsonValue* scaling = FindFirst(text, {"rope_scaling", "rope_parameters"});
@@ -194,11 +229,31 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
     if (type.empty()) type = OptionalString(*scaling, "type");
     const JsonValue* factor = scaling->Find("factor");
     const double f = (factor != nullptr && factor->IsNumber()) ? factor->AsNumber().value : 1.0;
+    // transformers' rope validation and vLLM's get_rope need a positive, finite factor; a
+    // factor of 0, -2 or 1e300 would give an empty, negative or unrepresentable cache
+    // (fuzzing found the product cast to int64 before any range check).
+    if (!(f > 0.0 && f <= kMaxRopeScalingFactor)) {
+      throw InvalidArgument("rope_scaling.factor", "must be a number in (0, " +
+                                                       FormatRounded(kMaxRopeScalingFactor, 0) + "], got " +
+                                                       FormatRounded(f, 6));
+    }
+    auto scaled = [&](int64_t base) {
+      const double rows = static_cast<double>(base) * f;
+      if (rows > static_cast<double>(kMaxModelLenTokens)) {
+        throw InvalidArgument("rope_scaling.factor",
+                              "scales max_position_embeddings (" + std::to_string(base) + ") to " +
+                                  FormatRounded(rows, 0) + " positions, above " +
+                                  std::to_string(kMaxModelLenTokens) + " (vllm_mem/base/limits.h)");
+      }
+      return static_cast<int64_t>(rows);
+    };
     if (type == "yarn" || type == "deepseek_yarn") {
-      if (auto original = OptionalInt(*scaling, {"original_max_position_embeddings"})) positions = *original;
-      positions = static_cast<int64_t>(static_cast<double>(positions) * f);
+      if (auto original = OptionalIntIn(*scaling, {"original_max_position_embeddings"}, 0, kMaxModelLenTokens)) {
+        positions = *original;
+      }
+      positions = scaled(positions);
     } else if (type == "linear" || type == "dynamic") {
-      positions = static_cast<int64_t>(static_cast<double>(positions) * f);
+      positions = scaled(positions);
     }
   }
   t.rope_cache_positions = std::max<int64_t>(positions, 0);
@@ -252,7 +307,8 @@ void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text) {
   }
   // Llama-4: layers with RoPE attend within chunks of attention_chunk_size tokens; the NoPE
   // layers (no_rope_layers[i] == 0, by default every 4th) attend globally (vLLM llama4.py).
-  if (const int64_t chunk = OptionalInt(text, {"attention_chunk_size"}).value_or(0); chunk > 0) {
+  if (const int64_t chunk = OptionalIntIn(text, {"attention_chunk_size"}, INT64_MIN, kMaxWindowTokens).value_or(0);
+      chunk > 0) {
     const JsonValue* no_rope = text.Find("no_rope_layers");
     const bool listed = no_rope != nullptr && no_rope->IsArray() && !no_rope->AsArray().empty();
     if (listed && static_cast<int64_t>(no_rope->AsArray().size()) != spec.num_layers) {
@@ -271,7 +327,8 @@ void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text) {
     return;
   }
   // 0 (or absent / null) means no sliding window; some configs write 0 for "off".
-  const int64_t window = std::max<int64_t>(OptionalInt(text, {"sliding_window"}).value_or(0), 0);
+  const int64_t window =
+      std::max<int64_t>(OptionalIntIn(text, {"sliding_window"}, INT64_MIN, kMaxWindowTokens).value_or(0), 0);
 
   const JsonValue* layer_types = text.Find("layer_types");
   if (layer_types != nullptr && !layer_types->IsNull()) {
@@ -294,8 +351,8 @@ void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text) {
       } else if (k == "full_attention" || k == "global_attention" || k == "attention") {
         spec.layers[i].attention = AttentionKind::kFull;
       } else {
-        throw InvalidArgument("layer_types", "unsupported layer type '" + k +
-                                                 "'; supported: full_attention, sliding_attention");
+        throw InvalidArgument("layer_types", "unsupported layer type " + EchoValue(k) +
+                                                 "; supported: full_attention, sliding_attention");
       }
     }
     return;
@@ -345,6 +402,7 @@ void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
   if (const JsonValue* v = text.Find("mlp_only_layers"); v != nullptr && v->IsArray()) {
     for (const auto& e : v->AsArray()) mlp_only.push_back(AsInteger(e, "mlp_only_layers"));
   }
+  std::sort(mlp_only.begin(), mlp_only.end());
   const bool deepseek_style = text.Find("first_k_dense_replace") != nullptr;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     int64_t idx = static_cast<int64_t>(i);
@@ -354,7 +412,8 @@ void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
     } else {
       moe = (idx + 1) % freq == 0;  // Qwen-MoE decoder_sparse_step
     }
-    if (std::find(mlp_only.begin(), mlp_only.end(), idx) != mlp_only.end()) moe = false;
+    // Sorted lookup: the list may be as long as the JSON value limit, so no scan per layer.
+    if (std::binary_search(mlp_only.begin(), mlp_only.end(), idx)) moe = false;
     spec.layers[i].moe = moe;
   }
 }
@@ -388,10 +447,13 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
   }
   spec.dtype = ReadDType(text, config);
 
-  spec.num_layers = RequiredPositiveInt(text, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
-  spec.hidden_size = RequiredPositiveInt(text, {"hidden_size", "n_embd", "d_model"});
-  spec.num_attention_heads = RequiredPositiveInt(text, {"num_attention_heads", "n_head", "num_heads"});
-  spec.vocab_size = RequiredPositiveInt(text, {"vocab_size", "padded_vocab_size"});
+  // Each count is bounded before any work proportional to it (vllm_mem/base/limits.h).
+  spec.num_layers = RequiredPositiveInt(text, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"},
+                                        kMaxNumLayers);
+  spec.hidden_size = RequiredPositiveInt(text, {"hidden_size", "n_embd", "d_model"}, kMaxHiddenSize);
+  spec.num_attention_heads =
+      RequiredPositiveInt(text, {"num_attention_heads", "n_head", "num_heads"}, kMaxAttentionHeads);
+  spec.vocab_size = RequiredPositiveInt(text, {"vocab_size", "padded_vocab_size"}, kMaxVocabSize);
 
   // Total KV heads, vLLM's spellings in vLLM's order of preference.
   if (auto kv = OptionalInt(text, {"n_head_kv", "num_kv_heads", "num_key_value_heads",
@@ -410,15 +472,21 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
     throw InvalidArgument("num_key_value_heads", "must be a positive integer, got " +
                                                      std::to_string(spec.num_kv_heads));
   }
+  // Grouped-query attention: each KV head serves num_attention_heads / num_kv_heads query heads
+  // (transformers' repeat_kv, vLLM's attention layers); any other count is not a model.
+  if (spec.num_attention_heads % spec.num_kv_heads != 0) {
+    throw InvalidArgument("num_key_value_heads",
+                          "must divide num_attention_heads (" + std::to_string(spec.num_attention_heads) +
+                              "), got " + std::to_string(spec.num_kv_heads));
+  }
 
   if (text.Find("kv_lora_rank") != nullptr && !text.Find("kv_lora_rank")->IsNull()) {
     MlaSpec mla;
-    mla.kv_lora_rank = RequiredPositiveInt(text, {"kv_lora_rank"});
-    mla.qk_rope_head_dim = RequiredPositiveInt(text, {"qk_rope_head_dim"});
-    mla.qk_nope_head_dim = RequiredPositiveInt(text, {"qk_nope_head_dim"});
-    mla.v_head_dim = RequiredPositiveInt(text, {"v_head_dim"});
-    mla.q_lora_rank = OptionalInt(text, {"q_lora_rank"}).value_or(0);
-    if (mla.q_lora_rank < 0) throw InvalidArgument("q_lora_rank", "must be >= 0");
+    mla.kv_lora_rank = RequiredPositiveInt(text, {"kv_lora_rank"}, kMaxHeadDim);
+    mla.qk_rope_head_dim = RequiredPositiveInt(text, {"qk_rope_head_dim"}, kMaxHeadDim);
+    mla.qk_nope_head_dim = RequiredPositiveInt(text, {"qk_nope_head_dim"}, kMaxHeadDim);
+    mla.v_head_dim = RequiredPositiveInt(text, {"v_head_dim"}, kMaxHeadDim);
+    mla.q_lora_rank = OptionalIntIn(text, {"q_lora_rank"}, 0, kMaxHiddenSize).value_or(0);
     spec.mla = mla;
     spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
   } else if (auto hd = OptionalInt(text, {"head_dim", "hidden_size_per_head"})) {
@@ -431,14 +499,16 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
     }
     spec.head_dim = spec.hidden_size / spec.num_attention_heads;
   }
-  RequirePositive(spec.head_dim, "head_dim");
+  RequirePositiveAtMost(spec.head_dim, kMaxHeadDim, "head_dim", "vllm_mem/base/limits.h: 100x beyond real models");
 
   // GPT-2 style configs leave n_inner null meaning 4 * hidden.
   spec.intermediate_size = OptionalInt(text, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"})
                                .value_or(CheckedMul(4, spec.hidden_size, "intermediate_size"));
-  RequirePositive(spec.intermediate_size, "intermediate_size");
+  RequirePositiveAtMost(spec.intermediate_size, kMaxIntermediateSize, "intermediate_size",
+                        "vllm_mem/base/limits.h: 100x beyond real models");
   spec.max_position_embeddings =
-      OptionalInt(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"})
+      OptionalIntIn(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"}, 0,
+                    kMaxModelLenTokens)
           .value_or(0);
 
   // transformers' default is tied embeddings, but most decoder families override it to False.
@@ -447,16 +517,21 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
   const bool ties_by_default = StartsWith(spec.model_type, "gemma") || spec.model_type == "gpt2";
   spec.tie_word_embeddings = tie.value_or(ties_by_default);
 
-  if (auto experts = OptionalInt(text, {"num_local_experts", "num_experts", "n_routed_experts"});
+  if (auto experts = OptionalIntIn(text, {"num_local_experts", "num_experts", "n_routed_experts"}, INT64_MIN,
+                                    kMaxExperts);
       experts && *experts > 0) {
     MoeSpec moe;
     moe.num_experts = *experts;
-    moe.num_experts_per_token = RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k"});
+    moe.num_experts_per_token =
+        RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k"}, kMaxExperts);
     moe.expert_intermediate_size =
         OptionalInt(text, {"moe_intermediate_size", "expert_intermediate_size"}).value_or(spec.intermediate_size);
-    RequirePositive(moe.expert_intermediate_size, "moe_intermediate_size");
-    moe.num_shared_experts = OptionalInt(text, {"n_shared_experts", "num_shared_experts"}).value_or(0);
-    moe.shared_expert_intermediate_size = OptionalInt(text, {"shared_expert_intermediate_size"}).value_or(0);
+    RequirePositiveAtMost(moe.expert_intermediate_size, kMaxIntermediateSize, "moe_intermediate_size",
+                          "vllm_mem/base/limits.h: 100x beyond real models");
+    moe.num_shared_experts =
+        OptionalIntIn(text, {"n_shared_experts", "num_shared_experts"}, 0, kMaxExperts).value_or(0);
+    moe.shared_expert_intermediate_size =
+        OptionalIntIn(text, {"shared_expert_intermediate_size"}, 0, kMaxIntermediateSize).value_or(0);
     moe.shared_expert_gate = moe.shared_expert_intermediate_size > 0;
     moe.router_bias = OptionalString(text, "topk_method") == "noaux_tc" || spec.model_type == "gpt_oss";
     RequireNonNegative(moe.num_shared_experts, "n_shared_experts");

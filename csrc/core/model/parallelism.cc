@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 
 namespace vllm_mem {
 
@@ -20,6 +22,14 @@ void ValidateParallelism(int64_t num_layers, int64_t tensor_parallel_size, int64
     throw InvalidArgument("pipeline_parallel_size",
                           "must be an integer >= 1, got " + std::to_string(pipeline_parallel_size));
   }
+  // Bounded before any per-rank or per-worker work (fuzzing: TP 2^20 made the KV sizing build
+  // a million workers, 17 s and 6.7 GB).
+  RequireAtMost(tensor_parallel_size, kMaxTensorParallelSize, "tensor_parallel_size",
+                "vllm_mem/base/limits.h: 100x beyond real deployments");
+  RequireAtMost(pipeline_parallel_size, kMaxPipelineParallelSize, "pipeline_parallel_size",
+                "vllm_mem/base/limits.h: 100x beyond real deployments");
+  RequireAtMost(tensor_parallel_size * pipeline_parallel_size, kMaxWorldSize,
+                "tensor_parallel_size", "times pipeline_parallel_size: vllm_mem/base/limits.h");
   if (pipeline_parallel_size > num_layers) {
     throw InvalidArgument("pipeline_parallel_size",
                           "must not exceed num_hidden_layers (" + std::to_string(num_layers) +
@@ -66,11 +76,16 @@ int64_t KvHeadsPerRank(int64_t total_kv_heads, int64_t tensor_parallel_size) {
 }
 
 int64_t AttentionHeadsPerRank(int64_t num_attention_heads, int64_t tensor_parallel_size) {
-  if (tensor_parallel_size < 1 || num_attention_heads % tensor_parallel_size != 0) {
+  if (tensor_parallel_size < 1) {
     throw InvalidArgument("tensor_parallel_size",
-                          "num_attention_heads (" + std::to_string(num_attention_heads) +
-                              ") must be divisible by tensor_parallel_size (" +
-                              std::to_string(tensor_parallel_size) + ")");
+                          "must be an integer >= 1, got " + std::to_string(tensor_parallel_size));
+  }
+  if (num_attention_heads % tensor_parallel_size != 0) {
+    // vLLM's own words (ModelConfig.verify_with_parallel_config, vllm/config/model.py).
+    throw InvalidArgument("tensor_parallel_size",
+                          "Total number of attention heads (" + std::to_string(num_attention_heads) +
+                              ") must be divisible by tensor parallel size (" +
+                              std::to_string(tensor_parallel_size) + ").");
   }
   return num_attention_heads / tensor_parallel_size;
 }

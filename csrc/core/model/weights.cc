@@ -262,12 +262,12 @@ std::optional<QuantizationSpec> ResolveQuantization(const ModelSpec& spec, const
     start = end + 2;
   }
   if (!known) {
-    throw InvalidArgument("quantization", "unknown quantization method '" + requested + "'; allowed: " + allowed);
+    throw InvalidArgument("quantization", "unknown quantization method " + EchoValue(requested) + "; allowed: " + allowed);
   }
   if (spec.quantization) {
     if (BaseMethod(spec.quantization->method) != BaseMethod(m)) {
-      throw InvalidArgument("quantization", "the checkpoint is quantized with '" + spec.quantization->method +
-                                                "', which does not match --quantization '" + requested + "'");
+      throw InvalidArgument("quantization", "the checkpoint is quantized with " + EchoValue(spec.quantization->method) +
+                                                ", which does not match --quantization " + EchoValue(requested));
     }
     return spec.quantization;
   }
@@ -280,8 +280,8 @@ std::optional<QuantizationSpec> ResolveQuantization(const ModelSpec& spec, const
     online.weight_bits = 4;  // in-flight bitsandbytes quantizes to 4-bit NF4
     online.group_size = kBnbBlock;
   } else {
-    throw InvalidArgument("quantization", "'" + requested +
-                                              "' needs a checkpoint quantized with it; an unquantized "
+    throw InvalidArgument("quantization", EchoValue(requested) +
+                                              " needs a checkpoint quantized with it; an unquantized "
                                               "checkpoint can be quantized at load time with fp8 or bitsandbytes");
   }
   return online;
@@ -317,6 +317,8 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t tp = options.tensor_parallel_size;
   const int64_t pp = options.pipeline_parallel_size;
   ValidateParallelism(spec.num_layers, tp, pp);
+  // vLLM checks the heads when it builds its config, before any weight is sized.
+  AttentionHeadsPerRank(spec.num_attention_heads, tp);
   if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
     throw InvalidArgument("num_hidden_layers", "the spec lists " + std::to_string(spec.layers.size()) +
                                                    " layers but says " + std::to_string(spec.num_layers));

@@ -18,7 +18,7 @@ namespace {
 
 int64_t Scaled(double factor, int64_t bytes, const char* field) {
   const double v = factor * static_cast<double>(bytes);
-  if (!(v < 9.0e18)) throw InvalidArgument(field, "size overflows 64 bits");
+  if (!(v < 9.0e18 && v > -9.0e18)) throw InvalidArgument(field, "size overflows 64 bits");
   return static_cast<int64_t>(std::llround(v));
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 #include "core/model/parallelism.h"
 
 namespace vllm_mem {
@@ -23,7 +24,7 @@ CudagraphMode ParseCudagraphMode(const std::string& name) {
   if (upper == "FULL_DECODE_ONLY") return CudagraphMode::kFullDecodeOnly;
   if (upper == "FULL_AND_PIECEWISE") return CudagraphMode::kFullAndPiecewise;
   throw InvalidArgument("cudagraph_mode", "must be one of NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, "
-                                          "FULL_AND_PIECEWISE; got '" + name + "'");
+                                          "FULL_AND_PIECEWISE; got " + EchoValue(name));
 }
 
 std::string CudagraphModeName(CudagraphMode mode) {
@@ -38,6 +39,10 @@ std::string CudagraphModeName(CudagraphMode mode) {
 }
 
 std::vector<int64_t> DefaultCaptureSizes(int64_t max_size) {
+  // Bounded first: the list grows linearly with max_size, and max_size + 1 below overflowed
+  // for INT64_MAX (fuzzing found both).
+  RequireAtMost(max_size, kMaxCudagraphCaptureSize, "max_cudagraph_capture_size",
+                "vllm_mem/base/limits.h: vLLM's default is 512");
   std::vector<int64_t> sizes;
   for (int64_t s : {1, 2, 4}) {
     if (s <= max_size) sizes.push_back(s);
@@ -52,14 +57,23 @@ int64_t DefaultMaxCaptureSize(int64_t max_num_seqs, int64_t max_num_batched_toke
 }
 
 CudagraphEstimate EstimateCudagraphMemory(const ModelSpec& spec, const CudagraphOptions& o) {
-  RequirePositive(o.max_num_seqs, "max_num_seqs");
-  RequirePositive(o.max_num_batched_tokens, "max_num_batched_tokens");
+  RequirePositiveAtMost(o.max_num_seqs, kMaxNumSeqs, "max_num_seqs", "vllm_mem/base/limits.h");
+  RequirePositiveAtMost(o.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens",
+                        "vllm_mem/base/limits.h");
+  RequireNonNegative(o.max_cudagraph_capture_size, "max_cudagraph_capture_size");
+  RequireAtMost(o.max_cudagraph_capture_size, kMaxCudagraphCaptureSize, "max_cudagraph_capture_size",
+                "vllm_mem/base/limits.h: vLLM's default is 512");
+  RequireAtMost(static_cast<int64_t>(o.capture_sizes.size()), kMaxCudagraphCaptureSizes,
+                "cudagraph_capture_sizes", "entries; vllm_mem/base/limits.h");
   ValidateParallelism(spec.num_layers, o.tensor_parallel_size, o.pipeline_parallel_size);
   CudagraphEstimate e;
   if (o.enforce_eager || o.mode == CudagraphMode::kNone) return e;
 
   if (!o.capture_sizes.empty()) {
-    for (int64_t s : o.capture_sizes) RequirePositive(s, "cudagraph_capture_sizes");
+    for (int64_t s : o.capture_sizes) {
+      RequirePositiveAtMost(s, kMaxCudagraphCaptureSize, "cudagraph_capture_sizes",
+                            "vllm_mem/base/limits.h: vLLM's default largest is 512");
+    }
     e.capture_sizes = o.capture_sizes;
     std::sort(e.capture_sizes.begin(), e.capture_sizes.end());
     e.capture_sizes.erase(std::unique(e.capture_sizes.begin(), e.capture_sizes.end()), e.capture_sizes.end());
@@ -102,7 +116,8 @@ CudagraphEstimate EstimateCudagraphMemory(const ModelSpec& spec, const Cudagraph
   const auto [first_layer, end_layer] = PipelineLayerRange(spec.num_layers, o.pp_rank, o.pipeline_parallel_size);
   const double per_graph = o.constants.per_graph_bytes_per_layer_hidden * static_cast<double>(end_layer - first_layer) *
                            static_cast<double>(spec.hidden_size);
-  e.per_graph_bytes = std::max<int64_t>(o.constants.per_graph_floor_bytes, std::llround(per_graph));
+  e.per_graph_bytes = std::max<int64_t>(o.constants.per_graph_floor_bytes,
+                                        CheckedDoubleToInt64(std::round(per_graph), "cudagraph"));
   int64_t further = 0;
   if (e.num_full_graphs > 0) further += e.num_full_graphs - 1;
   if (e.num_piecewise_graphs > 0) further += e.num_piecewise_graphs - 1;

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
@@ -207,6 +208,10 @@ std::string NormalizeGpuName(std::string_view name) {
 }
 
 std::vector<std::string> CloseGpuMatches(std::string_view name, size_t limit) {
+  // The edit distance is quadratic in the length; a name this long is farther than the
+  // threshold (a third of its length) from every catalog spelling (< 40 characters), so the
+  // answer is exactly "none" without computing it.
+  if (static_cast<int64_t>(name.size()) > kMaxGpuNameChars) return {};
   const std::string query = NormalizeGpuName(name);
   std::vector<std::pair<size_t, size_t>> scored;  // (distance, catalog index)
   const auto& catalog = GpuCatalog();
@@ -236,6 +241,10 @@ std::vector<std::string> CloseGpuMatches(std::string_view name, size_t limit) {
 }
 
 const GpuInfo& LookupGpu(std::string_view name) {
+  if (static_cast<int64_t>(name.size()) > kMaxGpuNameChars) {
+    throw InvalidArgument("gpu", "unknown GPU " + EchoValue(name) + ": names are at most " +
+                                     std::to_string(kMaxGpuNameChars) + " characters (vllm-mem gpus lists the catalog)");
+  }
   const std::string query = NormalizeGpuName(name);
   const auto& catalog = GpuCatalog();
   if (!query.empty()) {
@@ -249,12 +258,12 @@ const GpuInfo& LookupGpu(std::string_view name) {
       if (query == amb.normalized) {
         std::string list;
         for (const auto& c : amb.candidates) list += (list.empty() ? "" : ", ") + c;
-        throw InvalidArgument("gpu", "'" + std::string(name) + "' is ambiguous; name the variant: " + list);
+        throw InvalidArgument("gpu", EchoValue(name) + " is ambiguous; name the variant: " + list);
       }
     }
   }
   std::vector<std::string> close = CloseGpuMatches(name);
-  std::string msg = "unknown GPU '" + std::string(name) + "'";
+  std::string msg = "unknown GPU " + EchoValue(name);
   if (!close.empty()) {
     msg += "; close matches: ";
     for (size_t i = 0; i < close.size(); ++i) msg += (i ? ", " : "") + close[i];

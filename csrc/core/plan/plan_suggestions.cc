@@ -187,17 +187,19 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
   // CUDA graphs: fewer capture sizes, or none.
   if (kv_phase && !plan.inputs.enforce_eager && plan.inputs.cudagraph_memory_in_budget && plan.cudagraph_bytes > 0) {
     const auto& sizes = plan.ranks.front().cudagraph.capture_sizes;
+    // The largest capture size below the current largest that fits. Fewer and smaller graphs
+    // never need more memory, so the fit is monotone in the size and a binary search over the
+    // (sorted, distinct) sizes finds it in log2(n) plans; one plan per size took seconds for a
+    // large capture size (fuzzing).
     std::optional<int64_t> best_size;
-    for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
-      if (*it >= sizes.back()) continue;
-      const int64_t cap = *it;
-      if (fits_with([&](PlanInputs& in) {
-            in.max_cudagraph_capture_size = cap;
-            in.cudagraph_capture_sizes.clear();
-          })) {
-        best_size = cap;
-        break;
-      }
+    if (sizes.size() >= 2) {
+      const auto best_index = LargestFitting(0, static_cast<int64_t>(sizes.size()) - 2, [&](int64_t i) {
+        return fits_with([&](PlanInputs& in) {
+          in.max_cudagraph_capture_size = sizes[static_cast<size_t>(i)];
+          in.cudagraph_capture_sizes.clear();
+        });
+      });
+      if (best_index) best_size = sizes[static_cast<size_t>(*best_index)];
     }
     if (best_size) {
       PlanInputs in = base;

@@ -9,6 +9,7 @@
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/memory/memory_budget.h"
 
 namespace vllm_mem {
@@ -260,7 +261,7 @@ SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
         r.blocks = min_blocks;
         // vLLM: max_concurrency = num_blocks / blocks_per_request; tokens = int(concurrency * len).
         r.concurrency = static_cast<double>(min_blocks) / static_cast<double>(shape.blocks_per_request);
-        r.tokens = static_cast<int64_t>(r.concurrency * static_cast<double>(shape.max_model_len));
+        r.tokens = KvCacheNumTokens(r.concurrency, shape.max_model_len);  // range-checked
       }
       Push(c, r);
     }

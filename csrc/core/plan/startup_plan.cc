@@ -11,6 +11,8 @@
 #include "core/base/checked_math.h"
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
+#include "vllm_mem/kv_cache/kv_cache_spec.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
@@ -33,12 +35,26 @@ void ValidateInputs(const ModelSpec& spec, const PlanInputs& in) {
     throw InvalidArgument("free_memory_bytes", "must be in [0, total_memory_bytes], got " +
                                                    std::to_string(in.free_memory_bytes));
   }
+  // Every count is bounded before the work it drives (vllm_mem/base/limits.h).
+  RequireAtMost(in.total_memory_bytes, kMaxDeviceBytes, "total_memory_bytes", "1 PiB; vllm_mem/base/limits.h");
   RequireNonNegative(in.max_model_len, "max_model_len");
-  RequirePositive(in.max_num_seqs, "max_num_seqs");
-  RequirePositive(in.max_num_batched_tokens, "max_num_batched_tokens");
+  RequireAtMost(in.max_model_len, kMaxModelLenTokens, "max_model_len", "vllm_mem/base/limits.h");
+  RequirePositiveAtMost(in.max_num_seqs, kMaxNumSeqs, "max_num_seqs", "vllm_mem/base/limits.h");
+  RequirePositiveAtMost(in.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens",
+                        "vllm_mem/base/limits.h");
   RequireNonNegative(in.kv_cache_memory_bytes, "kv_cache_memory_bytes");
-  RequireNonNegative(in.block_size, "block_size");
+  RequireAtMost(in.kv_cache_memory_bytes, kMaxDeviceBytes, "kv_cache_memory_bytes", "1 PiB; vllm_mem/base/limits.h");
+  ValidateBlockSize(in.block_size, "block_size");
   RequireNonNegative(in.gpu_count, "gpu_count");
+  RequireNonNegative(in.max_cudagraph_capture_size, "max_cudagraph_capture_size");
+  RequireAtMost(in.max_cudagraph_capture_size, kMaxCudagraphCaptureSize, "max_cudagraph_capture_size",
+                "vllm_mem/base/limits.h: vLLM's default is 512");
+  RequireAtMost(static_cast<int64_t>(in.cudagraph_capture_sizes.size()), kMaxCudagraphCaptureSizes,
+                "cudagraph_capture_sizes", "entries; vllm_mem/base/limits.h");
+  for (int64_t size : in.cudagraph_capture_sizes) {
+    RequirePositiveAtMost(size, kMaxCudagraphCaptureSize, "cudagraph_capture_sizes",
+                          "vllm_mem/base/limits.h: vLLM's default largest is 512");
+  }
   ValidateParallelism(spec.num_layers, in.tensor_parallel_size, in.pipeline_parallel_size);
   AttentionHeadsPerRank(spec.num_attention_heads, in.tensor_parallel_size);
   KvHeadsPerRank(spec.num_kv_heads, in.tensor_parallel_size);

@@ -13,6 +13,7 @@
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "vllm_mem/base/units.h"
@@ -108,7 +109,14 @@ class Checker {
       d.free_is_live = options_.free_is_live;
       d.free_source = options_.free_is_live ? "live" : "given";
     } else {
-      d.free_bytes = std::max<int64_t>(0, CheckedSub(d.total_bytes, options_.reserve_bytes, "reserve_bytes"));
+      // A reserve above the device's total leaves less than nothing: a typo (GiB for MiB), not a
+      // plan, so it is refused rather than silently read as "no free memory".
+      if (options_.reserve_bytes > d.total_bytes) {
+        throw InvalidArgument("reserve_bytes", "must not exceed the total memory of GPU " + std::to_string(physical) +
+                                                   " (" + Gib(d.total_bytes) + "), got " +
+                                                   Gib(options_.reserve_bytes));
+      }
+      d.free_bytes = CheckedSub(d.total_bytes, options_.reserve_bytes, "reserve_bytes");
       d.free_source = options_.reserve_bytes > 0 ? "assumed: total - " + Gib(options_.reserve_bytes) + " reserve"
                                                  : "assumed: nothing else on it";
     }
@@ -141,7 +149,8 @@ class Checker {
       d.requested_bytes = CheckedAdd(d.requested_bytes, r.requested_bytes, "requested_bytes");
       // Admission truncates (Python int(capacity * util)) where vLLM rounds up; CUDA graphs add a
       // fixed reserve per stage.
-      const auto truncated = static_cast<int64_t>(std::floor(static_cast<double>(d.total_bytes) * r.utilization));
+      const int64_t truncated = CheckedDoubleToInt64(
+          std::floor(static_cast<double>(d.total_bytes) * r.utilization), "gpu_memory_utilization");
       admission = CheckedAdd(admission, truncated, "admission");
       if (!r.enforce_eager) admission = CheckedAdd(admission, kAdmissionGraphReserveBytes, "admission");
     }
@@ -376,7 +385,10 @@ class Checker {
 }  // namespace
 
 int64_t DeviceTotalBytes(const DeviceMemoryInfo& info) {
-  if (info.total_bytes > 0) return info.total_bytes;
+  if (info.total_bytes > 0) {
+    RequireAtMost(info.total_bytes, kMaxDeviceBytes, "total_bytes", "1 PiB, vllm_mem/base/limits.h");
+    return info.total_bytes;
+  }
   if (info.total_bytes < 0 || info.name.empty()) {
     throw InvalidArgument("gpu", "GPU " + std::to_string(info.physical_id) +
                                      " needs a catalog name or a positive total in bytes");

@@ -11,7 +11,9 @@
 #include <set>
 #include <string>
 
+#include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
 #include "vllm_mem/memory/memory_budget.h"
 
 namespace vllm_mem {
@@ -23,6 +25,15 @@ std::string JoinIds(const std::vector<int64_t>& ids) {
     if (i > 0) out += ',';
     out += std::to_string(ids[i]);
   }
+  return out;
+}
+
+/*! JoinIds for a message: at most 16 ids, then how many there are (a list may be long). */
+std::string JoinIdsShort(const std::vector<int64_t>& ids) {
+  constexpr size_t kShown = 16;
+  if (ids.size() <= kShown) return JoinIds(ids);
+  std::string out = JoinIds(std::vector<int64_t>(ids.begin(), ids.begin() + kShown));
+  out.append(",... (").append(std::to_string(ids.size())).append(" devices)");
   return out;
 }
 
@@ -38,7 +49,7 @@ std::string_view Trim(std::string_view s) {
 
 std::string Describe(const JsonValue& v) {
   if (v.IsNumber()) return FormatUtilization(v.AsNumber().value);
-  if (v.IsString()) return "'" + v.AsString() + "'";
+  if (v.IsString()) return EchoValue(v.AsString());
   return v.KindName();
 }
 
@@ -110,6 +121,19 @@ class StageReader {
     return PositiveInt(v, where);
   }
 
+  /*! \brief A positive knob with an upper bound (vllm_mem/base/limits.h); 0 when absent. */
+  int64_t BoundedKnob(const std::string& key, int64_t bound) const {
+    std::string where;
+    const JsonValue* v = Knob(key, &where);
+    const int64_t value = PositiveInt(v, where);
+    if (value > bound) {
+      throw InvalidArgument(Field(where), "must be at most " + std::to_string(bound) +
+                                              " (vllm_mem/base/limits.h: 100x beyond real deployments), got " +
+                                              std::to_string(value));
+    }
+    return value;
+  }
+
   std::string StringKnob(const std::string& key) const {
     std::string where;
     const JsonValue* v = Knob(key, &where);
@@ -136,9 +160,20 @@ class StageReader {
 
 int64_t ParseIndex(std::string_view token, const std::string& field) {
   if (!IsDigits(token) || token.size() > 9) {
-    throw InvalidArgument(field, "device '" + std::string(token) + "' is not a non-negative integer index");
+    throw InvalidArgument(field, "device " + EchoValue(token) + " is not a non-negative integer index");
   }
-  return std::stoll(std::string(token));
+  const int64_t index = std::stoll(std::string(token));
+  RequireAtMost(index, kMaxDeviceId, field.c_str(), "a device index; vllm_mem/base/limits.h");
+  return index;
+}
+
+/*! Appends to a device list, bounded before it grows (a 16 MB "0,0,0,..." string). */
+void PushDevice(std::vector<int64_t>& out, int64_t index, const std::string& field) {
+  if (static_cast<int64_t>(out.size()) >= kMaxDevicesPerList) {
+    throw InvalidArgument(field, "lists more than " + std::to_string(kMaxDevicesPerList) +
+                                     " devices (vllm_mem/base/limits.h)");
+  }
+  out.push_back(index);
 }
 
 /*! \brief The logical indices a devices value names, as set_stage_devices reads it. */
@@ -149,6 +184,7 @@ std::vector<int64_t> LogicalDevices(const JsonValue& v, const std::string& field
     if (!n.integer.has_value() || *n.integer < 0) {
       throw InvalidArgument(field, "must be a device index, a \"0,1\" list or \"cpu\"; got " + Describe(v));
     }
+    RequireAtMost(*n.integer, kMaxDeviceId, field.c_str(), "a device index; vllm_mem/base/limits.h");
     out.push_back(*n.integer);
     *text = std::to_string(*n.integer);
     return out;
@@ -162,11 +198,11 @@ std::vector<int64_t> LogicalDevices(const JsonValue& v, const std::string& field
   while (true) {
     size_t comma = rest.find(',');
     std::string_view token = Trim(rest.substr(0, comma));
-    if (!token.empty()) out.push_back(ParseIndex(token, field));
+    if (!token.empty()) PushDevice(out, ParseIndex(token, field), field);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
-  if (out.empty()) throw InvalidArgument(field, "names no device: '" + v.AsString() + "'");
+  if (out.empty()) throw InvalidArgument(field, "names no device: " + EchoValue(v.AsString()));
   return out;
 }
 
@@ -196,8 +232,9 @@ StageConfig ReadStage(const JsonValue& entry, const std::string& source, const S
   r.SetStageId(s.stage_id);
 
   // Parallel sizes first: the device count is checked against them.
-  s.tensor_parallel_size = std::max<int64_t>(1, r.PositiveKnob("tensor_parallel_size"));
-  s.pipeline_parallel_size = std::max<int64_t>(1, r.PositiveKnob("pipeline_parallel_size"));
+  // Bounded, so tp * pp (WorldSize) cannot overflow: fuzzing found 2^62 x 4.
+  s.tensor_parallel_size = std::max<int64_t>(1, r.BoundedKnob("tensor_parallel_size", kMaxTensorParallelSize));
+  s.pipeline_parallel_size = std::max<int64_t>(1, r.BoundedKnob("pipeline_parallel_size", kMaxPipelineParallelSize));
 
   std::string where;
   if (const JsonValue* u = r.Knob("gpu_memory_utilization", &where)) {
@@ -217,10 +254,11 @@ StageConfig ReadStage(const JsonValue& entry, const std::string& source, const S
     if (!e->IsBool()) throw InvalidArgument(r.Field(where), "must be true or false, got " + Describe(*e));
     s.enforce_eager = e->AsBool();
   }
-  s.max_num_batched_tokens = r.PositiveKnob("max_num_batched_tokens");
-  s.max_num_seqs = r.PositiveKnob("max_num_seqs");
-  s.max_model_len = r.PositiveKnob("max_model_len");
+  s.max_num_batched_tokens = r.BoundedKnob("max_num_batched_tokens", kMaxNumBatchedTokens);
+  s.max_num_seqs = r.BoundedKnob("max_num_seqs", kMaxNumSeqs);
+  s.max_model_len = r.BoundedKnob("max_model_len", kMaxModelLenTokens);
   s.max_batch_size = r.PositiveInt(r.Runtime("max_batch_size"), "runtime.max_batch_size");
+  RequireAtMost(s.max_batch_size, kMaxNumSeqs, r.Field("runtime.max_batch_size").c_str(), "vllm_mem/base/limits.h");
   s.model = r.StringKnob("model");
   s.model_stage = r.StringKnob("model_stage");
   s.model_arch = r.StringKnob("model_arch");
@@ -242,13 +280,14 @@ StageConfig ReadStage(const JsonValue& entry, const std::string& source, const S
   const std::string dev_field = r.Field(devices == nullptr ? "devices" : where);
 
   const auto& visible = options.cuda_visible_devices;
+  std::set<int64_t> listed_ids;
   for (int64_t logical : s.logical_devices) {
     int64_t physical = logical;
     if (!visible.empty()) {
       if (logical >= static_cast<int64_t>(visible.size())) {
         throw InvalidArgument(dev_field, "device index " + std::to_string(logical) +
                                              " is outside the visible set: CUDA_VISIBLE_DEVICES=" +
-                                             JoinIds(visible) + " has indices 0.." +
+                                             JoinIdsShort(visible) + " has indices 0.." +
                                              std::to_string(visible.size() - 1));
       }
       physical = visible[static_cast<size_t>(logical)];
@@ -257,7 +296,8 @@ StageConfig ReadStage(const JsonValue& entry, const std::string& source, const S
                                            std::to_string(options.num_visible_devices) + " GPU(s), indices 0.." +
                                            std::to_string(options.num_visible_devices - 1));
     }
-    if (std::find(s.physical_devices.begin(), s.physical_devices.end(), physical) != s.physical_devices.end()) {
+    // A set, not a scan per device: the check stays linear in a long list.
+    if (!listed_ids.insert(physical).second) {
       throw InvalidArgument(dev_field, "lists GPU " + std::to_string(physical) + " twice");
     }
     s.physical_devices.push_back(physical);
@@ -270,17 +310,17 @@ StageConfig ReadStage(const JsonValue& entry, const std::string& source, const S
     if (s.pipeline_parallel_size > 1) what += " x pipeline_parallel_size " + std::to_string(s.pipeline_parallel_size);
     throw InvalidArgument(
         r.Field("tensor_parallel_size"),
-        what + " needs " + std::to_string(world) + " GPU(s) but devices \"" + s.devices_text + "\" lists " +
+        what + " needs " + std::to_string(world) + " GPU(s) but devices " + EchoValue(s.devices_text) + " lists " +
             std::to_string(listed) +
             " (vLLM-Omni sets CUDA_VISIBLE_DEVICES to the stage's devices and vLLM runs one worker per "
             "tensor x pipeline rank on them)");
   }
   s.resident_devices.assign(s.physical_devices.begin(), s.physical_devices.begin() + world);
   if (listed > world) {
-    notes->push_back(s.Label() + ": devices \"" + s.devices_text + "\" lists " + std::to_string(listed) +
+    notes->push_back(s.Label() + ": devices " + EchoValue(s.devices_text) + " lists " + std::to_string(listed) +
                      " GPUs for " + std::to_string(world) + " worker(s); vLLM uses the first " +
                      std::to_string(world) + ", so GPU(s) " +
-                     JoinIds(std::vector<int64_t>(s.physical_devices.begin() + world, s.physical_devices.end())) +
+                     JoinIdsShort(std::vector<int64_t>(s.physical_devices.begin() + world, s.physical_devices.end())) +
                      " carry nothing of this stage");
   }
   return s;
@@ -314,7 +354,7 @@ std::vector<int64_t> ParseCudaVisibleDevices(std::string_view text) {
   while (!Trim(rest).empty()) {
     size_t comma = rest.find(',');
     std::string_view token = Trim(rest.substr(0, comma));
-    if (!token.empty()) out.push_back(ParseIndex(token, "CUDA_VISIBLE_DEVICES"));
+    if (!token.empty()) PushDevice(out, ParseIndex(token, "CUDA_VISIBLE_DEVICES"), "CUDA_VISIBLE_DEVICES");
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
@@ -346,6 +386,9 @@ StageConfigSet ParseStageConfig(const JsonValue& root, const StageConfigOptions&
   if (list == nullptr) throw InvalidArgument("top level", "missing the stages: (or stage_args:) list");
   if (!list->IsArray()) throw InvalidArgument(list_name, "must be a list of stages, got " + list->KindName());
   if (list->AsArray().empty()) throw InvalidArgument(list_name, "lists no stage");
+  // Bounded before any stage is read: every later check walks stages x devices.
+  RequireAtMost(static_cast<int64_t>(list->AsArray().size()), kMaxStages, list_name.c_str(),
+                "stages; vLLM-Omni pipelines have 2-4 (vllm_mem/base/limits.h)");
   if (root.Find("platforms") != nullptr) {
     set.notes.push_back("platforms: overrides (npu/rocm/xpu) are ignored; the CUDA layout is checked");
   }

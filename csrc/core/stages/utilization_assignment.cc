@@ -47,7 +47,7 @@ int64_t MinUtilization(int64_t total, int64_t bytes, int64_t step) {
 class Search {
  public:
   Search(const std::vector<StageDemand>& demands, const AssignmentOptions& options, int64_t step)
-      : demands_(demands), options_(options), step_(step), cap_(options.max_device_utilization_ppm) {
+      : demands_(demands), step_(step), cap_(options.max_device_utilization_ppm) {
     for (const auto& d : options.devices) {
       const int64_t total = DeviceTotalBytes(d);  // first: it names a GPU with no figure at all
       Gpu g{d.physical_id, d.total_bytes > 0 ? d.name : LookupGpu(d.name).name, total};
@@ -211,7 +211,6 @@ class Search {
   }
 
   const std::vector<StageDemand>& demands_;
-  const AssignmentOptions& options_;
   int64_t step_;
   int64_t cap_;
   std::map<int64_t, Gpu> gpus_;

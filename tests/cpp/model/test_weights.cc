@@ -193,8 +193,11 @@ TEST(Weights, ParallelLayoutErrors) {
 }
 
 TEST(Weights, OverflowIsAnError) {
-  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 1000000, "hidden_size": 4000000000,
-    "num_attention_heads": 1, "vocab_size": 4000000000, "intermediate_size": 4000000000})");
+  // Every dimension within the bounds of vllm_mem/base/limits.h, and still 3 * 2^62 parameters
+  // per layer: each product is checked, not the result.
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 16384, "hidden_size": 4194304,
+    "num_attention_heads": 64, "vocab_size": 67108864, "intermediate_size": 16777216,
+    "num_local_experts": 65536, "num_experts_per_tok": 1})");
   EXPECT_THROW(NumParameters(s), InvalidArgument);
   EXPECT_THROW(WeightBytes(s, Opts()), InvalidArgument);
 }

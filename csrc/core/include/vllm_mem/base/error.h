@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace vllm_mem {
 
@@ -41,6 +42,11 @@ class DeviceError : public std::runtime_error {
  public:
   explicit DeviceError(const std::string& what) : std::runtime_error(what) {}
 };
+
+/*! \brief A user's string as an error message echoes it: quoted, and cut to kMaxEchoedChars
+ *  (on a UTF-8 character boundary) with its length in bytes said, so a multi-MB value never
+ *  comes back in a message (issue 10): "'abc'", "'aaaa...' (5000 bytes)". */
+std::string EchoValue(std::string_view text);
 
 }  // namespace vllm_mem
 

@@ -116,6 +116,15 @@ bool KvSpecsMergeable(const KvCacheSpec& a, const KvCacheSpec& b);
  *  UniformTypeKVCacheSpecs.is_uniform_type for two specs. */
 bool KvSpecsSameType(const KvCacheSpec& a, const KvCacheSpec& b);
 
+/*! \brief The block sizes (tokens) vLLM accepts for --block-size: CacheConfig's
+ *  `BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]` (vllm/config/cache.py). The CUDA platform
+ *  adds no list of its own; its attention backends pick among these (FlashMLA needs 64). */
+inline constexpr int64_t kVllmBlockSizesTokens[] = {1, 8, 16, 32, 64, 128, 256};
+
+/*! \brief InvalidArgument naming \p field unless \p block_size_tokens is 0 (vLLM's default) or
+ *  one of kVllmBlockSizesTokens. */
+void ValidateBlockSize(int64_t block_size_tokens, const char* field);
+
 /*! \brief One layer that holds KV cache, by global decoder-layer index. */
 struct LayerKvSpec {
   int64_t layer_index = 0;
