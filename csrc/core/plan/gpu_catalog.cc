@@ -1,6 +1,6 @@
 /*!
  * \file core/plan/gpu_catalog.cc
- * \brief The GPU catalog's figures and the tolerant name lookup.
+ * \brief The GPU catalog (its figures are data: gpu_catalog.json) and the tolerant name lookup.
  *
  * Sources, in order of preference: a byte-exact start-up log (the calibration set), torch's
  * printed device properties (total_memory in MiB), PyTorch's OOM message (GiB, 2 decimals).
@@ -18,14 +18,23 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/json.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
 namespace {
+
+// The catalog's figures are data: csrc/core/plan/gpu_catalog.json, compiled in by CMake as the
+// string kGpuCatalogJson (generated gpu_catalog_data.inc), read once on first use. Each entry's
+// figure keeps its source's own unit (bytes, MiB, GiB with 2 decimals, or an estimation rule),
+// so the file reads like the sources it was taken from and the conversions live here.
+#include "gpu_catalog_data.inc"
+
 
 int64_t FromMib(int64_t mib) { return mib * kMiB; }
 // A GiB figure printed with 2 decimals, kept at MiB granularity.
@@ -43,129 +52,112 @@ int64_t Uncertainty(MemoryFigureSource source, int64_t nominal_gb) {
   return 0;
 }
 
-GpuInfo Entry(std::string name, std::string device_name, GpuVendor vendor, std::string memory_type,
-              int64_t nominal_gb, int64_t total_bytes, MemoryFigureSource source, std::string note,
-              std::vector<std::string> aliases) {
-  GpuInfo g;
-  g.name = std::move(name);
-  g.device_name = std::move(device_name);
-  g.vendor = vendor;
-  g.memory_type = std::move(memory_type);
-  g.nominal_memory_gb = nominal_gb;
-  g.total_memory_bytes = total_bytes;
-  g.figure_source = source;
-  g.figure_uncertainty_bytes = Uncertainty(source, nominal_gb);
-  g.source_note = std::move(note);
-  g.aliases = std::move(aliases);
-  return g;
+int64_t FigureBytes(const JsonValue& figure, int64_t nominal_gb, const std::string& name) {
+  const auto number = [&](const char* key) -> const JsonValue::Number* {
+    const JsonValue* v = figure.Find(key);
+    return v != nullptr && v->IsNumber() ? &v->AsNumber() : nullptr;
+  };
+  if (const auto* bytes = number("bytes"); bytes != nullptr && bytes->integer) return *bytes->integer;
+  if (const auto* mib = number("mib"); mib != nullptr && mib->integer) return FromMib(*mib->integer);
+  if (const auto* gib = number("gib")) return FromGib(gib->value);
+  if (const JsonValue* rule = figure.Find("rule"); rule != nullptr && rule->IsString()) {
+    if (rule->AsString() == "nvidia") return EstimateNvidia(nominal_gb);
+    if (rule->AsString() == "amd") return EstimateAmd(nominal_gb);
+  }
+  throw std::logic_error("gpu_catalog.json: entry " + name + " has no usable figure");
+}
+
+MemoryFigureSource ParseFigureSource(const std::string& text, const std::string& name) {
+  for (auto s : {MemoryFigureSource::kMeasured, MemoryFigureSource::kReportedMib,
+                 MemoryFigureSource::kReportedGib, MemoryFigureSource::kEstimated}) {
+    if (MemoryFigureSourceName(s) == text) return s;
+  }
+  throw std::logic_error("gpu_catalog.json: entry " + name + " has figure source '" + text + "'");
+}
+
+const std::string& StringField(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.Find(key);
+  if (v == nullptr || !v->IsString()) {
+    throw std::logic_error(std::string("gpu_catalog.json: an entry lacks the string '") + key + "'");
+  }
+  return v->AsString();
+}
+
+int64_t IntField(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.Find(key);
+  if (v == nullptr || !v->IsNumber() || !v->AsNumber().integer) {
+    throw std::logic_error(std::string("gpu_catalog.json: an entry lacks the integer '") + key + "'");
+  }
+  return *v->AsNumber().integer;
+}
+
+const JsonArray& ArrayField(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.Find(key);
+  if (v == nullptr || !v->IsArray()) {
+    throw std::logic_error(std::string("gpu_catalog.json: '") + key + "' must be a list");
+  }
+  return v->AsArray();
+}
+
+/*! The parsed catalog file. A malformed file is a build defect (tests/cpp/plan/test_gpu_catalog
+ *  reads every entry), reported as std::logic_error rather than blamed on the caller's input. */
+const JsonValue& CatalogDocument() {
+  static const JsonValue kDocument = ParseJson(kGpuCatalogJson, "gpu_catalog.json");
+  return kDocument;
 }
 
 std::vector<GpuInfo> BuildCatalog() {
-  using S = MemoryFigureSource;
-  const auto kNv = GpuVendor::kNvidia;
-  const auto kAmd = GpuVendor::kAmd;
-  const std::string kTorchProps = "torch.cuda.get_device_properties: total_memory=";
-  const std::string kOom = "PyTorch OOM message: total capacity of ";
-  const std::string kRuleNv = "estimated: nominal GiB * 0.99 (NVIDIA rule, docs/planner.md)";
-  const std::string kRuleAmd = "estimated: nominal GiB - 0.02 (AMD rule, docs/planner.md)";
   std::vector<GpuInfo> c;
-  // ---- NVIDIA data centre ------------------------------------------------------------------
-  c.push_back(Entry("H100-80GB", "NVIDIA H100 80GB HBM3", kNv, "HBM3", 80, 85029158912, S::kMeasured,
-                    "vLLM v0.19 start-up logs (tests/data): 79.19 GiB; the SXM5 board",
-                    {"H100", "H100-SXM", "H100-SXM5", "H100-SXM-80GB", "H100-SXM5-80GB",
-                     "H100-80GB-HBM3", "H100 80GB HBM3"}));
-  c.push_back(Entry("H100-PCIe-80GB", "NVIDIA H100 PCIe", kNv, "HBM2e", 80, FromMib(81008), S::kReportedMib,
-                    kTorchProps + "81008MB", {"H100-PCIe", "H100-80GB-PCIe", "H100 PCIe 80GB"}));
-  c.push_back(Entry("H100-NVL-94GB", "NVIDIA H100 NVL", kNv, "HBM3", 94, EstimateNvidia(94), S::kEstimated,
-                    kRuleNv, {"H100-NVL", "H100NVL", "H100-94GB"}));
-  c.push_back(Entry("H200-141GB", "NVIDIA H200", kNv, "HBM3e", 141, FromMib(143156), S::kReportedMib,
-                    kTorchProps + "143156MB (OOM messages agree: 139.80 GiB)",
-                    {"H200", "H200-SXM", "H200-SXM-141GB", "H200-141GB-HBM3e"}));
-  c.push_back(Entry("H200-NVL-141GB", "NVIDIA H200 NVL", kNv, "HBM3e", 141, FromMib(143156), S::kEstimated,
-                    "estimated: same memory as the H200 SXM (143156 MiB)", {"H200-NVL", "H200NVL"}));
-  c.push_back(Entry("H20-96GB", "NVIDIA H20", kNv, "HBM3", 96, FromMib(97285), S::kReportedMib,
-                    kTorchProps + "97285MB", {"H20"}));
-  c.push_back(Entry("GH200-96GB", "NVIDIA GH200 480GB", kNv, "HBM3", 96, EstimateNvidia(96), S::kEstimated,
-                    kRuleNv + "; the GPU's own HBM only, not the Grace LPDDR",
-                    {"GH200", "GH200-480GB", "GH200 Grace Hopper"}));
-  c.push_back(Entry("B200-180GB", "NVIDIA B200", kNv, "HBM3e", 180, FromMib(182642), S::kReportedMib,
-                    kTorchProps + "182642MB (vLLM log: 178.36 GiB)", {"B200", "B200-192GB", "HGX-B200"}));
-  c.push_back(Entry("GB200-186GB", "NVIDIA GB200", kNv, "HBM3e", 186, EstimateNvidia(186), S::kEstimated,
-                    kRuleNv, {"GB200", "GB200-NVL72"}));
-  c.push_back(Entry("B300-288GB", "NVIDIA B300", kNv, "HBM3e", 288, EstimateNvidia(288), S::kEstimated,
-                    kRuleNv, {"B300", "GB300", "B300-SXM"}));
-  c.push_back(Entry("A100-80GB", "NVIDIA A100-SXM4-80GB", kNv, "HBM2e", 80, FromGib(79.25), S::kReportedGib,
-                    kOom + "79.25 GiB (older drivers print 79.35)",
-                    {"A100-SXM4-80GB", "A100-SXM-80GB", "A100-80G", "A100 80GB SXM"}));
-  c.push_back(Entry("A100-PCIe-80GB", "NVIDIA A100 80GB PCIe", kNv, "HBM2e", 80, FromGib(79.25), S::kEstimated,
-                    "estimated: same HBM2e as the A100-SXM4-80GB (79.25 GiB)",
-                    {"A100-80GB-PCIe", "A100-PCIe", "A100 80GB PCIe"}));
-  c.push_back(Entry("A100-40GB", "NVIDIA A100-SXM4-40GB", kNv, "HBM2", 40, FromGib(39.50), S::kReportedGib,
-                    kOom + "39.50 GiB (older drivers: 40536MB)",
-                    {"A100-SXM4-40GB", "A100-40G", "A100-PCIe-40GB", "A100 40GB PCIe"}));
-  c.push_back(Entry("A10", "NVIDIA A10", kNv, "GDDR6", 24, FromGib(21.99), S::kReportedGib,
-                    kOom + "21.99 GiB (ECC on)", {"A10-24GB"}));
-  c.push_back(Entry("A10G", "NVIDIA A10G", kNv, "GDDR6", 24, FromMib(22587), S::kReportedMib,
-                    kTorchProps + "22587MB (AWS g5)", {"A10G-24GB"}));
-  c.push_back(Entry("L4", "NVIDIA L4", kNv, "GDDR6", 24, FromGib(22.03), S::kReportedGib,
-                    kOom + "22.03 GiB (ECC on)", {"L4-24GB"}));
-  c.push_back(Entry("L40S", "NVIDIA L40S", kNv, "GDDR6", 48, FromMib(45589), S::kReportedMib,
-                    kTorchProps + "45589MB (ECC on)", {"L40S-48GB"}));
-  c.push_back(Entry("L40", "NVIDIA L40", kNv, "GDDR6", 48, FromMib(45589), S::kEstimated,
-                    "estimated: same 48 GB GDDR6 with ECC as the L40S (45589 MiB)", {"L40-48GB"}));
-  c.push_back(Entry("V100-16GB", "Tesla V100-SXM2-16GB", kNv, "HBM2", 16, FromMib(16160), S::kReportedMib,
-                    kTorchProps + "16160MB", {"V100-SXM2-16GB", "V100-PCIe-16GB", "V100-16G"}));
-  c.push_back(Entry("V100-32GB", "Tesla V100-SXM2-32GB", kNv, "HBM2", 32, FromGib(31.75), S::kReportedGib,
-                    kOom + "31.75 GiB", {"V100-SXM2-32GB", "V100-PCIe-32GB", "V100S", "V100-32G"}));
-  c.push_back(Entry("T4", "Tesla T4", kNv, "GDDR6", 16, FromMib(15095), S::kReportedMib,
-                    kTorchProps + "15095MB (older drivers: 14930-15109MB)", {"T4-16GB"}));
-  // ---- NVIDIA workstation and consumer -------------------------------------------------------
-  c.push_back(Entry("RTX-A6000", "NVIDIA RTX A6000", kNv, "GDDR6", 48, FromMib(48676), S::kReportedMib,
-                    kTorchProps + "48676MB", {"A6000", "RTX A6000"}));
-  c.push_back(Entry("RTX-6000-Ada", "NVIDIA RTX 6000 Ada Generation", kNv, "GDDR6", 48, FromMib(48622),
-                    S::kReportedMib, kTorchProps + "48622MB",
-                    {"RTX6000Ada", "RTX 6000 Ada", "6000 Ada", "RTX-6000-Ada-Generation"}));
-  c.push_back(Entry("RTX-PRO-6000", "NVIDIA RTX PRO 6000 Blackwell", kNv, "GDDR7", 96, EstimateNvidia(96),
-                    S::kEstimated, kRuleNv,
-                    {"RTX PRO 6000 Blackwell", "RTX-PRO-6000-Blackwell", "PRO-6000"}));
-  c.push_back(Entry("RTX-3090", "NVIDIA GeForce RTX 3090", kNv, "GDDR6X", 24, FromMib(24259), S::kReportedMib,
-                    kTorchProps + "24259MB", {"3090", "RTX3090"}));
-  c.push_back(Entry("RTX-4090", "NVIDIA GeForce RTX 4090", kNv, "GDDR6X", 24, FromMib(24563), S::kReportedMib,
-                    kTorchProps + "24563MB", {"4090", "RTX4090"}));
-  c.push_back(Entry("RTX-5090", "NVIDIA GeForce RTX 5090", kNv, "GDDR7", 32, FromGib(31.37), S::kReportedGib,
-                    kOom + "31.37 GiB", {"5090", "RTX5090"}));
-  // ---- AMD Instinct (ROCm reports through hipMemGetInfo; torch.cuda on ROCm) ------------------
-  c.push_back(Entry("MI210", "AMD Instinct MI210", kAmd, "HBM2e", 64, FromGib(63.98), S::kReportedGib,
-                    kOom + "63.98 GiB (HIP, 64 GB devices)", {"MI210-64GB"}));
-  c.push_back(Entry("MI250X", "AMD Instinct MI250X", kAmd, "HBM2e", 64, FromGib(63.98), S::kReportedGib,
-                    kOom + "63.98 GiB; ROCm exposes each of the two GCDs as one 64 GB device",
-                    {"MI250X-GCD", "MI250X-64GB"}));
-  c.push_back(Entry("MI250", "AMD Instinct MI250", kAmd, "HBM2e", 64, EstimateAmd(64), S::kEstimated,
-                    kRuleAmd + "; per GCD, as the MI250X", {"MI250-GCD"}));
-  c.push_back(Entry("MI300X", "AMD Instinct MI300X", kAmd, "HBM3", 192, FromGib(191.98), S::kReportedGib,
-                    kOom + "191.98 GiB", {"MI300X-192GB", "MI300"}));
-  c.push_back(Entry("MI325X", "AMD Instinct MI325X", kAmd, "HBM3e", 256, FromGib(255.98), S::kReportedGib,
-                    kOom + "255.98 GiB", {"MI325X-256GB", "MI325"}));
-  c.push_back(Entry("MI350X", "AMD Instinct MI350X", kAmd, "HBM3e", 288, EstimateAmd(288), S::kEstimated,
-                    kRuleAmd + "; same memory as the MI355X", {"MI350X-288GB", "MI350"}));
-  c.push_back(Entry("MI355X", "AMD Instinct MI355X", kAmd, "HBM3e", 288, FromGib(287.98), S::kReportedGib,
-                    kOom + "287.98 GiB", {"MI355X-288GB", "MI355"}));
+  for (const JsonValue& e : ArrayField(CatalogDocument(), "gpus")) {
+    GpuInfo g;
+    g.name = StringField(e, "name");
+    g.device_name = StringField(e, "device_name");
+    const std::string& vendor = StringField(e, "vendor");
+    if (vendor != "nvidia" && vendor != "amd") {
+      throw std::logic_error("gpu_catalog.json: entry " + g.name + " has vendor '" + vendor + "'");
+    }
+    g.vendor = vendor == "amd" ? GpuVendor::kAmd : GpuVendor::kNvidia;
+    g.memory_type = StringField(e, "memory_type");
+    g.nominal_memory_gb = IntField(e, "nominal_gb");
+    const JsonValue* figure_ptr = e.Find("figure");
+    if (figure_ptr == nullptr || !figure_ptr->IsObject()) {
+      throw std::logic_error("gpu_catalog.json: entry " + g.name + " has no 'figure' object");
+    }
+    const JsonValue& figure = *figure_ptr;
+    g.figure_source = ParseFigureSource(StringField(figure, "source"), g.name);
+    g.total_memory_bytes = FigureBytes(figure, g.nominal_memory_gb, g.name);
+    g.figure_uncertainty_bytes = Uncertainty(g.figure_source, g.nominal_memory_gb);
+    g.source_note = StringField(e, "note");
+    for (const JsonValue& alias : ArrayField(e, "aliases")) {
+      if (!alias.IsString()) throw std::logic_error("gpu_catalog.json: " + g.name + " has a non-string alias");
+      g.aliases.push_back(alias.AsString());
+    }
+    c.push_back(std::move(g));
+  }
   return c;
 }
 
-// Bare names that several entries share: an error listing the variants beats a silent guess
-// that is 40 GB off.
+// Bare names that several entries share (gpu_catalog.json "ambiguous_names"): an error listing
+// the variants beats a silent guess that is 40 GB off.
 struct Ambiguity {
-  const char* normalized;
+  std::string normalized;
   std::vector<std::string> candidates;
 };
 const std::vector<Ambiguity>& Ambiguous() {
-  static const std::vector<Ambiguity> kAmbiguous = {
-      {"a100", {"A100-40GB", "A100-80GB", "A100-PCIe-80GB"}},
-      {"v100", {"V100-16GB", "V100-32GB"}},
-      {"rtx6000", {"RTX-6000-Ada", "RTX-PRO-6000"}},
-      {"6000", {"RTX-6000-Ada", "RTX-PRO-6000", "RTX-A6000"}},
-  };
+  static const std::vector<Ambiguity> kAmbiguous = [] {
+    std::vector<Ambiguity> out;
+    const JsonValue* table = CatalogDocument().Find("ambiguous_names");
+    if (table == nullptr || !table->IsObject()) {
+      throw std::logic_error("gpu_catalog.json: 'ambiguous_names' must be an object");
+    }
+    for (const auto& [normalized, names] : table->AsObject()) {
+      Ambiguity a{normalized, {}};
+      if (!names.IsArray()) throw std::logic_error("gpu_catalog.json: ambiguous_names." + normalized + " must be a list");
+      for (const JsonValue& n : names.AsArray()) a.candidates.push_back(n.IsString() ? n.AsString() : "?");
+      out.push_back(std::move(a));
+    }
+    return out;
+  }();
   return kAmbiguous;
 }
 
