@@ -37,15 +37,16 @@ JSON_MAX_VALUES = 1 << 20
 #: A config.json file: the core reads at most JSON_MAX_BYTES of JSON; a larger file is refused
 #: from its size, before it is read.
 MAX_CONFIG_FILE_BYTES = JSON_MAX_BYTES
-#: A stage YAML/JSON file: real vLLM-Omni configs are a few KiB. PyYAML builds a Python object
-#: per event, so this (with the node bound below) keeps a load well under a second.
-MAX_STAGE_FILE_BYTES = 256 << 10
+#: A stage YAML/JSON file: real vLLM-Omni configs are a few KiB. PyYAML builds Python objects
+#: per event and per node (~10-20 us each even with libyaml), so this and the node bound below
+#: keep a load, or a refusal, within a fraction of a second.
+MAX_STAGE_FILE_BYTES = 64 << 10
 #: Nesting of a stage document: real ones nest 4-6 deep. PyYAML's pure-Python composer recurses
 #: per level, so this also keeps it far from Python's recursion limit.
 MAX_STAGE_DEPTH = 64
-#: Nodes of a stage document after aliases are expanded (an alias bomb expands a few hundred
-#: bytes into billions of nodes; 1024 stages of ~30 fields each stay far below this).
-MAX_STAGE_NODES = 1 << 17
+#: Values of a stage document after aliases are expanded (an alias bomb expands a few hundred
+#: bytes into billions of values); real configs hold ~100, so this is ~80x beyond them.
+MAX_STAGE_NODES = 1 << 13
 #: Characters of scalars after aliases are expanded (the JSON text handed to the core).
 MAX_STAGE_EXPANDED_CHARS = 4 * MAX_STAGE_FILE_BYTES
 #: A path: Linux's PATH_MAX (4096 bytes) and NAME_MAX (255 bytes per component).
@@ -53,9 +54,10 @@ MAX_PATH_BYTES = 4096
 MAX_PATH_COMPONENT_BYTES = 255
 #: Other names typed by a user (dtype, quantization, KV dtype, cudagraph mode, model names).
 MAX_NAME_CHARS = 256
-#: Rows of a sweep (the cross product of its axes): each row is a full plan of a few us in C++,
-#: so this keeps the largest sweep near a second.
-MAX_SWEEP_ROWS = 1 << 18
+#: Rows of a sweep (the cross product of its axes), bounded before any row is evaluated: the
+#: core plans millions of rows a second, but each row becomes ~30 NumPy columns (~250 bytes), so
+#: this keeps the result near 256 MiB.
+MAX_SWEEP_ROWS = 1 << 20
 #: Items of a list argument that is not a device list (available bytes per worker, free bytes
 #: per rank, stage needs): bounded by the workers of one engine.
 MAX_LIST_ITEMS = MAX_WORLD_SIZE

@@ -157,7 +157,7 @@ API_CASES += _cases("sweep", vllm_mem.sweep, SWEEP, "gpus",
                     [("empty", [], ValueError), ("bool", [True], TypeError), ("float", [80.0 * GIB], TypeError),
                      ("huge_name", [HUGE_TEXT], ValueError), ("negative", [-1], ValueError)])
 API_CASES.append(Case("sweep-rows-over-the-bound", lambda: vllm_mem.sweep(
-    LLAMA, gpus=["H100-80GB"] * 65, max_model_len=list(range(1, 65)), max_num_seqs=list(range(1, 65)),
+    LLAMA, gpus=["H100-80GB"] * 257, max_model_len=list(range(1, 65)), max_num_seqs=list(range(1, 65)),
     as_frame=False), ValueError, "sweep"))
 
 for _f in ("tensor_parallel_size", "pipeline_parallel_size"):
