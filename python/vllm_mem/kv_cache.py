@@ -175,6 +175,11 @@ class KvCacheCapacity:
             f"kv {self.kv_cache_dtype}, groups: {kinds})"
         )
 
+    def _repr_html_(self) -> str:
+        from .display import kv_capacity_html  # imported on first display only
+
+        return kv_capacity_html(self)
+
 
 def allowed_kv_cache_dtypes() -> list[str]:
     """The ``--kv-cache-dtype`` values understood here."""

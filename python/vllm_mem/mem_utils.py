@@ -149,6 +149,11 @@ class MemorySnapshot:
             f"auto_measure={self.auto_measure}"
         )
 
+    def _repr_html_(self) -> str:
+        from .display import snapshot_html  # imported on first display only; a difference shows as one
+
+        return snapshot_html(self)
+
 
 _FIGURE_FIELDS = ("non_kv_cache_memory", "torch_peak_increase", "non_torch_increase",
                   "weights_memory", "profile_time", "total_consumed", "transient_peak_headroom",
@@ -192,6 +197,19 @@ class MemoryProfilingResult:
         for name in _FIGURE_FIELDS:
             setattr(figures, name, getattr(self, name))
         return str(_C.memory_profiling_repr(figures))
+
+    def _repr_html_(self) -> str:
+        from .display import profiling_html  # imported on first display only
+
+        return profiling_html(self)
+
+    def plot_timeline(self, axes: Any = None) -> Any:
+        """The sampler's timeline, the driver's view beside the allocator's (needs matplotlib, the
+        ``plot`` extra); returns ``(figure, (driver_axes, allocator_axes))``. See
+        :func:`vllm_mem.display.plot_timeline`."""
+        from .display import plot_timeline
+
+        return plot_timeline(self, axes)
 
 
 @contextlib.contextmanager

@@ -211,3 +211,8 @@ class ModelSpec:
             f"{self.hidden_size}, {self.num_attention_heads} heads / {self.num_kv_heads} KV heads "
             f"x {self.head_dim}, vocab {self.vocab_size}, {self.dtype}{tail})"
         )
+
+    def _repr_html_(self) -> str:
+        from .display import model_spec_html  # imported on first display only
+
+        return model_spec_html(self)

@@ -9,7 +9,7 @@ from .. import _C
 from ..kv_cache import KvCacheCapacity
 from ..model_spec import ModelSpec
 from .inputs import GiB
-from .render import plan_html, plan_to_dict, report_text
+from .render import plan_to_dict, report_text
 
 #: Where a plan can fail, in vLLM's start-up order.
 FAILURE_PHASES = ("free_memory", "weights", "profile_peak", "no_kv_blocks", "max_model_len")
@@ -204,4 +204,13 @@ class StartupPlan:
         return plan_to_dict(self)
 
     def _repr_html_(self) -> str:
+        from ..display import plan_html  # imported on first display only
+
         return plan_html(self)
+
+    def plot(self, ax: Any = None) -> Any:
+        """The breakdown as a stacked bar (needs matplotlib, the ``plot`` extra); returns
+        ``(figure, axes)``. See :func:`vllm_mem.display.plot_plan`."""
+        from ..display import plot_plan
+
+        return plot_plan(self, ax)

@@ -3,7 +3,6 @@ check stage by stage, and (for stages given a model) each stage's start-up plan.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -84,27 +83,14 @@ class StageCheck:
         out.pop("report")
         return out
 
+    def __repr__(self) -> str:
+        return (f"<StageCheck {self.format}: {'ok' if self.ok else 'does not fit'}, {len(self.devices)} GPUs, "
+                f"{len(self.problems)} problems>")
+
     def _repr_html_(self) -> str:
-        status = "OK" if self.ok else "DOES NOT FIT"
-        rows = []
-        for d in self.devices:
-            style = ' style="color:#b00"' if d.over_committed else ""
-            stages = ", ".join(f"stage {s['stage_id']}: {s['utilization']}" for s in d.stages)
-            rows.append(
-                f"<tr{style}><td>GPU {d.physical_id}</td><td>{html.escape(d.name)}</td>"
-                f"<td>{html.escape(stages)}</td><td>{html.escape(d.utilization)}</td>"
-                f"<td>{_C.format_gib(d.requested_bytes)} / {_C.format_gib(d.total_bytes)} GiB</td>"
-                f"<td>{html.escape(d.headroom)}</td></tr>"
-            )
-        items = "".join(
-            f"<li>{html.escape(line)}</li>" for line in [*self.problems, *self.suggestions]
-        )
-        return (
-            f"<p><b>vLLM-Omni stages ({self.format}): {status}</b></p>"
-            "<table><tr><th>device</th><th>GPU</th><th>stages</th><th>sum</th>"
-            "<th>requested / total</th><th>headroom</th></tr>" + "".join(rows) + "</table>"
-            + (f"<ul>{items}</ul>" if items else "")
-        )
+        from ..display import stage_check_html  # imported on first display only
+
+        return stage_check_html(self)
 
 
 def _device_row(d: _C.DeviceCheck) -> StageDeviceRow:

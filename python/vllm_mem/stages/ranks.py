@@ -61,6 +61,15 @@ class RankPlans:
         ]
         return "\n".join([head, *rows])
 
+    def __repr__(self) -> str:
+        verdict = f"{self.num_blocks} blocks, {self.max_concurrency:.2f}x" if self.fits else "does not fit"
+        return f"<RankPlans {len(self.workers)} workers: {verdict}, tightest rank {self.tightest_rank}>"
+
+    def _repr_html_(self) -> str:
+        from ..display import rank_plans_html  # imported on first display only
+
+        return rank_plans_html(self)
+
 
 def _one_or_per_worker(value: Any, field: str, check: Callable[[Any, str], T]) -> list[T]:
     """One value for every worker, or a list of them (at most one per worker of an engine)."""
