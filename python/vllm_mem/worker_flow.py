@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from . import _C
+from . import _limits as L
 from . import _validate as V
 from .mem_utils import MemoryProfilingResult, MemorySnapshot
 from .units import format_gib
@@ -49,6 +50,7 @@ def device_processes(device_index: int = 0) -> list[ProcessMemory] | None:
     """Processes holding memory on the device, largest first, from NVML (loaded at run time);
     ``None`` where NVML is unavailable (no driver, a simulated device, a container without
     access)."""
+    device_index = V.integer(device_index, "device_index", low=0, high=L.MAX_DEVICE_ID)
     if _C.active_device_name() != "cuda":
         return None  # a simulated device: the real GPU's processes are not its processes
     try:

@@ -154,6 +154,18 @@ def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: p
             assert json.loads(err)["error"]["type"] == type(exc).__name__
 
 
+def test_broken_pipe_exits_141_quietly(monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from vllm_mem.cli import gpus
+
+    def reader_gone(args: Any) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(gpus, "run", reader_gone)
+    code, out, err = _main(["gpus"], capsys)
+    assert code == cli.EXIT_BROKEN_PIPE and err == "" and out == ""
+
+
 def _spawn(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
