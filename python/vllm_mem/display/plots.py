@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._html import COLORS, GiB, size_and_share
-from .sweep import columns, varying_axes
+from .sweep import SHORT_NAMES, columns, varying_axes
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from ..sampler import MemoryTimeline
 
 _EXTRA = "pip install 'vllm-mem[plot]'"
+
+
+def matplotlib_rc_cycle() -> list[dict[str, Any]]:
+    """matplotlib's current colour cycle (its default: Tableau 10)."""
+    import matplotlib
+
+    return list(matplotlib.rcParams["axes.prop_cycle"])
 
 
 def _pyplot() -> ModuleType:
@@ -107,6 +114,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _group_label(hues: Sequence[str], key: tuple[Any, ...]) -> str:
+    """``"L4, TP 2, KV dtype fp8"``: the GPU by its name, other columns by their short name."""
+    return ", ".join(str(k) if h == "gpu" else f"{SHORT_NAMES.get(h, h)} {k}" for h, k in zip(hues, key, strict=True))
+
+
+_LINESTYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
 def plot_sweep(frame: Any, x: str = "max_model_len", y: str = "max_concurrency",
                hue: str | Sequence[str] | None = None, ax: Axes | None = None,
                log_x: bool | None = None) -> tuple[Figure, Axes]:
@@ -144,12 +160,21 @@ def plot_sweep(frame: Any, x: str = "max_model_len", y: str = "max_concurrency",
     fig, ax = _figure_and_axes(ax, (8.0, 4.5))
     numeric_x = all(_is_number(v) for v in cols[x])
     if numeric_x:
+        # The first hue column picks the colour, the second the line style, the third the marker.
+        levels = [list(dict.fromkeys(repr(k[n]) for k in groups)) for n in range(len(hues))]
+        palette = [c["color"] for c in matplotlib_rc_cycle()]
         for key, rows in groups.items():
             rows = sorted(rows, key=lambda i: cols[x][i])
             xs = [cols[x][i] for i in rows]
             ys = [cols[y][i] for i in rows]
-            label = ", ".join(f"{h}={k}" for h, k in zip(hues, key, strict=True)) or y
-            ax.plot(xs, ys, marker="o", linewidth=1.8, label=label)
+            style: dict[str, Any] = {"marker": "o", "linestyle": "-"}
+            for n, (name, cycle) in enumerate((("color", palette), ("linestyle", _LINESTYLES),
+                                               ("marker", _MARKERS))):
+                if n < len(hues) and (n < 2 or len(hues) > 2):
+                    style[name] = cycle[levels[n].index(repr(key[n])) % len(cycle)]
+            if len(hues) > 3:  # more groups than styles can tell apart: let matplotlib cycle colours
+                style.pop("color")
+            ax.plot(xs, ys, linewidth=1.8, label=_group_label(hues, key) or y, **style)
             bad = [i for i in rows if not fits[i]]
             if bad:
                 ax.scatter([cols[x][i] for i in bad], [cols[y][i] for i in bad], marker="x", s=60,
@@ -163,7 +188,7 @@ def plot_sweep(frame: Any, x: str = "max_model_len", y: str = "max_concurrency",
         categories = list(dict.fromkeys(str(v) for v in cols[x]))
         width = 0.8 / max(1, len(groups))
         for g, (key, rows) in enumerate(groups.items()):
-            label = ", ".join(f"{h}={k}" for h, k in zip(hues, key, strict=True)) or y
+            label = _group_label(hues, key) or y
             pos = [categories.index(str(cols[x][i])) - 0.4 + width * (g + 0.5) for i in rows]
             ax.bar(pos, [cols[y][i] for i in rows], width=width, label=label,
                    edgecolor=["#d62728" if not fits[i] else "white" for i in rows],
@@ -202,7 +227,8 @@ def plot_timeline(profile: MemoryProfilingResult | MemoryTimeline,
         ax_driver, ax_alloc = axes[0], axes[1]
         fig = ax_driver.get_figure()
     else:
-        fig, (ax_driver, ax_alloc) = plt.subplots(1, 2, figsize=(11.0, 4.0), sharey=True, layout="constrained")
+        fig, (ax_driver, ax_alloc) = plt.subplots(1, 2, figsize=(11.0, 4.0), sharex=True, sharey=True,
+                                                  layout="constrained")
     t = [v * 1000.0 for v in timeline.time_s.tolist()]
 
     def gib(name: str) -> list[float]:
@@ -221,7 +247,7 @@ def plot_timeline(profile: MemoryProfilingResult | MemoryTimeline,
         start = float(timeline.start_timestamp)
         xs = [(s.timestamp - start) * 1000.0 for s in (before, after)]
         ax_driver.scatter(xs, [s.cuda_memory / GiB for s in (before, after)], marker="D", s=40, color="0.2",
-                          zorder=3, label="vLLM's two readings")
+                          zorder=3, label="vLLM's readings (before, after the run)")
     ax_driver.set_title("driver's view (cudaMemGetInfo)", loc="left")
     ax_alloc.plot(t, gib("torch_reserved"), color=COLORS["weights"], linewidth=1.8, label="torch reserved")
     ax_alloc.plot(t, gib("torch_allocated"), color=COLORS["torch_cache"], linewidth=1.5, linestyle="--",
@@ -231,7 +257,8 @@ def plot_timeline(profile: MemoryProfilingResult | MemoryTimeline,
         ax.set_xlabel("ms since sampling started")
         ax.grid(True, alpha=0.3)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize="small", frameon=False, loc="upper left")
+        # Below the axes: a timeline can fill any corner of them.
+        ax.legend(fontsize="small", frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     ax_driver.set_ylabel("GiB")
     if fig is None:
         raise ValueError("axes: the axes belong to no figure")

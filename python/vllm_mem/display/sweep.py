@@ -9,7 +9,7 @@ from ._html import COLORS, FAIL, Segment, bar, esc, frame, muted, para, size, sw
 #: The axes a sweep can vary, in the order they are shown.
 AXES = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "dtype", "quantization",
         "max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager")
-_SHORT = {"tensor_parallel_size": "TP", "pipeline_parallel_size": "PP", "kv_cache_dtype": "KV dtype",
+SHORT_NAMES = {"tensor_parallel_size": "TP", "pipeline_parallel_size": "PP", "kv_cache_dtype": "KV dtype",
           "gpu_memory_utilization": "utilization", "max_num_seqs": "max_num_seqs",
           "max_num_batched_tokens": "batched tokens", "enforce_eager": "eager"}
 _PARTS = (("weights_bytes", "weights", "weights"), ("activation_peak_bytes", "activation", "peak activation"),
@@ -63,7 +63,7 @@ def sweep_html(frame_or_dict: Any, *, max_rows: int = MAX_ROWS) -> str:
     fits = cols.get("fits", [])
     num_fit = sum(1 for f in fits if f)
     shown = min(n, max_rows)
-    header = [esc(_SHORT.get(a, a)) for a in axes] + ["", "bytes", "concurrency", "fits up to"]
+    header = [esc(SHORT_NAMES.get(a, a)) for a in axes] + ["", "bytes", "concurrency", "fits up to"]
     rows = []
     styles = []
     has_bars = all(key in cols for key, _, _ in _PARTS) and "total_memory_bytes" in cols
@@ -83,7 +83,7 @@ def sweep_html(frame_or_dict: Any, *, max_rows: int = MAX_ROWS) -> str:
         styles.append("" if ok else f"box-shadow:inset 3px 0 0 {FAIL}")
     numeric = [len(axes) + 2, len(axes) + 3] + [
         j for j, a in enumerate(axes) if a not in ("gpu", "kv_cache_dtype", "dtype", "quantization")]
-    fixed = [f"{_SHORT.get(a, a)} {_cell(cols[a][0])}" for a in AXES
+    fixed = [f"{SHORT_NAMES.get(a, a)} {_cell(cols[a][0])}" for a in AXES
              if a in cols and a not in axes and n and cols[a][0] is not None]
     body = [
         para(f"<b>{num_fit}</b> of {n} settings fit" + (muted(" · fixed: " + ", ".join(fixed)) if fixed else ""),
