@@ -401,6 +401,31 @@ def test_stage_paths_refused(tmp_path: Path, tag: str, make: Callable[[Path], An
     check(Case(tag, lambda: vllm_mem.load_stage_config(source), exc, "config"))
 
 
+JSON_STAGE = '{"stages": [{"stage_id": 0, "devices": "0", "gpu_memory_utilization": 0.5}]}'
+JSON_STAGE_CASES: list[tuple[str, str, str]] = [
+    ("duplicate_key", JSON_STAGE.replace('"devices": "0"', '"devices": "0", "devices": "1"'), "twice"),
+    ("nan_token", JSON_STAGE.replace("0.5", "NaN"), "NaN"),
+    ("infinity_token", JSON_STAGE.replace("0.5", "-Infinity"), "Infinity"),
+    ("deep_nesting", '{"stages": ' + "[" * 30000 + "]" * 30000 + "}", "nested"),
+    ("not_json", JSON_STAGE[:-1], "JSON"),
+    ("trailing_comma", JSON_STAGE.replace("0.5}", "0.5,}"), "JSON"),
+]
+
+
+@pytest.mark.parametrize("tag, text, field", JSON_STAGE_CASES, ids=[c[0] for c in JSON_STAGE_CASES])
+def test_json_stage_files_refused(tmp_path: Path, tag: str, text: str, field: str) -> None:
+    path = tmp_path / "stages.json"
+    path.write_text(text)
+    check(Case(tag, lambda: vllm_mem.load_stage_config(path), ValueError, field))
+
+
+def test_a_json_stage_file_is_read_as_json(tmp_path: Path) -> None:
+    # YAML 1.1 (PyYAML) reads 5e-1 as a string; JSON reads a number.
+    path = tmp_path / "stages.json"
+    path.write_text(JSON_STAGE.replace("0.5", "5e-1"))
+    assert vllm_mem.load_stage_config(path).stages[0].utilization_text == "0.5"
+
+
 def test_a_directory_is_not_a_stage_file(tmp_path: Path) -> None:
     check(Case("dir", lambda: vllm_mem.load_stage_config(tmp_path), ValueError, "is a directory"))
 

@@ -12,7 +12,7 @@ from .. import _C
 from .. import _limits as L
 from .. import _validate as V
 from .devices import VisibleArg, device_list_text, visible_list
-from .yaml_reader import load_yaml
+from .yaml_reader import load_json, load_yaml
 
 StageSource = Union[str, "os.PathLike[str]", Mapping[str, Any], "StageConfig"]
 
@@ -44,8 +44,8 @@ def bundled_stage_example(name: str) -> Path | None:
 
 
 def _read_document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, str]:
-    """(parsed document, a name for messages): a dict as given, a file through the bounded
-    YAML reader (JSON is YAML too), a bare name as a bundled example."""
+    """(parsed document, a name for messages): a dict as given, a ``.json`` file as JSON, any
+    other file through the bounded YAML reader, a bare name as a bundled example."""
     if isinstance(source, Mapping):
         return source, "<dict>"
     if not isinstance(source, (str, os.PathLike)):
@@ -58,7 +58,8 @@ def _read_document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[
                              "(see bundled_stage_examples() or `vllm-mem stages --list-examples`)")
         path = bundled
     text = V.read_text(path, "config", L.MAX_STAGE_FILE_BYTES)
-    return load_yaml(text, f"stage config {V.show(str(path))}"), str(path)
+    load = load_json if path.suffix.lower() == ".json" else load_yaml
+    return load(text, f"stage config {V.show(str(path))}"), str(path)
 
 
 def _stage_list_bounds(document: Mapping[str, Any]) -> None:

@@ -16,6 +16,7 @@ The file size is bounded before the file is read (``_validate.read_text``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -98,6 +99,31 @@ def _check_expansion(root: Any, field: str) -> None:
             V.fail(field, f"expands to more than {L.MAX_STAGE_EXPANDED_CHARS} characters (aliases "
                           "included)")
         sizes[key] = (values, chars)
+
+
+def load_json(text: str, field: str) -> Any:
+    """A ``.json`` stage file, read as JSON rather than YAML: PyYAML reads YAML 1.1, where
+    ``1e-5`` is a string, not a number. Duplicate keys and NaN/Infinity are refused; deep
+    nesting is a ValueError, not a RecursionError (the depth bound applies afterwards)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                V.fail(field, f"key {V.show(key)} appears twice in one object (the later one would "
+                              "silently replace the first)")
+            out[key] = value
+        return out
+
+    def no_constant(name: str) -> Any:
+        V.fail(field, f"{name} is not a JSON number; give a finite value")
+
+    try:
+        return json.loads(text, object_pairs_hook=unique, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        V.fail(field, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+    except RecursionError:
+        V.fail(field, f"nested deeper than {L.MAX_STAGE_DEPTH} levels")
 
 
 def load_yaml(text: str, field: str) -> Any:
