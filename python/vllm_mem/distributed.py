@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import _validate as V
 from .stages import MemoryImbalance, check_memory_imbalance
 from .units import format_gib
 
@@ -139,10 +140,12 @@ def check_memory_imbalance_across_ranks(
     free memory x ``ratio`` above the group minimum) emits a :class:`MemoryImbalanceWarning`
     with the per-rank figures.
     """
+    # Checked before the collective, so a bad argument fails here on this rank rather than after
+    # every rank has joined the all-gather.
+    free_bytes = V.size_bytes(free_bytes, "free_bytes")
+    ratio = V.fraction(ratio, "ratio")
     import torch
 
-    if isinstance(free_bytes, bool) or not isinstance(free_bytes, int):
-        raise TypeError(f"free_bytes: expected an int, got {type(free_bytes).__name__}")
     dist = _dist()
     device = _tensor_device(dist, group)
     world = dist.get_world_size(group)

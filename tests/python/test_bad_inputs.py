@@ -9,6 +9,7 @@ cases (in ``test_bad_inputs_cli.py``) assert exit 2, one stderr line and no trac
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -194,6 +195,15 @@ API_CASES += _cases("check_memory_imbalance", vllm_mem.check_memory_imbalance, {
 API_CASES += [Case(f"check_memory_imbalance-rank-{tag}",
                    lambda v=value: vllm_mem.check_memory_imbalance([GIB, v]), exc, "free_bytes_per_rank[1]")
               for tag, value, exc in BAD_SIZES]
+
+# torch.distributed helpers: checked before any collective (and before the process group is asked for).
+if importlib.util.find_spec("torch") is not None:
+    from vllm_mem import distributed as _distributed
+
+    API_CASES += _cases("check_memory_imbalance_across_ranks", _distributed.check_memory_imbalance_across_ranks,
+                        dict(free_bytes=GIB), "ratio", BAD_FRACTIONS)
+    API_CASES += _cases("check_memory_imbalance_across_ranks", _distributed.check_memory_imbalance_across_ranks,
+                        {}, "free_bytes", BAD_SIZES)
 
 # Stage checks and assignments (offline).
 STAGES_DOC = {"stages": [{"stage_id": 0, "devices": "0", "gpu_memory_utilization": 0.5}]}
@@ -512,3 +522,39 @@ def test_worker_flow_refuses(sim: SimulatedDevice, entry: str, field: str, value
 def test_catalogue_size() -> None:
     # The issue asks for >= 300 cases across entry points; keep the catalogue from shrinking.
     assert len(API_CASES) + 4 * len(CONFIG_PATH_CASES) + 2 * len(STAGE_FILE_CASES) >= 300
+
+
+# --- the YAML loader --------------------------------------------------------------------------------
+
+
+def test_libyaml_is_used_where_pyyaml_has_it() -> None:
+    import yaml
+    from vllm_mem.stages import yaml_reader
+
+    expected = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    assert yaml_reader._Loader is expected
+
+
+@pytest.mark.parametrize("tag, data, field", [c for c in STAGE_FILE_CASES
+                                              if c[0] in ("alias_bomb", "recursive_alias", "duplicate_key",
+                                                          "too_deep", "too_deep_block", "python_tag", "not_yaml")],
+                         ids=lambda c: c if isinstance(c, str) else None)
+def test_the_pure_python_fallback_refuses_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tag: str,
+                                                  data: bytes, field: str) -> None:
+    import yaml
+    from vllm_mem.stages import yaml_reader
+
+    monkeypatch.setattr(yaml_reader, "_Loader", yaml.SafeLoader)
+    path = tmp_path / "stages.yaml"
+    path.write_bytes(data)
+    check(Case(tag, lambda: vllm_mem.load_stage_config(path), ValueError, field))
+
+
+def test_the_pure_python_fallback_reads_the_examples(monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+    from vllm_mem.stages import yaml_reader
+
+    with_c = [vllm_mem.load_stage_config(p).stages[0].utilization_text for p in vllm_mem.bundled_stage_examples()]
+    monkeypatch.setattr(yaml_reader, "_Loader", yaml.SafeLoader)
+    pure = [vllm_mem.load_stage_config(p).stages[0].utilization_text for p in vllm_mem.bundled_stage_examples()]
+    assert pure == with_c and len(pure) == 3
