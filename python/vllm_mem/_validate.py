@@ -305,49 +305,75 @@ def read_text(path: Path, field: str, max_bytes: int) -> str:
 # --- plain data (dicts from users, documents from YAML) ----------------------------------------
 
 
+def _path(ref: Any, field: str) -> str:
+    """``stages[1].devices`` from a chain of (parent, key, in_mapping) links; ``field`` at the
+    root. Built only for a message, so walking a large document allocates no path strings."""
+    parts: list[str] = []
+    while ref is not None:
+        ref, key, in_mapping = ref
+        parts.append(f".{key}" if in_mapping else f"[{key}]")
+    text = "".join(reversed(parts)).removeprefix(".")
+    return text or field
+
+
+def _scalar_chars(value: Any, ref: Any, field: str, content_error: type[Exception]) -> int:
+    """Characters a scalar adds (0 but for strings), refusing what JSON cannot hold exactly."""
+    if value is None or isinstance(value, bool):
+        return 0
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, int):
+        if value.bit_length() > 63:
+            raise bad_value(_path(ref, field), "an integer that fits in 64 bits", value)
+        return 0
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise bad_value(_path(ref, field), "a finite number", value)
+        return 0
+    raise content_error(message(_path(ref, field), "plain data (mappings, lists, strings, numbers, booleans, "
+                                                   "null)", value))
+
+
 def plain_json(document: Any, field: str, *, max_depth: int, max_nodes: int, max_chars: int,
                content_error: type[Exception] = TypeError) -> str:
     """JSON text of a dict-and-list document, walked iteratively first: nesting, node count
     and characters bounded, NaN/inf refused, integers within 64 bits, only JSON's kinds.
     ``content_error`` is the type for a value of the wrong kind (TypeError for a Python dict,
-    ValueError for a file's content). Messages name the path (``stages[1].devices``)."""
-    stack: list[tuple[Any, str, int]] = [(document, "", 1)]
-    nodes = chars = 0
+    ValueError for a file's content). Messages name the path (``stages[1].devices``).
+
+    Scalars are checked in place and only containers are stacked, so a flat list of a million
+    numbers costs one pass at C-loop speed, not a million stack entries and path strings."""
+    stack: list[tuple[Any, Any, int]] = [(document, None, 1)]
+    nodes = 1
+    chars = 0
     while stack:
-        value, path, depth = stack.pop()
-        where = path or field
-        nodes += 1
+        value, ref, depth = stack.pop()
+        if depth > max_depth:
+            fail(_path(ref, field), f"nested deeper than {max_depth} levels")
+        in_mapping = isinstance(value, Mapping)
+        if not in_mapping and not isinstance(value, (list, tuple)):
+            chars += _scalar_chars(value, ref, field, content_error)
+            continue
+        # Counted before the children are looked at: a list of ten million items is refused at once.
+        nodes += len(value)
         if nodes > max_nodes:
             fail(field, f"holds more than {max_nodes} values; at most {max_nodes} are read")
-        if depth > max_depth:
-            fail(where, f"nested deeper than {max_depth} levels")
-        if value is None or isinstance(value, bool):
-            continue
-        if isinstance(value, str):
-            chars += len(value)
-        elif isinstance(value, int):
-            if value.bit_length() > 63:
-                raise bad_value(where, "an integer that fits in 64 bits", value)
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise bad_value(where, "a finite number", value)
-        elif isinstance(value, (Mapping, list, tuple)):
-            # Counted before the children are stacked: a list of ten million items is refused
-            # without ten million stack entries.
-            if nodes + len(value) > max_nodes:
-                fail(field, f"holds more than {max_nodes} values; at most {max_nodes} are read")
-            if isinstance(value, (list, tuple)):
-                stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(value))
-                continue
-            for key, child in value.items():
+        for key, child in (value.items() if in_mapping else enumerate(value)):
+            if in_mapping:
                 if isinstance(key, bool) or not isinstance(key, (str, int)):
-                    raise content_error(message(where, "a mapping with string keys", key))
-                key_text = str(key)
-                chars += len(key_text)
-                stack.append((child, f"{path}.{key_text}" if path else key_text, depth + 1))
-        else:
-            raise content_error(message(where, "plain data (mappings, lists, strings, numbers, "
-                                               "booleans, null)", value))
+                    raise content_error(message(_path(ref, field), "a mapping with string keys", key))
+                chars += len(str(key))
+            kind = type(child)
+            if kind is str:
+                chars += len(child)
+            elif kind is int:
+                if child.bit_length() > 63:
+                    raise bad_value(_path((ref, key, in_mapping), field), "an integer that fits in 64 bits", child)
+            elif kind is float:
+                if not math.isfinite(child):
+                    raise bad_value(_path((ref, key, in_mapping), field), "a finite number", child)
+            elif child is not None and kind is not bool:
+                stack.append((child, (ref, key, in_mapping), depth + 1))
         if chars > max_chars:
             fail(field, f"holds more than {max_chars} characters of text; at most {max_chars} are read")
     return json.dumps(document, allow_nan=False)
