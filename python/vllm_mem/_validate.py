@@ -180,6 +180,18 @@ def text(value: Any, field: str, *, allowed: Iterable[str] | None = None,
     return value
 
 
+def dtype(value: Any, field: str = "dtype") -> str:
+    """vLLM's ``--dtype`` (or a rule of thumb's dtype name); the core checks the name itself."""
+    return text(value, field, what="a dtype name: auto, float16, bfloat16, float32")
+
+
+def kv_cache_dtype(value: Any, field: str = "kv_cache_dtype") -> str:
+    """vLLM's ``--kv-cache-dtype``; the core checks the name against the same list."""
+    from . import _C  # the list is the core's
+
+    return text(value, field, what="one of " + str(_C.allowed_kv_cache_dtypes()))
+
+
 def optional_text(value: Any, field: str, *, max_chars: int = L.MAX_NAME_CHARS,
                   what: str = "a string or None") -> str | None:
     return None if value is None else text(value, field, max_chars=max_chars, what=what)

@@ -55,7 +55,7 @@ def rule_of_thumb_kv_cache_bytes(
         Bytes, by the rule of thumb.
     """
     return int(_C.rule_of_thumb_kv_cache_bytes(_spec(model), V.setting("batch_size", batch_size),
-                                               V.setting("seq_len", seq_len), V.text(dtype, "dtype")))
+                                               V.setting("seq_len", seq_len), V.dtype(dtype)))
 
 
 def rule_of_thumb_weight_bytes(model: ModelLike, dtype: str = "auto") -> int:
@@ -78,7 +78,7 @@ def rule_of_thumb_weight_bytes(model: ModelLike, dtype: str = "auto") -> int:
     int
         Bytes, by the rule of thumb.
     """
-    return int(_C.rule_of_thumb_weight_bytes(_spec(model), V.text(dtype, "dtype")))
+    return int(_C.rule_of_thumb_weight_bytes(_spec(model), V.dtype(dtype)))
 
 
 def rule_of_thumb_activation_bytes(weight_bytes: int) -> tuple[int, int]:

@@ -218,8 +218,8 @@ def _options(
     o = _C.KvCacheOptions()
     o.max_model_len = V.setting("max_model_len", max_model_len)
     o.block_size = V.optional_setting("block_size", block_size) or 0
-    o.kv_cache_dtype = V.text(kv_cache_dtype, "kv_cache_dtype", what="one of " + _C.allowed_kv_cache_dtypes())
-    o.model_dtype = V.text(dtype, "dtype", what="a dtype: auto, float16, bfloat16 or float32")
+    o.kv_cache_dtype = V.kv_cache_dtype(kv_cache_dtype)
+    o.model_dtype = V.dtype(dtype)
     o.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
     o.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
     if max_num_batched_tokens is not None:

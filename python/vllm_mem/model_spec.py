@@ -68,7 +68,7 @@ def _read_config_text(source: ConfigSource) -> tuple[str, str]:
 
 def _weight_args(dtype: Any, quantization: Any, tensor_parallel_size: Any,
                  pipeline_parallel_size: Any) -> tuple[str, str | None, int, int]:
-    return (V.text(dtype, "dtype"), V.optional_text(quantization, "quantization"),
+    return (V.dtype(dtype), V.optional_text(quantization, "quantization"),
             V.setting("tensor_parallel_size", tensor_parallel_size),
             V.setting("pipeline_parallel_size", pipeline_parallel_size))
 

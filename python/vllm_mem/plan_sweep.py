@@ -118,9 +118,9 @@ def sweep(
     for name in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
                  "max_num_batched_tokens", "block_size"):
         setattr(axes, name, [V.setting(name, v) for v in values[name]])
-    axes.dtype = [V.text(v, "dtype") for v in values["dtype"]]
+    axes.dtype = [V.dtype(v) for v in values["dtype"]]
     axes.quantization = [V.optional_text(v, "quantization") or "" for v in values["quantization"]]
-    axes.kv_cache_dtype = [V.text(v, "kv_cache_dtype") for v in values["kv_cache_dtype"]]
+    axes.kv_cache_dtype = [V.kv_cache_dtype(v) for v in values["kv_cache_dtype"]]
     axes.enforce_eager = [int(V.flag(v, "enforce_eager")) for v in values["enforce_eager"]]
     axes.base = plan_inputs(
         total_memory_bytes=min(totals), free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,

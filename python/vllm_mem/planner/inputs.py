@@ -72,9 +72,9 @@ def plan_inputs(
     i.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
     i.max_num_seqs = V.setting("max_num_seqs", max_num_seqs)
     i.max_num_batched_tokens = V.setting("max_num_batched_tokens", max_num_batched_tokens)
-    i.dtype = V.text(dtype, "dtype")
+    i.dtype = V.dtype(dtype)
     i.quantization = V.optional_text(quantization, "quantization") or ""
-    i.kv_cache_dtype = V.text(kv_cache_dtype, "kv_cache_dtype")
+    i.kv_cache_dtype = V.kv_cache_dtype(kv_cache_dtype)
     i.block_size = V.optional_setting("block_size", block_size) or 0
     i.enforce_eager = V.flag(enforce_eager, "enforce_eager")
     i.cudagraph_mode = V.text(cudagraph_mode, "cudagraph_mode")

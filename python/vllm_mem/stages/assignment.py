@@ -166,8 +166,8 @@ def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
         need.max_model_len or 0, need.tensor_parallel_size, need.pipeline_parallel_size,
         V.setting("max_num_seqs", opts["max_num_seqs"], where + "max_num_seqs"),
         V.setting("max_num_batched_tokens", opts["max_num_batched_tokens"], where + "max_num_batched_tokens"),
-        V.text(opts["dtype"], where + "dtype"), V.optional_text(opts["quantization"], where + "quantization") or "",
-        V.text(opts["kv_cache_dtype"], where + "kv_cache_dtype"),
+        V.dtype(opts["dtype"], where + "dtype"), V.optional_text(opts["quantization"], where + "quantization") or "",
+        V.kv_cache_dtype(opts["kv_cache_dtype"], where + "kv_cache_dtype"),
         V.optional_setting("block_size", opts["block_size"] or None, where + "block_size") or 0,
         V.flag(opts["enforce_eager"], where + "enforce_eager"),
     )

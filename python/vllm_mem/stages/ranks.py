@@ -118,8 +118,8 @@ def plan_ranks(
     kv.max_model_len = V.setting("max_model_len", max_model_len if max_model_len is not None
                                  else spec.max_position_embeddings)
     kv.block_size = V.optional_setting("block_size", block_size) or 0
-    kv.kv_cache_dtype = V.text(kv_cache_dtype, "kv_cache_dtype")
-    kv.model_dtype = V.text(dtype, "dtype")
+    kv.kv_cache_dtype = V.kv_cache_dtype(kv_cache_dtype)
+    kv.model_dtype = V.dtype(dtype)
     overheads = _one_or_per_worker(overhead_bytes, "overhead_bytes", V.size_bytes)
     frees = [] if free_memory_bytes is None else _one_or_per_worker(free_memory_bytes, "free_memory_bytes",
                                                                     V.size_bytes)
