@@ -48,7 +48,8 @@ def show(value: Any) -> str:
         return str(value) if value.bit_length() <= 200 else f"an integer of {value.bit_length()} bits"
     if isinstance(value, str):
         if len(value) > limit:
-            return repr(value[: limit - 26]) + f"... ({len(value)} characters)"
+            # repr() can be 4x longer than the text (escapes): cut the quoted form too.
+            return clip(repr(value[: limit - 26]), limit - 26) + f" ({len(value)} characters)"
         return clip(repr(value), limit)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return f"{type(value).__name__} of {len(value)} bytes"

@@ -519,6 +519,16 @@ def test_worker_flow_refuses(sim: SimulatedDevice, entry: str, field: str, value
         check(Case(entry, lambda: fn(**kwargs), exc, field))
 
 
+@pytest.mark.parametrize("value", ["\x00" * 10**6, "é" * 10**6, "\U0001f600" * 10**5, 10**5000, [0] * 10**6,
+                                   b"x" * 10**6, {i: i for i in range(1000)}],
+                         ids=["nul", "accented", "emoji", "int_of_5000_digits", "list", "bytes", "dict"])
+def test_a_shown_value_is_at_most_80_characters(value: Any) -> None:
+    from vllm_mem import _validate
+
+    assert len(_validate.show(value)) <= L.MAX_ECHOED_CHARS
+    assert len(_validate.message("field", "something", value)) <= L.MAX_MESSAGE_CHARS
+
+
 def test_catalogue_size() -> None:
     # The issue asks for >= 300 cases across entry points; keep the catalogue from shrinking.
     assert len(API_CASES) + 4 * len(CONFIG_PATH_CASES) + 2 * len(STAGE_FILE_CASES) >= 300

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -237,6 +238,17 @@ def test_completion_script_lists_every_command(capsys: pytest.CaptureFixture[str
     for command in ("kv", "plan", "gpus", "models", "stages", "snapshot"):
         assert command in out
     assert "--list-examples" in out and "--max-model-len" in out
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_completion_script_completes_in_bash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["completion", "bash"]) == 0
+    script = tmp_path / "vllm-mem.bash"
+    script.write_text(capsys.readouterr().out)
+    probe = (f"source '{script}'; COMP_WORDS=(vllm-mem plan --max-m); COMP_CWORD=2; _vllm_mem; "
+             'echo "${COMPREPLY[@]}"; COMP_WORDS=(vllm-mem sta); COMP_CWORD=1; _vllm_mem; echo "${COMPREPLY[@]}"')
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert out == ["--max-model-len", "stages"]
 
 
 def test_cli_catalogue_size() -> None:
