@@ -19,6 +19,14 @@ if [[ $want_tests -eq 1 ]] && [[ ! -f /usr/lib/x86_64-linux-gnu/cmake/GTest/GTes
   sudo_if_needed apt-get update -qq
   sudo_if_needed apt-get install -y -qq libgtest-dev cmake g++ >/dev/null
 fi
+# scripts/ci_cxx_checks.sh (run by scripts/test.sh): clang as the second compiler, its
+# sanitizer and libFuzzer runtimes, and Ninja for its builds.
+if [[ $want_tests -eq 1 ]] && { ! command -v clang++ >/dev/null || ! command -v ninja >/dev/null ||
+   [[ ! -f "$(clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ]]; }; then
+  echo "== installing clang, its sanitizer/libFuzzer runtimes and Ninja (Debian clang, libclang-rt-14-dev, ninja-build)"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed apt-get install -y -qq clang libclang-rt-14-dev libgtest-dev ninja-build >/dev/null
+fi
 
 echo "== installing build and runtime requirements"
 "$PYTHON" -m pip install -q --disable-pip-version-check \

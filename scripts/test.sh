@@ -13,6 +13,9 @@ cmake -S . -B build/cxx-tests -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build build/cxx-tests -j "$(nproc)"
 ctest --test-dir build/cxx-tests --output-on-failure -j "$(nproc)"
 
+echo "== C++ checks: clang, AddressSanitizer + UBSan, fuzz smoke (scripts/ci_cxx_checks.sh)"
+bash scripts/ci_cxx_checks.sh
+
 echo "== Python tests (pytest)"
 # Run from outside the source tree so the installed package, not python/, is imported.
 "$PYTHON" -m pytest -c pyproject.toml --rootdir . tests/python "$@"

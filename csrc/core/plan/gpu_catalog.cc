@@ -199,6 +199,25 @@ std::string NormalizeGpuName(std::string_view name) {
   return out;
 }
 
+namespace {
+
+/*! Every spelling of each catalog entry (name, device name, aliases), normalised once: lookups
+ *  compared against freshly normalised spellings each call, ~150 of them per lookup. */
+const std::vector<std::vector<std::string>>& NormalizedSpellings() {
+  static const std::vector<std::vector<std::string>> kSpellings = [] {
+    std::vector<std::vector<std::string>> out;
+    for (const auto& gpu : GpuCatalog()) {
+      std::vector<std::string> spellings = {NormalizeGpuName(gpu.name), NormalizeGpuName(gpu.device_name)};
+      for (const auto& alias : gpu.aliases) spellings.push_back(NormalizeGpuName(alias));
+      out.push_back(std::move(spellings));
+    }
+    return out;
+  }();
+  return kSpellings;
+}
+
+}  // namespace
+
 std::vector<std::string> CloseGpuMatches(std::string_view name, size_t limit) {
   // The edit distance is quadratic in the length; a name this long is farther than the
   // threshold (a third of its length) from every catalog spelling (< 40 characters), so the
@@ -207,13 +226,10 @@ std::vector<std::string> CloseGpuMatches(std::string_view name, size_t limit) {
   const std::string query = NormalizeGpuName(name);
   std::vector<std::pair<size_t, size_t>> scored;  // (distance, catalog index)
   const auto& catalog = GpuCatalog();
+  const auto& normalized = NormalizedSpellings();
   for (size_t i = 0; i < catalog.size(); ++i) {
     size_t best = SIZE_MAX;
-    std::vector<std::string> spellings = catalog[i].aliases;
-    spellings.push_back(catalog[i].name);
-    spellings.push_back(catalog[i].device_name);
-    for (const auto& spelling : spellings) {
-      std::string norm = NormalizeGpuName(spelling);
+    for (const std::string& norm : normalized[i]) {
       size_t d = EditDistance(query, norm);
       // A shared prefix of 3+ characters ("h100", "mi30") makes a candidate worth naming.
       if (query.size() >= 3 && (norm.rfind(query, 0) == 0 || query.rfind(norm, 0) == 0)) d = std::min<size_t>(d, 1);
@@ -240,10 +256,10 @@ const GpuInfo& LookupGpu(std::string_view name) {
   const std::string query = NormalizeGpuName(name);
   const auto& catalog = GpuCatalog();
   if (!query.empty()) {
-    for (const auto& gpu : catalog) {
-      if (NormalizeGpuName(gpu.name) == query || NormalizeGpuName(gpu.device_name) == query) return gpu;
-      for (const auto& alias : gpu.aliases) {
-        if (NormalizeGpuName(alias) == query) return gpu;
+    const auto& normalized = NormalizedSpellings();
+    for (size_t i = 0; i < catalog.size(); ++i) {
+      for (const std::string& spelling : normalized[i]) {
+        if (spelling == query) return catalog[i];
       }
     }
     for (const auto& amb : Ambiguous()) {

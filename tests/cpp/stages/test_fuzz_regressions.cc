@@ -72,9 +72,12 @@ TEST(FuzzRegression, MalformedJsonMessagesAreShortPrintableText) {
     ExpectClearMessage(e, "config.json");
     for (char ch : std::string(e.what())) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << e.what();
   }
-  // A cut never splits a UTF-8 character: 79 ASCII bytes, then a 2-byte one straddling 80.
-  const std::string echoed = EchoValue(std::string(79, 'a') + "\xc3\xa9" + std::string(10, 'b'));
-  EXPECT_EQ(echoed.substr(0, 84), "'" + std::string(79, 'a') + "...'");
+  // A cut never splits a UTF-8 character: 79 ASCII characters, then a 2-byte one as the 80th.
+  EXPECT_EQ(EchoValue(std::string(79, 'a') + "\xc3\xa9" + std::string(10, 'b')),
+            "'" + std::string(79, 'a') + "\xc3\xa9'... (91 bytes)");
+  // Bytes that are not UTF-8, and control characters, are shown escaped: the message stays text.
+  EXPECT_EQ(EchoValue("A100\xff\xfe\n"), "'A100\\xff\\xfe\\x0a'");
+  EXPECT_EQ(EchoValue("caf\xc3\xa9"), "'caf\xc3\xa9'");
 }
 
 // ---- class 1: doubles converted to int64 before their range check ---------------------------
@@ -398,7 +401,12 @@ TEST(BadInputRefused, LongStringsAreTruncatedInMessages) {
     EXPECT_EQ(std::string(e.what()).find(long_value), std::string::npos);
   }
   EXPECT_EQ(EchoValue("abc"), "'abc'");
-  EXPECT_EQ(EchoValue(long_value).size(), 80u + 2 + 3 + std::string(" (5000 bytes)").size());
+  EXPECT_EQ(EchoValue(long_value), "'" + std::string(80, 'x') + "'... (5000 bytes)");
+  // Invalid UTF-8 from a GPU name or CUDA_VISIBLE_DEVICES comes back escaped (fuzz_gpu_name).
+  for (const auto& e : {InvalidArgumentOf([] { LookupGpu("QQ\xff"); }),
+                        InvalidArgumentOf([] { ParseCudaVisibleDevices("0,\xff"); })}) {
+    EXPECT_NE(std::string(e.what()).find("\\xff"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -43,9 +43,10 @@ class DeviceError : public std::runtime_error {
   explicit DeviceError(const std::string& what) : std::runtime_error(what) {}
 };
 
-/*! \brief A user's string as an error message echoes it: quoted, and cut to kMaxEchoedChars
- *  (on a UTF-8 character boundary) with its length in bytes said, so a multi-MB value never
- *  comes back in a message (issue 10): "'abc'", "'aaaa...' (5000 bytes)". */
+/*! \brief A user's string as an error message echoes it: quoted, control characters and
+ *  bytes that are not UTF-8 shown as \xNN, and cut after kMaxEchoedChars characters with the
+ *  length in bytes said, so a multi-MB value never comes back in a message and the message is
+ *  always valid text (issue 10): "'abc'", "'aaaa'... (5000 bytes)". */
 std::string EchoValue(std::string_view text);
 
 }  // namespace vllm_mem
