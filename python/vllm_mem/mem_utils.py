@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from . import _C
+from . import _limits as L
 from . import _validate as V
 from ._device import DeviceLike, device_index, make_device
 from .sampler import MemorySampler, MemoryTimeline
@@ -49,6 +50,12 @@ _UMA_MIN_RELEASE_BYTES = 512 * (1 << 20)
 _RECORD_FIELDS = ("torch_peak", "free_memory", "total_memory", "cuda_memory", "torch_memory",
                   "non_torch_memory", "timestamp", "torch_allocated", "integrated",
                   "cuda_free_memory", "torch_status")
+
+
+def _device_index(device: DeviceLike, field: str = "device") -> int:
+    """The device's index, bounded before it reaches the core (an int of 2**63 would otherwise
+    get pybind11's "incompatible function arguments")."""
+    return V.integer(device_index(device), field, low=0, high=L.MAX_DEVICE_ID)
 
 
 @dataclass
@@ -99,7 +106,7 @@ class MemorySnapshot:
     torch_status: str = field(default="no_torch", init=False)
 
     def __post_init__(self) -> None:
-        self._index = device_index(self.device)
+        self._index = _device_index(self.device)
         self.device_ = make_device(self._index)
         if self.auto_measure:
             self.measure()
@@ -294,7 +301,7 @@ class DeviceMemoryProfiler:
     def current_memory_usage(self) -> float:
         """Torch bytes allocated now (empty cache, reset peak, read the peak)."""
         gc.collect()
-        return int(_C.current_torch_memory_usage(device_index(self.device)))
+        return int(_C.current_torch_memory_usage(_device_index(self.device)))
 
     def __enter__(self) -> DeviceMemoryProfiler:
         self.initial_memory = self.current_memory_usage()
@@ -315,7 +322,7 @@ def get_cpu_memory() -> int:
 @functools.cache
 def get_max_shared_memory_bytes(gpu: int = 0) -> int:
     """Returns the maximum (opt-in) shared memory per thread block in bytes."""
-    max_shared_mem = int(_C.max_shared_memory_per_block(device_index(gpu)))
+    max_shared_mem = int(_C.max_shared_memory_per_block(_device_index(gpu, "gpu")))
     # value 0 will cause MAX_SEQ_LEN become negative and test_attention.py
     # will fail
     assert max_shared_mem > 0, "max_shared_mem cannot be zero"
@@ -334,7 +341,7 @@ def release_device_memory_under_pressure(device: DeviceLike) -> bool:
     if getattr(device, "type", "cuda") != "cuda" or (
             isinstance(device, str) and not device.startswith("cuda")):
         return False
-    released = int(_C.release_device_memory_under_pressure(device_index(device)))
+    released = int(_C.release_device_memory_under_pressure(_device_index(device)))
     if released == 0:
         return False
     logger.debug("Released %sGiB of cached device memory under memory pressure",
@@ -345,4 +352,4 @@ def release_device_memory_under_pressure(device: DeviceLike) -> bool:
 def torch_memory_stats(device: DeviceLike = None) -> dict[str, int]:
     """Torch's aggregate allocator statistics by ``torch.cuda.memory_stats()`` key, read in C++;
     empty when unavailable (torch not imported or CUDA not initialised), as torch returns."""
-    return dict(_C.torch_memory_stats(device_index(device)))
+    return dict(_C.torch_memory_stats(_device_index(device)))

@@ -496,6 +496,29 @@ WORKER_CASES: list[tuple[str, str, Any, type[Exception]]] = [
 ]
 
 
+DEVICE_CASES: list[tuple[str, Any, type[Exception]]] = [
+    ("2**63", 2**63, ValueError), ("2**64", 2**64, ValueError), ("negative", -1, ValueError),
+    ("float", 1.5, TypeError), ("bool", True, TypeError), ("text", "gpu0", ValueError),
+]
+
+
+@pytest.mark.parametrize("tag, value, exc", DEVICE_CASES, ids=[c[0] for c in DEVICE_CASES])
+@pytest.mark.parametrize("entry", ["MemorySnapshot", "torch_memory_stats", "get_max_shared_memory_bytes",
+                                   "DeviceMemoryProfiler"])
+def test_device_arguments_refused(sim: SimulatedDevice, entry: str, tag: str, value: Any,
+                                  exc: type[Exception]) -> None:
+    call = {
+        "MemorySnapshot": lambda: vllm_mem.MemorySnapshot(device=value),
+        "torch_memory_stats": lambda: vllm_mem.torch_memory_stats(value),
+        "get_max_shared_memory_bytes": lambda: vllm_mem.get_max_shared_memory_bytes(value),
+        "DeviceMemoryProfiler": lambda: vllm_mem.DeviceMemoryProfiler(value).__enter__(),
+    }[entry]
+    # vllm_mem._device words its own refusals "device must be ..."; either way the argument is named.
+    text = check(Case(entry, call, exc, "gpu" if entry == "get_max_shared_memory_bytes" and exc is ValueError
+                      and tag.startswith("2**") else "device"))
+    assert "incompatible function arguments" not in text
+
+
 @pytest.mark.parametrize("entry, field, value, exc", WORKER_CASES,
                          ids=[f"{c[0]}-{c[1]}-{c[2]!r}"[:60] for c in WORKER_CASES])
 def test_worker_flow_refuses(sim: SimulatedDevice, entry: str, field: str, value: Any,
