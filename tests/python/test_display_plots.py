@@ -4,9 +4,11 @@ which extra to install."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +32,14 @@ def _close_figures() -> Iterator[None]:
     plt.close("all")
 
 
+def _keep(fig: Figure, name: str) -> None:
+    """With ``VLLM_MEM_SCREENSHOTS=docs/img``, also save the figure there (docs/img/plot_*.png)."""
+    out = os.environ.get("VLLM_MEM_SCREENSHOTS")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        fig.savefig(Path(out) / f"{name}.png", dpi=80)
+
+
 def _bars(ax: Axes) -> list[Any]:
     return [p for p in ax.patches if p.get_width() > 0]
 
@@ -49,6 +59,7 @@ def test_plan_plot_draws_the_breakdown() -> None:
             f"({100 * plan.weights_bytes / total:.1f}%)") in labels
     assert "requested budget" in labels and "device total" in labels
     assert "fits" in ax.get_title(loc="left")
+    _keep(fig, "plot_plan")
 
 
 def test_plan_plot_outlines_the_failing_part_and_uses_given_axes() -> None:
@@ -97,6 +108,7 @@ def test_sweep_plot_one_line_per_group() -> None:
     # the settings that do not fit are red crosses
     crosses = [c for c in ax.collections if len(c.get_offsets())]
     assert sum(len(c.get_offsets()) for c in crosses) == int((~cols["fits"]).sum()) > 0
+    _keep(fig, "plot_sweep")
 
 
 def test_sweep_plot_from_a_frame_categorical_x_and_chosen_hue() -> None:
@@ -148,6 +160,7 @@ def test_timeline_plot_driver_beside_allocator() -> None:
     readings = driver.collections[0].get_offsets()
     assert len(readings) == 2  # vLLM's two readings, before and after the profile run
     assert readings[0][1] == pytest.approx(result.before_profile.cuda_memory / GiB)
+    _keep(fig, "plot_timeline")
     fig2, axes = display.plot_timeline(timeline)  # a bare timeline: no readings to mark
     assert len(axes[0].collections) == 0
 

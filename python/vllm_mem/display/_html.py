@@ -115,9 +115,9 @@ def table(header: Sequence[str] | None, rows: Iterable[Sequence[str]], *,
           compact: bool = False) -> str:
     """A plain table; cells are HTML (escape before), columns in ``numeric`` right-aligned and
     unbroken, columns in ``nowrap`` unbroken; ``compact`` narrows the cell padding."""
-    pad = ";padding:2px 5px" if compact else ""
+    pad = ";padding:2px 4px" if compact else ""
     # A bare <table> (its spacing is the browser's or the notebook's): what older callers look for.
-    out = ["<div style='margin:4px 0;overflow-x:auto'><table>"]
+    out = ["<div class='vllm-mem-scroll' style='margin:4px 0;overflow-x:auto'><table>"]
     if header is not None:
         out.append("<thead><tr>" + "".join(
             f"<th style='{HEAD_CELL}{pad};white-space:nowrap{';text-align:right' if i in numeric else ''}'>{h}</th>"

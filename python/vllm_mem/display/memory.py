@@ -59,7 +59,7 @@ def snapshot_segments(snap: MemorySnapshot) -> list[Segment]:
                 note="tensors alive (allocated_bytes.all.current)"),
         Segment("torch cache", cache, COLORS["torch_cache"], note="reserved, not allocated (freed by empty_cache)"),
         Segment("non-torch", max(0, snap.non_torch_memory), COLORS["non_torch"],
-                note="CUDA context, NCCL, cuBLAS workspaces and other processes"),
+                note="CUDA context, NCCL, workspaces, other processes"),
         Segment("free", max(0, snap.free_memory), COLORS["unused"], note="cudaMemGetInfo free", outline=True),
     ]
 
@@ -139,13 +139,13 @@ def profiling_segments(result: MemoryProfilingResult) -> list[Segment]:
     segments = [
         Segment("in use before the instance", baseline, COLORS["baseline"],
                 note="baseline snapshot: CUDA context, other processes"),
-        Segment("weights", max(0, result.weights_memory), COLORS["weights"], note="weights_memory"),
+        Segment("weights", max(0, result.weights_memory), COLORS["weights"], note="log: weights memory"),
         Segment("peak activation", max(0, result.torch_peak_increase), COLORS["activation"],
-                note="torch peak memory increase"),
+                note="log: torch peak memory increase"),
         Segment("non-torch", max(0, result.non_torch_increase), COLORS["non_torch"],
-                note="non-torch forward increase memory"),
+                note="log: non-torch forward increase memory"),
         Segment("transient non-torch", transient, COLORS["transient"],
-                note="sampler's peak above vLLM's reading (freed before the end)"),
+                note="sampler's peak that vLLM's readings miss"),
     ]
     used = sum(s.num_bytes for s in segments)
     segments.append(Segment("unused", max(0, base.total_memory - used), COLORS["unused"], outline=True))

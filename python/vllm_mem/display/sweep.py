@@ -75,7 +75,7 @@ def sweep_html(frame_or_dict: Any, *, max_rows: int = MAX_ROWS) -> str:
         if has_bars:
             segments = [Segment(label, max(0, int(cols[key][i])), COLORS[color]) for key, color, label in _PARTS]
             mini = bar(segments, int(cols["total_memory_bytes"][i]), height=14, label=f"row {i}", margin=1)
-            cell = f"<div style='width:130px'>{mini}</div>"
+            cell = f"<div style='width:110px'>{mini}</div>"
         rows.append([_cell(cols[a][i]) for a in axes] + [
             verdict, cell,
             f"{float(cols['max_concurrency'][i]):.2f}&times;" if "max_concurrency" in cols else "&ndash;",
