@@ -4,12 +4,21 @@
 # vllm_mem itself into the current Python environment.
 #
 #   bash scripts/setup.sh          # install the package
-#   bash scripts/setup.sh --test   # also what the test suite needs (GoogleTest, pytest, torch)
+#   bash scripts/setup.sh --test   # also what the test suite needs (GoogleTest, clang, pytest,
+#                                  # hypothesis, torch, and the notebook side below)
+#   bash scripts/setup.sh --notebook  # also Chromium and the notebook packages (setup_notebook.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 want_tests=0
-[[ "${1:-}" == "--test" ]] && want_tests=1
+want_notebook=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_tests=1; want_notebook=1 ;;  # the suite includes the browser and notebook tests
+    --notebook) want_notebook=1 ;;
+    *) echo "setup.sh: unknown option $arg (use --test or --notebook)" >&2; exit 2 ;;
+  esac
+done
 
 sudo_if_needed() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
@@ -35,7 +44,10 @@ if [[ $want_tests -eq 1 ]]; then
   # torch==2.13.0 is a CPU build on these machines: it exercises the torch provider's build and
   # its 'no CUDA allocator' path. Skipped where a torch is already installed (GPU hosts).
   "$PYTHON" -c "import torch" 2>/dev/null || "$PYTHON" -m pip install -q --disable-pip-version-check torch==2.13.0
-  "$PYTHON" -m pip install -q --disable-pip-version-check "pytest>=7" pandas
+  "$PYTHON" -m pip install -q --disable-pip-version-check "pytest>=8" "hypothesis>=6" "pyelftools>=0.29" pandas
+fi
+if [[ $want_notebook -eq 1 ]]; then
+  bash scripts/setup_notebook.sh
 fi
 
 echo "== building and installing vllm_mem"
