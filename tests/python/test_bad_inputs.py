@@ -436,6 +436,32 @@ def test_a_json_stage_file_is_read_as_json(tmp_path: Path) -> None:
     assert vllm_mem.load_stage_config(path).stages[0].utilization_text == "0.5"
 
 
+@pytest.mark.parametrize("where", ["stat", "open"])
+@pytest.mark.parametrize("entry", ["config", "stages"])
+def test_unreadable_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, entry: str) -> None:
+    # Tests run as root here, where chmod 000 does not stop a read: simulate the OS refusing.
+    path = tmp_path / ("config.json" if entry == "config" else "stages.yaml")
+    path.write_text("{}")
+    real_stat, real_open = os.stat, open
+
+    def stat(p: Any, *args: Any, **kwargs: Any) -> Any:
+        if where == "stat" and Path(p) == path:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_stat(p, *args, **kwargs)
+
+    def guarded_open(p: Any, *args: Any, **kwargs: Any) -> Any:
+        if where == "open" and Path(str(p)) == path:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_open(p, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr("builtins.open", guarded_open)
+    call = (lambda: vllm_mem.ModelSpec.from_hf_config(path)) if entry == "config" else (
+        lambda: vllm_mem.load_stage_config(path))
+    text = check(Case(entry, call, ValueError, "config"))
+    assert "ermission denied" in text
+
+
 def test_a_directory_is_not_a_stage_file(tmp_path: Path) -> None:
     check(Case("dir", lambda: vllm_mem.load_stage_config(tmp_path), ValueError, "is a directory"))
 
