@@ -233,6 +233,8 @@ def measure_cuda_graph_memory(capture_fn: Callable[[], R], device: Any = None) -
     CudaGraphMemory
         The free-memory delta and the allocator-reserved delta.
     """
+    if not callable(capture_fn):
+        raise V.bad_type("capture_fn", "a callable that captures the CUDA graphs", capture_fn)
     before = MemorySnapshot(device=device, auto_measure=False)
     index = getattr(before.device_, "index", 0) or 0
     _C.synchronize(index)

@@ -516,6 +516,8 @@ WORKER_CASES: list[tuple[str, str, Any, type[Exception]]] = [
     ("suggest_kv_cache_memory_bytes", "gpu_memory_utilization", -math.inf, ValueError),
     ("memory_profiling", "weights_memory", 2**63, ValueError),
     ("memory_profiling", "baseline_snapshot", "x", TypeError),
+    ("measure_cuda_graph_memory", "capture_fn", None, TypeError),
+    ("measure_cuda_graph_memory", "device", 2**63, ValueError),
     ("device_processes", "device_index", 2**63, ValueError),
     ("device_processes", "device_index", "0", TypeError),
     ("device_processes", "device_index", -1, ValueError),
@@ -559,6 +561,7 @@ def test_worker_flow_refuses(sim: SimulatedDevice, entry: str, field: str, value
                                               cuda_graph_memory=1, kv_cache_memory_in_use=1, log=False),
         "memory_profiling": dict(baseline_snapshot=snap, weights_memory=0),
         "device_processes": dict(device_index=0),
+        "measure_cuda_graph_memory": dict(capture_fn=lambda: None, device=0),
     }[entry]
     fn = getattr(vllm_mem, entry)
     kwargs = {**base, field: value}
