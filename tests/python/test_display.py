@@ -165,6 +165,19 @@ def test_plan_that_fails_loading_weights_scales_past_the_device() -> None:
     assert sum(_bar_widths(block)) == pytest.approx(100.0, abs=1e-2)  # scaled to the bytes asked for
 
 
+def test_plan_over_its_budget_marks_the_excess() -> None:
+    plan = vllm_mem.plan(LLAMA, gpu="L4", gpu_memory_utilization=0.45, max_model_len=8192)
+    assert plan.failure_phase == "no_kv_blocks"
+    block = plan._repr_html_()
+    text = _text(block)
+    excess = plan.weights_bytes + plan.activation_peak_bytes + plan.non_torch_bytes + plan.cudagraph_bytes \
+        - plan.requested_bytes
+    assert f"exceeded by {vllm_mem.format_gib(excess)} GiB" in text
+    assert "fill='none' stroke='#d62728' stroke-width='2' stroke-dasharray='5 3'" in block
+    assert "Change this: --gpu-memory-utilization" in text
+    assert "exceeded by" not in _text(vllm_mem.plan(LLAMA, gpu="L4", max_model_len=8192)._repr_html_())
+
+
 def test_model_spec_block(objects: dict[str, Any]) -> None:
     spec = objects["model_spec"]
     block = spec._repr_html_()

@@ -79,8 +79,10 @@ def crop_to(png: Path, box: tuple[int, int, int, int], target: Path) -> None:
 
     with Image.open(png) as image:
         bottom = min(image.height, box[3] + 16)
-        # 256 colours are plenty for flat blocks and antialiased text, and a third of the bytes.
-        image.crop((0, 0, image.width, bottom)).convert("RGB").quantize(colors=256).save(target, optimize=True)
+        # 256 colours chosen by maximum coverage (method 1): within 4/255 of the screenshot's colours
+        # on these flat blocks, at a third of the bytes (median cut shifted the swatches visibly).
+        image.crop((0, 0, image.width, bottom)).convert("RGB").quantize(colors=256, method=1).save(
+            target, optimize=True)
 
 
 NAMES = ["model_spec", "kv_capacity", "snapshot", "snapshot_difference", "profiling", "plan", "plan_two_gpus",

@@ -158,12 +158,14 @@ class Segment:
 
 @dataclass(frozen=True)
 class Marker:
-    """A vertical line across the bar at ``num_bytes`` (e.g. vLLM's requested budget)."""
+    """A vertical line across the bar at ``num_bytes`` (e.g. vLLM's requested budget); ``excess``
+    bytes drawn red after it are what the segments ask beyond that limit."""
 
     num_bytes: int
     label: str
     color: str = "currentColor"
     note: str = ""
+    excess: int = 0
 
 
 def bar(segments: Sequence[Segment], total: int, *, markers: Sequence[Marker] = (), height: int = 24,
@@ -197,6 +199,12 @@ def bar(segments: Sequence[Segment], total: int, *, markers: Sequence[Marker] = 
                      f"<title>{esc('beyond the device: ' + size(used - total))}</title></rect>")
         markers = [*markers, Marker(total, "device total", FAIL)]
     for m in markers:
+        if m.excess > 0 and 0 <= m.num_bytes < scale:
+            width = min(m.excess, scale - m.num_bytes)
+            tip = esc(f"over the {m.label}: {size(m.excess)}")
+            parts.append(f"<rect x='{x(m.num_bytes):.3f}%' y='0' width='{x(width):.3f}%' height='{height}'"
+                         f" fill='none' stroke='{FAIL}' stroke-width='2' stroke-dasharray='5 3'><title>{tip}</title>"
+                         "</rect>")
         if 0 <= m.num_bytes <= scale:
             parts.append(f"<line x1='{x(m.num_bytes):.3f}%' x2='{x(m.num_bytes):.3f}%' y1='0' y2='{height}'"
                          f" stroke='{m.color}' stroke-width='2' stroke-dasharray='4 2'>"
@@ -230,7 +238,8 @@ def legend(segments: Sequence[Segment], total: int, *, markers: Sequence[Marker]
     for m in markers:
         rows.append([f"<span style='display:inline-block;width:11px;margin-right:6px;text-align:center;"
                      f"font-weight:700'>&#8942;</span>{esc(m.label)}", size_and_share(m.num_bytes, total),
-                     muted(esc(m.note))])
+                     muted(esc(m.note)) + (f" <b style='color:{FAIL};white-space:nowrap'>exceeded by "
+                                           f"{esc(size(m.excess))}</b>" if m.excess > 0 else "")])
         styles.append("")
     return table(list(header), rows, numeric=(1,), row_styles=styles, nowrap=(0,))
 

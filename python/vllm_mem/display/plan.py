@@ -71,8 +71,13 @@ def plan_segments(plan: StartupPlan) -> tuple[list[Segment], list[Marker]]:
                             "outside the budget, or left over", outline=True))
     segments.append(Segment("in use at start-up", baseline, COLORS["baseline"], "baseline" in hot,
                             "CUDA context, other processes"))
+    # What the weights and the profile run take beyond vLLM's budget (no KV cache is left then);
+    # with --kv-cache-memory-bytes the budget is not what limits the KV cache.
+    before_kv = sum(s.num_bytes for s in segments[:4 if in_budget else 3])
+    excess = 0 if inputs.kv_cache_memory_bytes else max(0, before_kv - plan.requested_bytes)
     markers = [Marker(plan.requested_bytes, "requested budget",
-                      note=f"gpu_memory_utilization {float(inputs.gpu_memory_utilization):g} × total")]
+                      note=f"gpu_memory_utilization {float(inputs.gpu_memory_utilization):g} × total",
+                      excess=excess)]
     return segments, markers
 
 
@@ -148,5 +153,6 @@ def plan_html(plan: StartupPlan) -> str:
             numeric=(2, 3, 4, 5))))
     body.append(facts([("free at start-up", esc(size(plan.free_memory_bytes))
                         + (muted(" (assumed)") if plan._p.free_memory_assumed else "")),
-                       ("--kv-cache-memory-bytes", code(str(plan.kv_cache_memory_bytes_suggestion)))]))
+                       *([("--kv-cache-memory-bytes", code(str(plan.kv_cache_memory_bytes_suggestion)))]
+                         if plan.kv_cache_memory_bytes_suggestion > 0 else [])]))
     return frame(title, "".join(body), verdict=plan.fits)
