@@ -58,12 +58,17 @@ run_stage() {
   fi
 }
 
+# ctest with the output of failing tests only, and its summary (a line per passing test is noise).
+run_ctest() {
+  ctest --test-dir "$1" --output-on-failure -j "$JOBS" | grep -v -E '^ *(Start +[0-9]+:|[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed)'
+}
+
 stage_clang() {
   cmake -S . -B build/ci-clang "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_COMPILER=clang++ -DVLLM_MEM_BUILD_PYTHON=OFF -DVLLM_MEM_BUILD_CXX_TESTS=ON \
     -DVLLM_MEM_WARNINGS_AS_ERRORS=ON >/dev/null &&
     cmake --build build/ci-clang -j "$JOBS" &&
-    ctest --test-dir build/ci-clang --output-on-failure -j "$JOBS"
+    run_ctest build/ci-clang
 }
 
 # One instrumented build serves the sanitizer tests and the fuzz harnesses: clang, because
@@ -81,7 +86,7 @@ configure_asan() {
 stage_sanitizers() {
   configure_asan &&
     cmake --build build/ci-asan -j "$JOBS" --target vllm_mem_cxx_tests &&
-    ctest --test-dir build/ci-asan --output-on-failure -j "$JOBS"
+    run_ctest build/ci-asan
 }
 
 stage_fuzz() {

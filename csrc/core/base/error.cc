@@ -30,23 +30,26 @@ std::string EchoValue(std::string_view text) {
   // Quoted like Python's repr would show it: control characters and bytes that are not UTF-8
   // become \xNN, so the message is one line of valid text (the bindings make it a Python str;
   // invalid UTF-8 there raised UnicodeDecodeError instead of the ValueError - fuzzing found it).
-  // At most kMaxEchoedChars characters of the value are shown, never half a character.
+  // At most kMaxEchoedChars bytes of quoted text are shown (escapes count as the four they
+  // take: 80 escaped bytes made a 316-character message, fuzz_gpu_name), never half a character.
   std::string out = "'";
-  size_t shown = 0;
   size_t i = 0;
-  while (i < text.size() && shown < static_cast<size_t>(kMaxEchoedChars)) {
+  while (i < text.size()) {
     const size_t len = Utf8CharLength(text, i);
     const auto byte = static_cast<unsigned char>(text[i]);
+    std::string piece;
+    size_t consumed = len;
     if (len == 0 || (len == 1 && (byte < 0x20 || byte == 0x7f))) {
       char escaped[8];
       std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-      out.append(escaped);
-      i += 1;
+      piece = escaped;
+      consumed = 1;
     } else {
-      out.append(text.substr(i, len));
-      i += len;
+      piece.assign(text.substr(i, len));
     }
-    ++shown;
+    if (out.size() - 1 + piece.size() > static_cast<size_t>(kMaxEchoedChars)) break;
+    out.append(piece);
+    i += consumed;
   }
   out.push_back('\'');
   if (i < text.size()) {

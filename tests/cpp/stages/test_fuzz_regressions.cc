@@ -72,9 +72,12 @@ TEST(FuzzRegression, MalformedJsonMessagesAreShortPrintableText) {
     ExpectClearMessage(e, "config.json");
     for (char ch : std::string(e.what())) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << e.what();
   }
-  // A cut never splits a UTF-8 character: 79 ASCII characters, then a 2-byte one as the 80th.
+  // A cut never splits a UTF-8 character: 79 ASCII bytes, then a 2-byte one that would end at 81.
   EXPECT_EQ(EchoValue(std::string(79, 'a') + "\xc3\xa9" + std::string(10, 'b')),
-            "'" + std::string(79, 'a') + "\xc3\xa9'... (91 bytes)");
+            "'" + std::string(79, 'a') + "'... (91 bytes)");
+  // Escapes count as the four characters they take (80 escaped bytes made a 316-character
+  // message): 20 of them fill the 80.
+  EXPECT_EQ(EchoValue(std::string(100, '\xff')).size(), 1 + 80 + 1 + std::string("... (100 bytes)").size());
   // Bytes that are not UTF-8, and control characters, are shown escaped: the message stays text.
   EXPECT_EQ(EchoValue("A100\xff\xfe\n"), "'A100\\xff\\xfe\\x0a'");
   EXPECT_EQ(EchoValue("caf\xc3\xa9"), "'caf\xc3\xa9'");
@@ -275,6 +278,13 @@ TEST(FuzzRegression, GpuNamesAreBoundedBeforeTheFuzzyMatch) {
   EXPECT_NE(std::string(e.what()).find("1048576 bytes"), std::string::npos) << e.what();
   EXPECT_TRUE(CloseGpuMatches(huge).empty());
   EXPECT_EQ(LookupGpu("h100").name, "H100-80GB");
+  // Brand words are dropped in one pass (erasing each in place was quadratic: a 64 KiB name of
+  // repeated "amd" took seconds); words that join once another is dropped go too.
+  std::string brands;
+  for (int i = 0; i < (1 << 14); ++i) brands.append("AMD");
+  EXPECT_EQ(NormalizeGpuName(brands + "-MI300X"), "mi300x");
+  EXPECT_EQ(NormalizeGpuName("NVIDIA GeForce RTX 4090"), "rtx4090");
+  EXPECT_EQ(NormalizeGpuName("nviamddia"), "");
 }
 
 TEST(FuzzRegression, StageCountsAndDeviceListsAreBounded) {
