@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 elftools = pytest.importorskip("elftools", reason="pyelftools reads the ELF dynamic symbol table")
-from elftools.elf.elffile import ELFFile  # noqa: E402
-
 import vllm_mem._C  # noqa: E402
+from elftools.elf.elffile import ELFFile  # noqa: E402
 
 PACKAGE_DIR = Path(vllm_mem._C.__file__).resolve().parent
 # What each shared object may export, by file-name prefix.

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import vllm_mem._C
 
 PROVIDER = Path(vllm_mem._C.__file__).resolve().parent / "_torch_provider.so"
