@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 
 namespace py = pybind11;
@@ -44,8 +45,15 @@ void BindModelSpec(py::module_& m) {
       .def_readonly("zero_point", &QuantizationSpec::zero_point);
 
   py::class_<ModelSpec>(m, "ModelSpec")
-      .def_static("from_json", &ModelSpec::FromHfConfigText, py::arg("json_text"),
-                  "Parse the text of a Hugging Face config.json")
+      .def_static(
+          "from_json",
+          [](std::string_view json_text, bool allow_unknown) {
+            return ModelSpec::FromHfConfigText(json_text, ModelReadOptions{allow_unknown});
+          },
+          py::arg("json_text"), py::arg("allow_unknown") = false,
+          "Parse the text of a Hugging Face config.json")
+      .def_readonly("generic_estimate_reason", &ModelSpec::generic_estimate_reason)
+      .def_readonly("caveats", &ModelSpec::caveats)
       .def_readonly("model_type", &ModelSpec::model_type)
       .def_readonly("architectures", &ModelSpec::architectures)
       .def_property_readonly("dtype", [](const ModelSpec& s) { return DTypeName(s.dtype); })
@@ -62,6 +70,9 @@ void BindModelSpec(py::module_& m) {
       .def_readonly("moe", &ModelSpec::moe)
       .def_readonly("quantization", &ModelSpec::quantization)
       .def_readonly("layers", &ModelSpec::layers);
+
+  m.def("supported_model_types", &SupportedModelTypes,
+        "config.json model_types with exact sizing rules (model_families.json)");
 }
 
 }  // namespace vllm_mem::bindings

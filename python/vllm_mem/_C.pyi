@@ -4,7 +4,7 @@ vllm_mem's C++ core. Use the typed wrappers in the vllm_mem package.
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SnapshotRecord', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'assign_utilizations', 'auto_fit_max_model_len', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'empty_cache', 'estimate_max_model_len', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'failure_phase_names', 'format_gib', 'format_mib', 'format_plan_report', 'format_suggestions', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'lookup_gpu', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'num_parameters', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'process_memory', 'python_float_repr', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'weight_breakdown', 'weight_bytes']
+__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SnapshotRecord', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'assign_utilizations', 'auto_fit_max_model_len', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'empty_cache', 'estimate_max_model_len', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'failure_phase_names', 'format_gib', 'format_mib', 'format_plan_report', 'format_suggestions', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'lookup_gpu', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'num_parameters', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'process_memory', 'python_float_repr', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'weight_breakdown', 'weight_bytes']
 class AttentionKind:
     """
     Members:
@@ -113,7 +113,7 @@ class QuantizationSpec:
         ...
 class ModelSpec:
     @staticmethod
-    def from_json(json_text: str) -> ModelSpec:
+    def from_json(json_text: str, allow_unknown: bool = False) -> ModelSpec:
         """
         Parse the text of a Hugging Face config.json
         """
@@ -121,7 +121,13 @@ class ModelSpec:
     def architectures(self) -> list[str]:
         ...
     @property
+    def caveats(self) -> list[str]:
+        ...
+    @property
     def dtype(self) -> str:
+        ...
+    @property
+    def generic_estimate_reason(self) -> str:
         ...
     @property
     def head_dim(self) -> int:
@@ -1743,14 +1749,20 @@ def suggest_kv_cache_memory_bytes(init_free_memory_bytes: typing.SupportsInt | t
     ...
 def suggest_plan_changes(spec: ModelSpec, plan: StartupPlan) -> list[PlanSuggestion]:
     ...
+def supported_model_types() -> list[str]:
+    """
+    config.json model_types with exact sizing rules (model_families.json)
+    """
 def synchronize(device: typing.SupportsInt | typing.SupportsIndex) -> None:
     ...
 def torch_memory_stats(device: typing.SupportsInt | typing.SupportsIndex) -> list[tuple[str, int]]:
     """
     [(key, value)] as torch.cuda.memory_stats, sorted
     """
-def torch_provider_info() -> tuple[str, bool]:
-    ...
+def torch_provider_info() -> tuple[str, bool, str]:
+    """
+    (where the provider is looked for, whether it is loaded, why it was refused or '')
+    """
 def torch_stats(device: typing.SupportsInt | typing.SupportsIndex) -> AllocatorStats:
     ...
 def utilization_to_ppm(utilization: typing.SupportsFloat | typing.SupportsIndex) -> int:
@@ -1766,4 +1778,4 @@ def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None 
 KV_SUGGESTION_BUFFER_BYTES: int = 157286400
 SAMPLER_MAX_INTERVAL_S: float = 60.0
 SAMPLER_MIN_INTERVAL_S: float = 1e-05
-__version__: str = '0.1.0'
+__version__: str = '0.2.0'

@@ -24,7 +24,7 @@ __version__: str = _C.__version__
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "units": ("GB_bytes", "GiB_bytes", "KB_bytes", "KiB_bytes", "MB_bytes", "MiB_bytes", "format_gib",
               "format_mib"),
-    "model_spec": ("ModelSpec", "bundled_model_configs"),
+    "model_spec": ("ModelSpec", "bundled_model_configs", "supported_model_types"),
     "kv_cache": ("KvCacheCapacity", "KvCacheGroup", "allowed_kv_cache_dtypes", "auto_fit_max_model_len",
                  "check_enough_kv_cache_memory", "estimate_max_model_len", "kv_cache_capacity",
                  "kv_cache_memory_shortfall"),

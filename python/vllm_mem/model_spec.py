@@ -12,7 +12,7 @@ from . import _C
 from . import _limits as L
 from . import _validate as V
 
-__all__ = ["ModelSpec", "bundled_model_configs"]
+__all__ = ["ModelSpec", "bundled_model_configs", "supported_model_types"]
 
 ConfigSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -87,14 +87,41 @@ class ModelSpec:
         self.name = name
 
     @classmethod
-    def from_hf_config(cls, source: ConfigSource) -> ModelSpec:
+    def from_hf_config(cls, source: ConfigSource, *, allow_unknown: bool = False) -> ModelSpec:
         """Read a model from a ``config.json`` path, a folder holding one, a dict, or the name
         of a bundled config (see :func:`bundled_model_configs`).
 
+        Only families with exact rules are read (:func:`supported_model_types`). A
+        ``model_type`` without rules raises ``ValueError`` listing them, and one whose memory is
+        known not to be modelled yet (hybrid Mamba / linear-attention models, Llama-4's shared
+        expert, encoder-decoders) raises ``NotImplementedError`` saying what is missing: sized
+        as a plain transformer, either would give a plausible, wrong number. With
+        ``allow_unknown=True`` such a model is read as a generic transformer instead, and
+        :attr:`generic_estimate_reason` (shown by every report) says why its figures are an
+        estimate.
+
         Raises ``ValueError`` naming the field when a required field is missing or invalid.
         """
+        allow = V.flag(allow_unknown, "allow_unknown")
         text, name = _read_config_text(source)
-        return cls(_C.ModelSpec.from_json(text), name)
+        return cls(_C.ModelSpec.from_json(text, allow), name)
+
+    # --- how exact the figures are ---------------------------------------------------------
+    @property
+    def generic_estimate_reason(self) -> str:
+        """Empty when the core has exact rules for this model; otherwise why every figure is a
+        generic transformer estimate (the model was read with ``allow_unknown=True``)."""
+        return str(self._spec.generic_estimate_reason)
+
+    @property
+    def has_exact_rules(self) -> bool:
+        return not self._spec.generic_estimate_reason
+
+    @property
+    def caveats(self) -> list[str]:
+        """What the figures leave out although the family is supported (a multimodal
+        checkpoint's vision tower, for one)."""
+        return list(self._spec.caveats)
 
     # --- dimensions ---------------------------------------------------------------------------
     @property
@@ -205,6 +232,10 @@ class ModelSpec:
                       if layer.attention == _C.AttentionKind.SLIDING_WINDOW)
         if sliding:
             extra.append(f"{sliding}/{self.num_layers} sliding-window layers")
+        if not self.has_exact_rules:
+            extra.append("GENERIC ESTIMATE")
+        if self.caveats:
+            extra.append(f"{len(self.caveats)} caveat{'s' if len(self.caveats) > 1 else ''}")
         tail = (", " + ", ".join(extra)) if extra else ""
         return (
             f"ModelSpec({self.name or self.model_type!r}: {self.num_layers} layers, hidden "
@@ -216,3 +247,8 @@ class ModelSpec:
         from .display import model_spec_html  # imported on first display only
 
         return model_spec_html(self)
+
+
+def supported_model_types() -> list[str]:
+    """The ``config.json`` model_types with exact sizing rules (``csrc/core/model/model_families.json``)."""
+    return list(_C.supported_model_types())

@@ -19,8 +19,9 @@ PUBLIC_NAMES = [
     "gpu_catalog", "kv_cache_capacity", "kv_cache_memory_shortfall", "load_stage_config", "lookup_gpu",
     "measure_cuda_graph_memory", "memory_profiling", "plan", "plan_ranks",
     "release_device_memory_under_pressure", "request_memory", "rule_of_thumb_activation_bytes",
-    "rule_of_thumb_kv_cache_bytes", "rule_of_thumb_weight_bytes", "suggest_kv_cache_memory_bytes", "sweep",
-    "torch_memory_stats",
+    "rule_of_thumb_kv_cache_bytes", "rule_of_thumb_weight_bytes", "suggest_kv_cache_memory_bytes",
+    "supported_model_types",
+    "sweep", "torch_memory_stats",
 ]
 
 

@@ -13,6 +13,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
+#include "vllm_mem/model/model_family.h"
 
 namespace vllm_mem {
 namespace {
@@ -425,11 +426,54 @@ int64_t ModelSpec::CountLayers(AttentionKind kind) const {
                        [kind](const LayerSpec& l) { return l.attention == kind; });
 }
 
-ModelSpec ModelSpec::FromHfConfigText(std::string_view json_text) {
-  return FromHfConfig(ParseJson(json_text, "config.json"));
+ModelSpec ModelSpec::FromHfConfigText(std::string_view json_text, const ModelReadOptions& options) {
+  return FromHfConfig(ParseJson(json_text, "config.json"), options);
 }
 
-ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
+namespace {
+
+/*! Refuses a model_type the core has no exact rules for (model_family.h), or records why the
+ *  figures are a generic estimate when the caller asked for one. Before any other field is read,
+ *  so a hybrid never gets as far as a transformer-shaped KV size. */
+void CheckModelFamily(ModelSpec& spec, const JsonValue& config, const ModelReadOptions& options) {
+  const ModelFamily family = ClassifyModelType(spec.model_type);
+  if (family.support != ModelSupport::kSupported) {
+    // Cut to 40 bytes so the message, with the supported list, stays under 300 characters.
+    const std::string shown =
+        spec.model_type.empty() ? "(none)" : EchoValue(std::string_view(spec.model_type).substr(0, 40));
+    if (family.support == ModelSupport::kNotModelled) {
+      spec.generic_estimate_reason = "model_type " + shown + ": " + family.description;
+      if (!options.allow_unknown) {
+        throw Unsupported(spec.generic_estimate_reason +
+                          "; allow_unknown=True (--allow-unknown) sizes it as a plain transformer, labelled");
+      }
+    } else {
+      spec.generic_estimate_reason = "no sizing rules for model_type " + shown;
+      if (!options.allow_unknown) {
+        std::string supported;
+        for (const std::string& type : SupportedModelTypes()) {
+          // A wrapper's language model (gemma3_text) or a VL variant (qwen2_vl) reads as its parent.
+          if (type.size() > 5 && type.compare(type.size() - 5, 5, "_text") == 0) continue;
+          if (type.size() > 3 && type.compare(type.size() - 3, 3, "_vl") == 0) continue;
+          supported += (supported.empty() ? "" : ", ") + type;
+        }
+        throw InvalidArgument("model_type", "no sizing rules for " + shown + "; supported: " + supported +
+                                                "; allow_unknown=True for a labelled estimate");
+      }
+    }
+  }
+  // A vision tower, or a wrapper whose language model sits under text_config (Gemma-3,
+  // Mistral-Small-3.1, Llama-4: published configs may omit vision_config's defaults).
+  const JsonValue* vision = config.Find("vision_config");
+  const JsonValue* text_config = config.Find("text_config");
+  if ((vision != nullptr && !vision->IsNull()) || (text_config != nullptr && text_config->IsObject())) {
+    spec.caveats.push_back(MultimodalCaveat());
+  }
+}
+
+}  // namespace
+
+ModelSpec ModelSpec::FromHfConfig(const JsonValue& config, const ModelReadOptions& options) {
   if (!config.IsObject()) {
     throw InvalidArgument("config", "config.json must hold a JSON object, got " + config.KindName());
   }
@@ -440,6 +484,7 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config) {
   ModelSpec spec;
   spec.model_type = OptionalString(text, "model_type");
   if (spec.model_type.empty()) spec.model_type = OptionalString(config, "model_type");
+  CheckModelFamily(spec, config, options);
   if (const JsonValue* arch = config.Find("architectures"); arch != nullptr && arch->IsArray()) {
     for (const auto& a : arch->AsArray()) {
       if (a.IsString()) spec.architectures.push_back(a.AsString());

@@ -323,7 +323,11 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
          " kv_cache_dtype=" + in.kv_cache_dtype + " cudagraphs=" +
          (in.enforce_eager ? std::string("off (enforce_eager)") : CudagraphModeName(in.cudagraph_mode)) +
          (in.kv_cache_memory_bytes > 0 ? " kv_cache_memory_bytes=" + std::to_string(in.kv_cache_memory_bytes) : "") +
-         "\n\n";
+         "\n";
+  // A figure without exact rules behind it says so before anyone reads a number.
+  if (!spec.HasExactRules()) out += "GENERIC ESTIMATE (allow_unknown): " + spec.generic_estimate_reason + "\n";
+  for (const std::string& caveat : spec.caveats) out += "caveat: " + caveat + "\n";
+  out += "\n";
   out += "budget (per GPU)                    GiB     device  source\n";
   out += Row("total memory", total, total, "cudaMemGetInfo total");
   out += Row("free at start-up", in.free_memory_bytes, total,

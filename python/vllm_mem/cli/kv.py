@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = ModelSpec.from_hf_config(args.config)
+    spec = ModelSpec.from_hf_config(args.config, allow_unknown=args.allow_unknown)
     available = list(args.available_bytes)
     if len(available) > L.MAX_WORLD_SIZE:
         raise V.bad_value("--available-gib", f"at most {L.MAX_WORLD_SIZE} values (one per worker)", available)
@@ -73,9 +73,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_DOES_NOT_FIT
     cap = kv_cache_capacity(spec, available, **kwargs)
     if args.json:
-        print_json({"fits": True, "model": spec.name, "max_model_len_defaulted": defaulted, **cap.to_dict()})
+        print_json({"fits": True, "model": spec.name, "max_model_len_defaulted": defaulted,
+                    "generic_estimate_reason": spec.generic_estimate_reason, "caveats": spec.caveats,
+                    **cap.to_dict()})
         return EXIT_OK
     print(f"Model: {spec.name}")
+    if not spec.has_exact_rules:
+        print(f"GENERIC ESTIMATE (--allow-unknown): {spec.generic_estimate_reason}")
+    for caveat in spec.caveats:
+        print(f"caveat: {caveat}")
     if note:
         print(note)
     print(f"Available KV cache memory: {format_gib(cap.available_bytes)} GiB (tightest worker)")

@@ -140,6 +140,9 @@ def add_gpu(parser: argparse.ArgumentParser, help_default: str, *api_names: str)
 def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: str | None = None) -> None:
     parser.add_argument("config", metavar=metavar, help=help, nargs=nargs)
     _fields(parser)["config"] = metavar
+    parser.add_argument("--allow-unknown", action="store_true",
+                        help="size a model family without exact rules (hybrid Mamba / linear attention, an "
+                             "unknown model_type) as a generic transformer; the report labels it GENERIC ESTIMATE")
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

@@ -64,7 +64,7 @@ def _live_snapshot(requested_bytes: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = ModelSpec.from_hf_config(args.config)
+    spec = ModelSpec.from_hf_config(args.config, allow_unknown=args.allow_unknown)
     if args.gpu is None and args.total_memory_bytes is None:
         V.fail("--gpu", "give --gpu NAME|SIZE (see `vllm-mem gpus`) or --total-memory-gib")
     if isinstance(args.gpu, int) and args.total_memory_bytes is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..units import format_gib, format_mib
 
@@ -242,6 +243,18 @@ def legend(segments: Sequence[Segment], total: int, *, markers: Sequence[Marker]
                                            f"{esc(size(m.excess))}</b>" if m.excess > 0 else "")])
         styles.append("")
     return table(list(header), rows, numeric=(1,), row_styles=styles, nowrap=(0,))
+
+
+def exactness_callouts(spec: Any) -> list[str]:
+    """What a reader must know before trusting a number: a generic estimate (a model family
+    read with allow_unknown) and the caveats of a supported family (a vision tower not counted)."""
+    out = []
+    if spec.generic_estimate_reason:
+        out.append(callout(f"<b style='color:{FAIL}'>Generic estimate</b> (allow_unknown): "
+                           f"{esc(spec.generic_estimate_reason)}", kind="fail"))
+    for caveat in spec.caveats:
+        out.append(callout(f"<b>Caveat:</b> {esc(caveat)}", kind="change"))
+    return out
 
 
 def details(summary: str, body_html: str) -> str:

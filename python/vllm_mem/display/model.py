@@ -4,7 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._html import COLORS, PALETTE, Marker, Segment, bar, code, esc, facts, frame, legend, muted, para, size, table
+from ._html import (
+    COLORS,
+    PALETTE,
+    Marker,
+    Segment,
+    bar,
+    code,
+    esc,
+    exactness_callouts,
+    facts,
+    frame,
+    legend,
+    muted,
+    para,
+    size,
+    table,
+)
 
 if TYPE_CHECKING:
     from ..kv_cache import KvCacheCapacity
@@ -92,6 +108,7 @@ def model_spec_html(spec: ModelSpec) -> str:
     body = [
         para(f"<b>{esc(_count(params))} parameters</b>, weights {esc(size(total))} on one GPU "
              + muted(f"(dtype {esc(str(breakdown['dtype']))}, no tensor parallelism)"), "margin-top:0"),
+        *exactness_callouts(spec),
         facts(rows),
         para("<b>Where the weights' bytes go</b>", "margin-bottom:0"),
         bar(segments, total, label="weights by component"),

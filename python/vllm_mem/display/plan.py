@@ -15,6 +15,7 @@ from ._html import (
     code,
     details,
     esc,
+    exactness_callouts,
     facts,
     frame,
     legend,
@@ -112,6 +113,7 @@ def plan_html(plan: StartupPlan) -> str:
     if inputs.enforce_eager:
         settings.append("enforce_eager")
     body = [para(muted(esc(" · ".join(settings))), "margin-top:0")]
+    body.extend(exactness_callouts(plan._spec))
 
     if not plan.fits:
         phase = plan.failure_phase or ""

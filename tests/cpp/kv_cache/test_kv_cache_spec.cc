@@ -204,7 +204,9 @@ TEST(KvCacheSpec, MlaIsOneLatentNotSplitByTp) {
 TEST(KvCacheSpec, ChunkedLocalLayersFromLlama4Config) {
   ModelSpec m = ModelSpec::FromHfConfigText(R"({"model_type": "llama4_text", "num_hidden_layers": 8,
     "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
-    "vocab_size": 10, "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})");
+    "vocab_size": 10, "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})",
+                                            ModelReadOptions{/*allow_unknown=*/true});
+  EXPECT_NE(m.generic_estimate_reason.find("shared expert"), std::string::npos);  // labelled
   KvSpecBuildOptions o;
   o.dtype = ResolveKvCacheDType("auto", m.dtype);
   auto layers = BuildLayerKvSpecs(m, o, 0, 8);

@@ -21,7 +21,7 @@ TEST(Approximations, KvFormulaAsWritten) {
 TEST(Approximations, KvFromSpecIgnoresGqa) {
   // The rule uses hidden_size, so 8 and 2 KV heads give the same figure.
   auto spec = [](int kv) {
-    return ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 4, "hidden_size": 64,
+    return ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 64,
       "num_attention_heads": 8, "vocab_size": 10, "torch_dtype": "float16", "num_key_value_heads": )" +
                                        std::to_string(kv) + "}");
   };
@@ -31,7 +31,7 @@ TEST(Approximations, KvFromSpecIgnoresGqa) {
 }
 
 TEST(Approximations, WeightsAreParamsTimesDtype) {
-  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 2, "hidden_size": 64,
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
     "num_attention_heads": 8, "vocab_size": 1000, "torch_dtype": "bfloat16"})");
   EXPECT_EQ(RuleOfThumbWeightBytes(s, "auto"), NumParameters(s) * 2);
   EXPECT_EQ(RuleOfThumbWeightBytes(s, "int8"), NumParameters(s));

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 
 namespace vllm_mem {
@@ -21,7 +22,7 @@ TEST(ModelSpec, LlamaGqa) {
 
 TEST(ModelSpec, KvHeadSpellingsAndDefaults) {
   auto kv = [](const char* extra) {
-    std::string text = std::string(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8,
+    std::string text = std::string(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8,
                                        "vocab_size": 10)") + extra + "}";
     return ModelSpec::FromHfConfigText(text).num_kv_heads;
   };
@@ -29,7 +30,8 @@ TEST(ModelSpec, KvHeadSpellingsAndDefaults) {
   EXPECT_EQ(kv(R"(, "multi_query_group_num": 2)"), 2);
   EXPECT_EQ(kv(R"(, "n_head_kv": 1, "num_key_value_heads": 4)"), 1);  // vLLM's order
   EXPECT_EQ(kv(R"(, "attn_config": {"kv_n_heads": 4})"), 4);
-  EXPECT_EQ(kv(R"(, "model_type": "falcon", "multi_query": true)"), 1);
+  EXPECT_EQ(ModelSpec::FromHfConfigText(R"({"model_type": "falcon", "num_hidden_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 8, "vocab_size": 10, "multi_query": true})").num_kv_heads, 1);
 }
 
 TEST(ModelSpec, TextConfigNestingAndSlidingPatterns) {
@@ -78,20 +80,71 @@ TEST(ModelSpec, BadInputNamesTheField) {
     }
     return "no error";
   };
-  EXPECT_EQ(field_of(R"({"hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
             "num_hidden_layers / n_layer / num_layers / n_layers");
-  EXPECT_EQ(field_of(R"({"num_hidden_layers": 0, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "num_hidden_layers": 0, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
             "num_hidden_layers / n_layer / num_layers / n_layers");
-  EXPECT_EQ(field_of(R"({"num_hidden_layers": 2, "hidden_size": 60, "num_attention_heads": 8, "vocab_size": 10})"),
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 60, "num_attention_heads": 8, "vocab_size": 10})"),
             "head_dim");
-  EXPECT_EQ(field_of(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10,
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10,
                          "torch_dtype": "float12"})"), "torch_dtype");
-  EXPECT_EQ(field_of(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10,
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10,
                          "quantization_config": {"quant_method": "magic"}})"),
             "quantization_config.quant_method");
   EXPECT_EQ(field_of(R"([1, 2])"), "config");
-  EXPECT_EQ(field_of(R"({"num_hidden_layers": "32", "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "num_hidden_layers": "32", "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})"),
             "num_hidden_layers / n_layer / num_layers / n_layers");
+}
+
+TEST(ModelSpec, FamiliesWithoutRulesAreRefusedOrLabelled) {
+  const std::string body = R"("num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8,
+                              "vocab_size": 10})";
+  auto config = [&](const std::string& type) { return R"({"model_type": ")" + type + R"(", )" + body; };
+  // No rules at all: refused by name, the supported families listed, the way out said.
+  try {
+    ModelSpec::FromHfConfigText(config("brand_new_arch"));
+    FAIL() << "expected a refusal";
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.field(), "model_type");
+    EXPECT_NE(what.find("'brand_new_arch'"), std::string::npos) << what;
+    EXPECT_NE(what.find("llama"), std::string::npos) << what;
+    EXPECT_NE(what.find("allow_unknown"), std::string::npos) << what;
+    EXPECT_LE(what.size(), 300u) << what;
+  }
+  // A config without a model_type is not a Hugging Face config: refused too.
+  EXPECT_THROW(ModelSpec::FromHfConfigText("{" + body), InvalidArgument);
+  // A hybrid state-space model would be sized as a transformer: refused as not modelled.
+  for (const char* hybrid : {"jamba", "nemotron_h", "qwen3_next", "granitemoehybrid", "falcon_h1", "minimax"}) {
+    try {
+      ModelSpec::FromHfConfigText(config(hybrid));
+      FAIL() << hybrid;
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find("not modelled"), std::string::npos) << e.what();
+    }
+  }
+  // Asked for, a generic estimate carries its reason; a supported family carries none.
+  const ModelSpec generic = ModelSpec::FromHfConfigText(config("jamba"), ModelReadOptions{true});
+  EXPECT_FALSE(generic.HasExactRules());
+  EXPECT_NE(generic.generic_estimate_reason.find("Mamba"), std::string::npos);
+  const ModelSpec unknown = ModelSpec::FromHfConfigText(config("brand_new_arch"), ModelReadOptions{true});
+  EXPECT_NE(unknown.generic_estimate_reason.find("no sizing rules"), std::string::npos);
+  EXPECT_TRUE(ModelSpec::FromHfConfigText(config("llama")).HasExactRules());
+  // Every supported family classifies as such, and the list is what the message names.
+  for (const std::string& type : SupportedModelTypes()) {
+    EXPECT_EQ(ClassifyModelType(type).support, ModelSupport::kSupported) << type;
+  }
+}
+
+TEST(ModelSpec, MultimodalCheckpointsCarryTheirCaveat) {
+  const ModelSpec vl = ModelSpec::FromHfConfigText(R"({"model_type": "gemma3", "vision_config": {"hidden_size": 1152},
+      "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 2, "hidden_size": 64,
+                      "num_attention_heads": 8, "vocab_size": 10, "head_dim": 8}})");
+  EXPECT_TRUE(vl.HasExactRules());
+  ASSERT_EQ(vl.caveats.size(), 1u);
+  EXPECT_NE(vl.caveats[0].find("vision tower"), std::string::npos);
+  EXPECT_TRUE(ModelSpec::FromHfConfigText(R"({"model_type": "llama", )" R"("num_hidden_layers": 2,
+      "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 10})").caveats.empty());
 }
 
 }  // namespace vllm_mem

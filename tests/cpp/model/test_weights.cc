@@ -121,7 +121,7 @@ TEST(Weights, PipelineRanksSplitLayersAndEnds) {
 }
 
 TEST(Weights, TiedEmbeddingsOnOneRankAndAcrossPipeline) {
-  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 2, "hidden_size": 64,
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
     "num_attention_heads": 8, "vocab_size": 128, "intermediate_size": 128,
     "torch_dtype": "float16", "tie_word_embeddings": true})");
   const RankWeights single = ComputeWeights(s, Opts()).per_pp_rank[0];
@@ -136,7 +136,7 @@ TEST(Weights, DtypeResolution) {
   const int64_t bf16 = WeightBytes(s, Opts());
   EXPECT_EQ(WeightBytes(s, Opts(1, 1, "float32")), 2 * bf16);
   EXPECT_EQ(WeightBytes(s, Opts(1, 1, "half")), bf16);
-  ModelSpec fp32 = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 2, "hidden_size": 64,
+  ModelSpec fp32 = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
     "num_attention_heads": 8, "vocab_size": 128, "torch_dtype": "float32"})");
   EXPECT_EQ(ComputeWeights(fp32, Opts()).dtype, "bfloat16");  // vLLM serves fp32 as bf16
   ExpectInvalid([&] { WeightBytes(s, Opts(1, 1, "int3")); }, "dtype");
@@ -195,7 +195,7 @@ TEST(Weights, ParallelLayoutErrors) {
 TEST(Weights, OverflowIsAnError) {
   // Every dimension within the bounds of vllm_mem/base/limits.h, and still 3 * 2^62 parameters
   // per layer: each product is checked, not the result.
-  ModelSpec s = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 16384, "hidden_size": 4194304,
+  ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 16384, "hidden_size": 4194304,
     "num_attention_heads": 64, "vocab_size": 67108864, "intermediate_size": 16777216,
     "num_local_experts": 65536, "num_experts_per_tok": 1})");
   EXPECT_THROW(NumParameters(s), InvalidArgument);
@@ -215,7 +215,7 @@ TEST(Weights, MoeExpertsRouterAndSharedExperts) {
   const RankWeights r = ComputeWeights(s, Opts(2)).per_pp_rank[0];
   // Experts and the shared expert split over TP; router and shared gate replicated.
   EXPECT_EQ(r.mlp_bytes, 2 * (4 * 3 * h * 16 + h * 4 + 3 * h * 32 + h) * 2);
-  ModelSpec odd = ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 1, "hidden_size": 64,
+  ModelSpec odd = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 64,
     "num_attention_heads": 8, "intermediate_size": 128, "vocab_size": 128, "num_local_experts": 4,
     "num_experts_per_tok": 2, "moe_intermediate_size": 36})");
   ExpectInvalid([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");  // 36 experts' width / 8

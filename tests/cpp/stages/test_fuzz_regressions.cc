@@ -213,12 +213,12 @@ TEST(FuzzRegression, IdenticalWorkersAreSizedOnceWithTheSameAnswer) {
 TEST(FuzzRegression, ModelCountsAreBoundedBeforeTheirVectorsAreBuilt) {
   // num_hidden_layers 2^40 allocated a 2^40-entry layer vector.
   ExpectClearMessage(InvalidArgumentOf([] {
-                       ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 1099511627776, "hidden_size": 64,
+                       ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 1099511627776, "hidden_size": 64,
                          "num_attention_heads": 1, "vocab_size": 10})");
                      }),
                      "num_hidden_layers");
   ExpectClearMessage(InvalidArgumentOf([] {
-                       ModelSpec::FromHfConfigText(R"({"num_hidden_layers": 2, "hidden_size": 64,
+                       ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
                          "num_attention_heads": 1, "vocab_size": 10, "max_position_embeddings": 4611686018427387904})");
                      }),
                      "max_position_embeddings");

@@ -21,6 +21,13 @@
 
 namespace vllm_mem {
 
+/*! \brief How to read a config.json. */
+struct ModelReadOptions {
+  /*! Size a model_type without rules (or with a part not modelled) as a generic transformer,
+   *  recording why in ModelSpec::generic_estimate_reason, instead of refusing it. */
+  bool allow_unknown = false;
+};
+
 /*! \brief How one decoder layer attends, which decides its KV-cache spec. */
 enum class AttentionKind {
   kFull,           //!< full causal attention over the whole context
@@ -114,11 +121,24 @@ struct ModelSpec {
    *  the checkpoint ships KV scales, so vLLM's "auto" KV dtype becomes fp8; "" otherwise. */
   std::string checkpoint_kv_cache_dtype;
 
+  /*! Empty when the core has exact rules for this model; otherwise why the figures are a
+   *  generic transformer estimate (read with ModelReadOptions::allow_unknown). Every report
+   *  of such a spec says so. */
+  std::string generic_estimate_reason;
+  /*! What the figures leave out although the family is supported (e.g. a multimodal
+   *  checkpoint's vision tower); every report lists them. */
+  std::vector<std::string> caveats;
+
   /*! \brief Parses a config.json document. InvalidArgument naming the field when a required
-   *  field is missing, not a positive integer, or inconsistent. */
-  static ModelSpec FromHfConfig(const JsonValue& config);
+   *  field is missing, not a positive integer, or inconsistent; InvalidArgument (model_type)
+   *  for a family with no rules and Unsupported for one whose memory is known not to be
+   *  modelled yet (model_family.h), unless \p options.allow_unknown asks for a labelled
+   *  generic estimate. */
+  static ModelSpec FromHfConfig(const JsonValue& config, const ModelReadOptions& options = {});
   /*! \brief Same, from JSON text. */
-  static ModelSpec FromHfConfigText(std::string_view json_text);
+  static ModelSpec FromHfConfigText(std::string_view json_text, const ModelReadOptions& options = {});
+  /*! \brief True when the figures come from rules for this model (no generic estimate). */
+  bool HasExactRules() const { return generic_estimate_reason.empty(); }
 
   bool UsesMla() const { return mla.has_value(); }
   /*! \brief Number of layers of each attention kind. */

@@ -1,0 +1,42 @@
+/*!
+ * \file vllm_mem/model/model_family.h
+ * \brief Which model families the core sizes exactly, which it knows it cannot size yet, and
+ *        what it says about the rest. A model read with rules it does not have would be sized
+ *        as a plain transformer: a plausible, wrong number (a hybrid's Mamba state, a
+ *        multimodal tower's weights). So the reader refuses such a model by default, and a
+ *        caller who asks for a generic estimate gets one that carries its reason everywhere.
+ *        The lists are data (csrc/core/model/model_families.json, compiled in).
+ */
+#ifndef VLLM_MEM_MODEL_MODEL_FAMILY_H_
+#define VLLM_MEM_MODEL_MODEL_FAMILY_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vllm_mem {
+
+enum class ModelSupport {
+  kSupported,    //!< the core has exact rules for this model_type
+  kNotModelled,  //!< known, but a part of its memory is not modelled yet (reason says which)
+  kUnknown,      //!< no rules at all
+};
+
+struct ModelFamily {
+  ModelSupport support = ModelSupport::kUnknown;
+  std::string description;  //!< what the family is (supported) or what is missing (not modelled)
+};
+
+/*! \brief The family of a config.json model_type (the language model's). */
+ModelFamily ClassifyModelType(std::string_view model_type);
+
+/*! \brief Every model_type with exact rules, sorted. */
+std::vector<std::string> SupportedModelTypes();
+
+/*! \brief The caveat every report of a multimodal checkpoint carries (only the language model
+ *  is sized). */
+const std::string& MultimodalCaveat();
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_MODEL_MODEL_FAMILY_H_
