@@ -277,38 +277,46 @@ KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<
   return cap;
 }
 
-int64_t EstimateMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
-                            const KvCacheOptions& options) {
+namespace {
+
+/*! The smallest of \p per_worker(plan, worker, bytes) over the tightest worker of each pipeline
+ *  rank (capped at the requested max_model_len): vLLM's answer for the engine is its worst rank. */
+template <typename PerWorker>
+int64_t MinOverTightestWorkers(const ModelSpec& spec, const std::vector<int64_t>& available,
+                               const KvCacheOptions& options, PerWorker&& per_worker) {
   KvPlan plan;
   MakePlan(plan, spec, available, options);
   int64_t best = options.max_model_len;
   for (const auto& entry : TightestWorkerPerRank(plan, options)) {
-    // Named copies: clang 14 cannot capture structured bindings in the lambda below.
+    // Named copies: clang 14 cannot capture structured bindings in a lambda.
     const Worker* w = entry.first;
     const int64_t bytes = entry.second;
     if (w->layers().empty()) continue;
-    best = std::min(best, EstimateForWorker(*w, bytes, plan.shape));
+    best = std::min(best, per_worker(plan, *w, bytes));
   }
   return best;
 }
 
+}  // namespace
+
+int64_t EstimateMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
+                            const KvCacheOptions& options) {
+  return MinOverTightestWorkers(spec, available, options,
+                                [](const KvPlan& plan, const Worker& w, int64_t bytes) {
+                                  return EstimateForWorker(w, bytes, plan.shape);
+                                });
+}
+
 int64_t AutoFitMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
                            const KvCacheOptions& options) {
-  KvPlan plan;
-  MakePlan(plan, spec, available, options);
-  int64_t best = options.max_model_len;
-  for (const auto& entry : TightestWorkerPerRank(plan, options)) {
-    // Named copies: clang 14 cannot capture structured bindings in the lambda below.
-    const Worker* w = entry.first;
-    const int64_t bytes = entry.second;
-    if (w->layers().empty()) continue;
-    best = std::min(best, LargestFitting(plan.shape.max_model_len, [&](int64_t len) {
-                      KvRequestShape s = plan.shape;
-                      s.max_model_len = len;
-                      return MaxMemoryUsageBytesFromGroups(w->groups(), s) <= bytes;
-                    }));
-  }
-  return best;
+  return MinOverTightestWorkers(
+      spec, available, options, [](const KvPlan& plan, const Worker& w, int64_t bytes) {
+        return LargestFitting(plan.shape.max_model_len, [&](int64_t len) {
+          KvRequestShape s = plan.shape;
+          s.max_model_len = len;
+          return MaxMemoryUsageBytesFromGroups(w.groups(), s) <= bytes;
+        });
+      });
 }
 
 std::string KvCacheMemoryShortfall(const ModelSpec& spec, const std::vector<int64_t>& available,
