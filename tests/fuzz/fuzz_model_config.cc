@@ -55,9 +55,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     capture_sizes = {1, 2, 4, 8, PickCount(fdp, {16, 32, 512, 0, -1})};
   }
 
+  // Half the inputs read any model_type as a generic estimate, so families without rules (and
+  // mutated model_type strings) still reach the sizing code behind the reader.
+  const bool allow_unknown = fdp.ConsumeBool();
+
   vllm_mem::ModelSpec spec;
   try {
-    spec = vllm_mem::ModelSpec::FromHfConfigText(text);
+    spec = vllm_mem::ModelSpec::FromHfConfigText(text, vllm_mem::ModelReadOptions{allow_unknown});
   } catch (const vllm_mem::InvalidArgument& e) {
     vllm_mem::fuzz::CheckMessage(e.what(), "InvalidArgument");
     return 0;

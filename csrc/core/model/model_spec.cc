@@ -457,8 +457,14 @@ void CheckModelFamily(ModelSpec& spec, const JsonValue& config, const ModelReadO
           if (type.size() > 3 && type.compare(type.size() - 3, 3, "_vl") == 0) continue;
           supported += (supported.empty() ? "" : ", ") + type;
         }
-        throw InvalidArgument("model_type", "no sizing rules for " + shown + "; supported: " + supported +
-                                                "; allow_unknown=True for a labelled estimate");
+        const std::string tail = "; allow_unknown=True for a labelled estimate";
+        std::string what = "no sizing rules for " + shown + "; supported: " + supported + tail;
+        // An escaped name can be 4x its bytes: keep the message within 300 characters by
+        // pointing at the list instead of printing it.
+        if (what.size() + std::string("model_type: ").size() > 300) {
+          what = "no sizing rules for " + shown + "; supported: see vllm_mem.supported_model_types()" + tail;
+        }
+        throw InvalidArgument("model_type", what);
       }
     }
   }
