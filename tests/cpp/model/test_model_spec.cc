@@ -112,6 +112,15 @@ TEST(ModelSpec, FamiliesWithoutRulesAreRefusedOrLabelled) {
     EXPECT_NE(what.find("allow_unknown"), std::string::npos) << what;
     EXPECT_LE(what.size(), 300u) << what;
   }
+  // An escaped name is 4x its bytes (found by fuzz_model_config): still within 300 characters.
+  std::string escaped;
+  for (int i = 0; i < 40; ++i) escaped += "\\u007f";
+  try {
+    ModelSpec::FromHfConfigText(config(escaped));
+    FAIL() << "expected a refusal";
+  } catch (const InvalidArgument& e) {
+    EXPECT_LE(std::string(e.what()).size(), 300u) << e.what();
+  }
   // A config without a model_type is not a Hugging Face config: refused too.
   EXPECT_THROW(ModelSpec::FromHfConfigText("{" + body), InvalidArgument);
   // A hybrid state-space model would be sized as a transformer: refused as not modelled.
