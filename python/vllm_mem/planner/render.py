@@ -1,4 +1,5 @@
-"""How a start-up plan is shown: the text report, plain data for ``--json``, and notebook HTML.
+"""How a start-up plan is shown: the text report and plain data for ``--json`` (notebook HTML is
+:mod:`vllm_mem.display`).
 
 Kept apart from :class:`~vllm_mem.StartupPlan` (the figures) so that presentation can change
 without touching what the plan computes.
@@ -6,7 +7,6 @@ without touching what the plan computes.
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING, Any
 
 from .. import _C
@@ -77,32 +77,3 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "kv_cache_memory_bytes_suggestion": plan.kv_cache_memory_bytes_suggestion,
         "suggestions": [s.to_dict() for s in plan.suggestions],
     }
-
-
-
-def plan_html(plan: StartupPlan) -> str:
-    total = plan.total_memory_bytes
-    rows = [("requested", plan.requested_bytes), ("weights", plan.weights_bytes),
-            ("peak activation", plan.activation_peak_bytes), ("non-torch", plan.non_torch_bytes),
-            ("CUDA graph", plan.cudagraph_bytes),
-            ("KV cache", max(0, plan.available_kv_cache_bytes))]
-    body = "".join(
-        f"<tr><td>{html.escape(label)}</td><td style='text-align:right'>{b / GiB:.2f} GiB</td>"
-        f"<td style='text-align:right'>{100 * b / total:.1f}%</td></tr>" for label, b in rows)
-    verdict = ("<b style='color:green'>fits</b>" if plan.fits else
-               f"<b style='color:#b00'>does not fit</b> at <code>{plan.failure_phase}</code>, "
-               f"short by {plan.shortfall_bytes / GiB:.2f} GiB")
-    kv = plan.kv_cache
-    cap = ("" if kv is None else
-           f"<p>{kv.num_tokens:,} tokens; maximum concurrency {kv.max_concurrency:.2f}x "
-           f"at {plan.max_model_len:,} tokens</p>")
-    tips = "".join(f"<li><code>{html.escape(s.setting)}</code> — {html.escape(s.reason)}"
-                   f" ({'fits' if s.fits_after else 'not enough alone'})</li>"
-                   for s in plan.suggestions)
-    return (f"<div><p>{html.escape(plan._spec.name or plan._spec.model_type)} on "
-            f"{html.escape(plan._p.inputs.gpu_name or 'GPU')} ({total / GiB:.2f} GiB): {verdict}</p>"
-            f"<table><tr><th></th><th>GiB</th><th>device</th></tr>{body}</table>{cap}"
-            f"<p>largest max_model_len that fits: {plan.max_model_len_that_fits:,}</p>"
-            + (f"<ol>{tips}</ol>" if tips else "") + "</div>")
-
-
