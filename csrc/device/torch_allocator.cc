@@ -91,13 +91,12 @@ std::string MismatchWithLoadedTorch(void* lib, void* c10) {
   }
   const std::string built_version = built_version_fn();
   const std::string loaded_dir = LoadedLibc10Dir(c10);
-  std::error_code ec;
-  if (!loaded_dir.empty() &&
-      std::filesystem::weakly_canonical(built_dir_fn(), ec).string() == loaded_dir && !ec) {
-    const std::string loaded_version = TorchVersionNear(loaded_dir);
-    if (loaded_version.empty() || ReleaseOf(loaded_version) == ReleaseOf(built_version)) return "";
-  }
   const std::string loaded_version = loaded_dir.empty() ? "" : TorchVersionNear(loaded_dir);
+  std::error_code ec;
+  const bool same_libc10 =
+      !loaded_dir.empty() && std::filesystem::weakly_canonical(built_dir_fn(), ec).string() == loaded_dir && !ec;
+  // The very libc10 it was built against: trusted unless its version.py names another release.
+  if (same_libc10 && (loaded_version.empty() || ReleaseOf(loaded_version) == ReleaseOf(built_version))) return "";
   if (loaded_version.empty()) {
     return "it was built against torch " + built_version + " and the loaded torch's version "
            "cannot be read (libc10 in '" + loaded_dir + "')";
