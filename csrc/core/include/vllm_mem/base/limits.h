@@ -58,6 +58,9 @@ inline constexpr int64_t kMaxNumBatchedTokens = kMaxModelLenTokens;
 inline constexpr int64_t kMaxCudagraphCaptureSize = int64_t{1} << 16; // 65536
 /*! Entries of an explicit cudagraph_capture_sizes list (vLLM's default list has ~67). */
 inline constexpr int64_t kMaxCudagraphCaptureSizes = int64_t{1} << 13; // 8192
+/*! num_speculative_tokens: published drafters propose 1-8 tokens; 1 + K multiplies the decode
+ *  batch and every capture size. */
+inline constexpr int64_t kMaxNumSpeculativeTokens = int64_t{1} << 10;  // 1024
 /*! Bytes of one device (total, free, reserve, requested): the largest GPUs have ~288 GB;
  *  2^50 (1 PiB) keeps every sum of a few device figures inside int64 and exact as a double. */
 inline constexpr int64_t kMaxDeviceBytes = int64_t{1} << 50;
