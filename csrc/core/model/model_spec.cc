@@ -14,6 +14,8 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
 #include "vllm_mem/model/model_family.h"
+#include "core/model/config_defaults.h"
+#include "core/model/vision_weights.h"
 
 namespace vllm_mem {
 namespace {
@@ -258,6 +260,25 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
     }
   }
   t.rope_cache_positions = std::max<int64_t>(positions, 0);
+  if (StartsWith(model_type, "gemma3")) {
+    // vllm/model_executor/models/gemma3.py: sliding layers build their rope with
+    // rope_local_base_freq and no scaling, global layers with rope_theta and rope_scaling.
+    // get_rope caches one cos/sin table per (head_size, rotary_dim, max_position, base,
+    // scaling) key, so the local table is a second allocation of max_position_embeddings rows
+    // unless both keys coincide (same base, global rope unscaled).
+    const int64_t local_rows = std::max<int64_t>(OptionalInt(text, {"max_position_embeddings"}).value_or(0), 0);
+    const JsonValue* theta = text.Find("rope_theta");
+    const JsonValue* local_base = text.Find("rope_local_base_freq");
+    const bool same_base = theta != nullptr && local_base != nullptr && theta->IsNumber() && local_base->IsNumber() &&
+                           theta->AsNumber().value == local_base->AsNumber().value;
+    std::string global_type;
+    if (scaling != nullptr && scaling->IsObject()) {
+      global_type = OptionalString(*scaling, "rope_type");
+      if (global_type.empty()) global_type = OptionalString(*scaling, "type");
+    }
+    const bool global_unscaled = global_type.empty() || global_type == "default";
+    t.local_rope_cache_positions = (same_base && global_unscaled) ? 0 : local_rows;
+  }
 }
 
 ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& text) {
@@ -397,7 +418,10 @@ void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text) {
 void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
   if (!spec.moe) return;
   int64_t first_dense = OptionalInt(text, {"first_k_dense_replace"}).value_or(0);
-  int64_t freq = OptionalInt(text, {"moe_layer_freq", "decoder_sparse_step"}).value_or(1);
+  // Llama-4's interleave_moe_layer_step: layers step-1, 2*step-1, ... are MoE, as Qwen's
+  // decoder_sparse_step (transformers Llama4TextConfig.moe_layers).
+  int64_t freq =
+      OptionalInt(text, {"moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step"}).value_or(1);
   if (freq <= 0) throw InvalidArgument("moe_layer_freq", "must be a positive integer");
   std::vector<int64_t> mlp_only;
   if (const JsonValue* v = text.Find("mlp_only_layers"); v != nullptr && v->IsArray()) {
@@ -479,10 +503,13 @@ void CheckModelFamily(ModelSpec& spec, const JsonValue& config, const ModelReadO
 
 }  // namespace
 
-ModelSpec ModelSpec::FromHfConfig(const JsonValue& config, const ModelReadOptions& options) {
-  if (!config.IsObject()) {
-    throw InvalidArgument("config", "config.json must hold a JSON object, got " + config.KindName());
+ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOptions& options) {
+  if (!raw_config.IsObject()) {
+    throw InvalidArgument("config", "config.json must hold a JSON object, got " + raw_config.KindName());
   }
+  // Published files omit fields equal to transformers' class defaults (Gemma-3's text_config
+  // has no vocab_size): fill them as transformers does before reading (config_defaults.h).
+  const JsonValue config = ApplyConfigDefaults(raw_config);
   // Multimodal checkpoints keep the language model's fields under text_config.
   const JsonValue* nested = config.Find("text_config");
   const JsonValue& text = (nested != nullptr && nested->IsObject()) ? *nested : config;
@@ -585,6 +612,18 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config, const ModelReadOption
         OptionalIntIn(text, {"shared_expert_intermediate_size"}, 0, kMaxIntermediateSize).value_or(0);
     moe.shared_expert_gate = moe.shared_expert_intermediate_size > 0;
     moe.router_bias = OptionalString(text, "topk_method") == "noaux_tc" || spec.model_type == "gpt_oss";
+    if (StartsWith(spec.model_type, "llama4")) {
+      // Llama-4 (transformers Llama4TextMoe, vllm/model_executor/models/llama4.py Llama4MoE):
+      // routed experts and the one shared expert are intermediate_size wide; the dense
+      // layers between MoE layers use intermediate_size_mlp.
+      moe.expert_intermediate_size = spec.intermediate_size;
+      moe.num_shared_experts = 1;
+      if (auto dense = OptionalInt(text, {"intermediate_size_mlp"})) {
+        RequirePositiveAtMost(*dense, kMaxIntermediateSize, "intermediate_size_mlp",
+                              "vllm_mem/base/limits.h: 100x beyond real models");
+        spec.intermediate_size = *dense;
+      }
+    }
     RequireNonNegative(moe.num_shared_experts, "n_shared_experts");
     RequireNonNegative(moe.shared_expert_intermediate_size, "shared_expert_intermediate_size");
     if (moe.num_experts_per_token > moe.num_experts) {
@@ -596,8 +635,18 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& config, const ModelReadOption
 
   spec.quantization = ReadQuantization(text, config);
   spec.traits = ReadTraits(spec.model_type, text);
-  ResolveAttentionKinds(spec, text);
+  // Hybrids (hybrid_config.cc) read their own layer types after the generic MoE rule, which
+  // their family rules then refine (Jamba's expert period, Nemotron-H's pattern).
+  const bool hybrid = IsHybridModelType(spec.model_type);
+  if (hybrid) spec.layers.assign(static_cast<size_t>(spec.num_layers), LayerSpec{}); else ResolveAttentionKinds(spec, text);
   ResolveMoeLayers(spec, text);
+  if (hybrid) ReadHybridLayers(spec, text, config);
+  // The vision tower and projector, when this wrapper and tower have rules; the multimodal
+  // caveat then no longer applies (vision_weights.h).
+  spec.vision = ReadVisionEncoder(config, spec.hidden_size);
+  if (spec.vision) {
+    spec.caveats.erase(std::remove(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()), spec.caveats.end());
+  }
   return spec;
 }
 

@@ -9,6 +9,7 @@
 #include "vllm_mem/model/weights.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "core/model/parallelism.h"
+#include "vllm_mem/model/vision_encoder.h"
 
 namespace vllm_mem {
 namespace {
@@ -102,24 +104,33 @@ void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
   if (t.attention_sinks) out.vectors.push_back({Component::kAttention, heads});
 }
 
+/*! How far vLLM pads routed-expert weights when it creates them (mxfp4 kernels); 1: none. */
+struct ExpertPadding {
+  int64_t intermediate = 1;  //!< per-rank intermediate size rounded up to a multiple
+  int64_t hidden = 1;
+};
+
+int64_t RoundUp(int64_t a, int64_t multiple) { return Mul(CeilDiv(a, multiple), multiple); }
+
 /*! A gated (gate_up + down) or plain (fc1 + fc2) MLP of \p intermediate, TP-split. */
 void DescribeMlp(const ModelSpec& spec, int64_t intermediate, int64_t tp, int64_t copies, bool expert,
-                 const char* what, Tensors& out) {
+                 const char* what, Tensors& out, const ExpertPadding& pad = {}) {
   const auto& t = spec.traits;
-  const int64_t per_rank = SplitEvenly(intermediate, tp, what);
+  const int64_t per_rank = RoundUp(SplitEvenly(intermediate, tp, what), pad.intermediate);
+  const int64_t hidden = RoundUp(spec.hidden_size, pad.hidden);
   const int64_t up = t.gated_mlp ? 2 * per_rank : per_rank;
-  Linear up_proj{Component::kMlp, spec.hidden_size, up, t.mlp_bias};
-  Linear down_proj{Component::kMlp, per_rank, spec.hidden_size, t.mlp_bias};
+  Linear up_proj{Component::kMlp, hidden, up, t.mlp_bias};
+  Linear down_proj{Component::kMlp, per_rank, hidden, t.mlp_bias};
   up_proj.copies = down_proj.copies = copies;
   up_proj.expert = down_proj.expert = expert;
   out.linears.push_back(up_proj);
   out.linears.push_back(down_proj);
 }
 
-void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out) {
+void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out, const ExpertPadding& pad) {
   const MoeSpec& moe = *spec.moe;
   // FusedMoE without expert parallelism: every rank holds every expert, each TP-split.
-  DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", out);
+  DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", out, pad);
   Linear router{Component::kMlp, spec.hidden_size, moe.num_experts, spec.traits.router_bias};
   router.quantizable = false;  // vLLM builds the gate with quant_config=None
   out.linears.push_back(router);
@@ -142,11 +153,11 @@ void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out) {
 }
 
 /*! Everything one decoder layer holds on one tensor-parallel rank. */
-Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp) {
+Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp, const ExpertPadding& pad = {}) {
   Tensors out;
   DescribeAttention(spec, tp, out);
   if (layer.moe && spec.moe) {
-    DescribeMoe(spec, tp, out);
+    DescribeMoe(spec, tp, out, pad);
   } else {
     DescribeMlp(spec, spec.intermediate_size, tp, 1, false, "intermediate_size", out);
   }
@@ -293,6 +304,17 @@ int64_t VocabRowsPerRank(int64_t vocab, int64_t tp) {
   return SplitEvenly(padded, tp, "vocab_size padded to a multiple of 64");
 }
 
+/*! The expert padding of vLLM's Mxfp4MoEMethod.create_weights for \p backend
+ *  (vllm/model_executor/layers/quantization/mxfp4.py, v0.11-v0.19). */
+ExpertPadding Mxfp4Padding(const std::string& backend) {
+  if (backend == "triton") return {64, 1};
+  if (backend == "marlin") return {128, 256};
+  if (backend == "flashinfer_trtllm") return {256, 256};
+  if (backend == "flashinfer_cutlass") return {128, 128};
+  throw InvalidArgument("mxfp4_backend", "unknown MXFP4 MoE backend " + EchoValue(backend) +
+                                             "; allowed: triton, marlin, flashinfer_trtllm, flashinfer_cutlass");
+}
+
 int64_t RotaryDim(const ModelSpec& spec) {
   if (spec.mla) return spec.mla->qk_rope_head_dim;
   return static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
@@ -302,18 +324,38 @@ int64_t RotaryDim(const ModelSpec& spec) {
 
 int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
+  if (spec.hybrid) return HybridNumParameters(spec);  // hybrid_weights.cc
   const int64_t embedding = Mul(spec.vocab_size, spec.hidden_size);
   int64_t n = embedding;
   if (!spec.tie_word_embeddings) {
     n = Add(n, embedding);
     if (spec.traits.lm_head_bias) n = Add(n, spec.vocab_size);
   }
-  for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
+  // Layers come in two kinds (dense / MoE): each is described once and counted times its
+  // layers (a sizing call no longer describes every layer). Should the sum leave 64 bits, the
+  // layer-by-layer sum runs instead so the overflow error names the same operands.
+  int64_t moe_layers = 0;
+  for (const LayerSpec& layer : spec.layers) moe_layers += layer.moe && spec.moe ? 1 : 0;
+  const int64_t dense_layers = static_cast<int64_t>(spec.layers.size()) - moe_layers;
+  LayerSpec moe_layer;
+  moe_layer.moe = true;
+  const int64_t dense = dense_layers > 0 ? CountElements(DescribeLayer(spec, LayerSpec{}, 1)) : 0;
+  const int64_t moe = moe_layers > 0 ? CountElements(DescribeLayer(spec, moe_layer, 1)) : 0;
+  const __int128 layers_total =
+      static_cast<__int128>(dense) * dense_layers + static_cast<__int128>(moe) * moe_layers + n;
+  if (layers_total <= std::numeric_limits<int64_t>::max()) {
+    n = static_cast<int64_t>(layers_total);
+  } else {
+    for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
+  }
   const int64_t final_norm = spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size;
-  return Add(n, final_norm);
+  n = Add(n, final_norm);
+  if (spec.vision) n = Add(n, VisionEncoderParameters(*spec.vision));
+  return n;
 }
 
 WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& options) {
+  if (spec.hybrid) return ComputeHybridWeights(spec, options);  // hybrid_weights.cc
   const int64_t tp = options.tensor_parallel_size;
   const int64_t pp = options.pipeline_parallel_size;
   ValidateParallelism(spec.num_layers, tp, pp);
@@ -327,8 +369,14 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t dt = DTypeSizeBytes(dtype);
   const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
 
+  const ExpertPadding pad =
+      quant && quant->method == "mxfp4" ? Mxfp4Padding(options.mxfp4_backend) : ExpertPadding{};
+
   WeightBreakdown out;
   out.num_parameters = NumParameters(spec);
+  out.vision_encoder_parameters = spec.vision ? VisionEncoderParameters(*spec.vision) : 0;
+  // The tower is loaded unquantized in the model dtype (vision_encoder.h).
+  const int64_t vision_bytes = spec.vision ? VisionEncoderBytesPerRank(*spec.vision, dt, tp) : 0;
   out.dtype = DTypeName(dtype);
   out.quantization = quant ? quant->method : "";
 
@@ -338,7 +386,9 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t lm_head_bytes =
       Add(embedding_bytes, spec.traits.lm_head_bias ? Mul(vocab_rows, dt) : 0);
   const int64_t final_norm_bytes = Mul(spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size, dt);
-  const int64_t rope_bytes = Mul(Mul(spec.traits.rope_cache_positions, RotaryDim(spec)), dt);
+  // One cos/sin cache per distinct get_rope key: the global one, and Gemma-3's local one.
+  const int64_t rope_bytes =
+      Mul(Mul(Add(spec.traits.rope_cache_positions, spec.traits.local_rope_cache_positions), RotaryDim(spec)), dt);
 
   // Layers come in few distinct kinds (dense / MoE), so describe each kind once.
   const Tensors dense = DescribeLayer(spec, LayerSpec{}, tp);
@@ -346,7 +396,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   if (spec.moe) {
     LayerSpec moe_layer;
     moe_layer.moe = true;
-    moe = DescribeLayer(spec, moe_layer, tp);
+    moe = DescribeLayer(spec, moe_layer, tp, pad);
   }
 
   for (int64_t rank = 0; rank < pp; ++rank) {
@@ -368,9 +418,10 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     AddBytes(r, dense, quant, dt, end - begin - moe_layers);
     if (moe) AddBytes(r, *moe, quant, dt, moe_layers);
     if (end > begin) r.buffer_bytes = rope_bytes;
+    r.vision_encoder_bytes = vision_bytes;
 
     for (int64_t part : {r.embedding_bytes, r.lm_head_bytes, r.attention_bytes, r.mlp_bytes, r.norm_bytes,
-                         r.quantization_overhead_bytes, r.buffer_bytes}) {
+                         r.quantization_overhead_bytes, r.buffer_bytes, r.vision_encoder_bytes}) {
       r.total_bytes = Add(r.total_bytes, part);
     }
     if (r.total_bytes > out.fullest_rank_bytes) {

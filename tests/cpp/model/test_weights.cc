@@ -261,4 +261,41 @@ TEST(Weights, RotaryCacheRowsAndWidth) {
   EXPECT_EQ(ComputeWeights(yarn, Opts(1, 1, "float32")).per_pp_rank[0].buffer_bytes, 400 * 8 * 4);
 }
 
+
+// openai/gpt-oss-20b (python/vllm_mem/configs/openai--gpt-oss-20b.json).
+TEST(Weights, Mxfp4ExpertPaddingPerBackend) {
+  const ModelSpec s = ModelSpec::FromHfConfigText(R"JSON({"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"], "num_hidden_layers": 24, "hidden_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 2880, "vocab_size": 201088, "max_position_embeddings": 131072, "num_local_experts": 32, "num_experts_per_tok": 4, "experts_per_token": 4, "attention_bias": true, "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention"], "tie_word_embeddings": false, "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}, "rope_theta": 150000, "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false}, "swiglu_limit": 7.0}
+)JSON");
+  auto with = [&](const char* backend, int64_t tp) {
+    WeightOptions o;
+    o.tensor_parallel_size = tp;
+    o.mxfp4_backend = backend;
+    return ComputeWeights(s, o);
+  };
+  // Triton (H100 default) rounds the per-rank intermediate size up to 64: 2880 = 45 x 64, no pad
+  // at TP1. Marlin pads intermediate to 128 (2944) and hidden to 256 (3072). Per expert:
+  //   triton: w13 5760 x 2880 + w2 2880 x 2880 = 24,883,200 elements
+  //   marlin: w13 5888 x 3072 + w2 3072 x 2944 = 27,131,904 elements (+2,248,704)
+  // each element 1/2 byte + 1/32 byte of e8m0 scale: +1,124,352 + 70,272 B; bf16 biases
+  // (2I + H): +(128 + 192) x 2 = 640 B. 24 layers x 32 experts x 1,195,264 B = 917,962,752 B.
+  const WeightBreakdown triton = with("triton", 1);
+  const WeightBreakdown marlin = with("marlin", 1);
+  EXPECT_EQ(marlin.fullest_rank_bytes - triton.fullest_rank_bytes, int64_t{24} * 32 * 1195264);
+  EXPECT_EQ(marlin.per_pp_rank[0].quantization_overhead_bytes - triton.per_pp_rank[0].quantization_overhead_bytes,
+            int64_t{24} * 32 * 70272);
+  // TP2 on triton: 1440 per rank rounds up to 1472 (23 x 64).
+  const WeightBreakdown tp2 = with("triton", 2);
+  const WeightBreakdown tp2_flashinfer = with("flashinfer_cutlass", 2);  // 1440 -> 1536 (128), 2880 -> 2944
+  EXPECT_LT(tp2.fullest_rank_bytes, tp2_flashinfer.fullest_rank_bytes);
+  // Unquantized parts stay bf16: attention (with biases and sinks), router, embeddings.
+  EXPECT_EQ(triton.per_pp_rank[0].embedding_bytes, int64_t{201088} * 2880 * 2);  // 201088 = 3142 x 64
+  // The parameter count is the checkpoint's, padding excluded: 20,914,757,184 (model card: 21B).
+  EXPECT_EQ(triton.num_parameters, marlin.num_parameters);
+  WeightOptions bad;
+  bad.mxfp4_backend = "cutlass9000";
+  EXPECT_THROW(ComputeWeights(s, bad), InvalidArgument);
+  // A non-mxfp4 model ignores the backend.
+  EXPECT_NO_THROW(ComputeWeights(ModelSpec::FromHfConfigText(TinyLlama()), bad));
+}
+
 }  // namespace vllm_mem

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "vllm_mem/model/dtype.h"
+#include "vllm_mem/model/vision_encoder.h"
 #include "vllm_mem/base/json.h"
+#include "vllm_mem/model/hybrid_spec.h"
 
 namespace vllm_mem {
 
@@ -44,6 +46,10 @@ struct LayerSpec {
    *  RoPE layers): vLLM's ChunkedLocalAttentionSpec. 0: not chunked. */
   int64_t attention_chunk_size_tokens = 0;
   bool moe = false;                   //!< the layer's MLP is a mixture of experts
+  /*! Hybrids (vllm_mem/model/hybrid_spec.h): the layer keeps a per-request recurrent state
+   *  (Mamba / linear attention: vLLM's MambaSpec), alone or beside attention (Falcon-H1). */
+  bool recurrent_state = false;
+  bool mlp = true;                    //!< has an MLP / MoE block (Nemotron-H's M and * layers do not)
 };
 
 /*! \brief Multi-head latent attention dimensions (DeepSeek-V2/V3 family). */
@@ -94,6 +100,11 @@ struct ArchitectureTraits {
   bool router_bias = false;       //!< the MoE router Linear has a bias (gpt-oss)
   double partial_rotary_factor = 1.0;  //!< fraction of head_dim that is rotated (Phi: 0.4-0.5)
   int64_t rope_cache_positions = 0;    //!< rows of vLLM's cos/sin cache; 0: no rotary embedding
+  /*! Rows of a second cos/sin cache for sliding layers with their own rope (Gemma-3's
+   *  rope_local_base_freq, unscaled): vLLM's get_rope keys caches by (head_size, rotary_dim,
+   *  max_position, base, rope_scaling), so a different base or scaling is a second cache.
+   *  0: none, or the same key as the global cache (shared). */
+  int64_t local_rope_cache_positions = 0;
 };
 
 /*! \brief A model as the sizing code sees it. */
@@ -117,6 +128,12 @@ struct ModelSpec {
   std::optional<QuantizationSpec> quantization;
   ArchitectureTraits traits;
   std::vector<LayerSpec> layers;  //!< num_layers entries
+  /*! Set for hybrid state-space / linear-attention models (hybrid_spec.h): the recurrent
+   *  mixer's dimensions; layers[i].recurrent_state says which layers keep its state. */
+  std::optional<HybridSpec> hybrid;
+  /*! The vision tower and projector of a multimodal checkpoint with rules for them
+   *  (vision_encoder.h); nullopt for a text model, or when the tower is a caveat instead. */
+  std::optional<VisionEncoderSpec> vision;
   /*! The checkpoint's KV-cache quantization (quantization_config.kv_cache_scheme): "fp8" when
    *  the checkpoint ships KV scales, so vLLM's "auto" KV dtype becomes fp8; "" otherwise. */
   std::string checkpoint_kv_cache_dtype;

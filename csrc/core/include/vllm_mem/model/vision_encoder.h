@@ -1,0 +1,80 @@
+/*!
+ * \file vllm_mem/model/vision_encoder.h
+ * \brief A multimodal checkpoint's vision tower and projector, read from vision_config (after
+ *        transformers' class defaults), and their parameter count and bytes per GPU as vLLM
+ *        loads them (core/model/vision_weights.cc).
+ */
+#ifndef VLLM_MEM_MODEL_VISION_ENCODER_H_
+#define VLLM_MEM_MODEL_VISION_ENCODER_H_
+
+#include <cstdint>
+#include <string>
+
+namespace vllm_mem {
+
+/*! \brief The vision transformer family (the vision_config class). */
+enum class VisionEncoderKind {
+  kSiglip,    //!< siglip_vision_model (Gemma-3, granite-vision)
+  kClip,      //!< clip_vision_model (LLaVA-NeXT's default tower)
+  kPixtral,   //!< pixtral (Mistral-Small-3.1/3.2)
+  kLlama4,    //!< llama4_vision_model (Llama-4 Scout / Maverick)
+  kQwen25Vl,  //!< Qwen2.5-VL's windowed ViT with its patch merger
+  kMoonVit,   //!< moonvit (Kimi-VL)
+};
+
+/*! \brief The projector between the tower and the language model (the wrapper's model_type). */
+enum class VisionProjectorKind {
+  kGemma3,     //!< mm_input_projection_weight + mm_soft_emb_norm
+  kMistral3,   //!< RMSNorm, patch merger, linear_1 / linear_2
+  kLlavaNext,  //!< linear_1 / linear_2 and image_newline
+  kLlama4,     //!< pixel-shuffle MLP (vision_adapter) and linear_1
+  kQwen25Vl,   //!< none beyond the tower's own merger (counted with the tower)
+  kKimiVl,     //!< LayerNorm, linear_1 / linear_2 over merged patches
+};
+
+/*! \brief What sizes the vision tower and projector. Counts are validated when read. */
+struct VisionEncoderSpec {
+  std::string config_class;  //!< the transformers class model_type ("siglip_vision_model", ...)
+  VisionEncoderKind encoder = VisionEncoderKind::kSiglip;
+  VisionProjectorKind projector = VisionProjectorKind::kGemma3;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;          //!< in the checkpoint
+  int64_t loaded_layers = 0;       //!< built by vLLM: up to the deepest feature layer (LLaVA-style)
+  int64_t num_heads = 0;
+  int64_t num_channels = 3;
+  int64_t patch_size = 0;
+  int64_t image_size = 0;          //!< 0 where the tower has no learned position table
+  int64_t temporal_patch_size = 1; //!< Qwen2.5-VL's Conv3d depth
+  int64_t spatial_merge_size = 1;  //!< Qwen2.5-VL merger / Mistral-3 patch merger (per side)
+  int64_t merge_kernel_h = 1;      //!< MoonViT / Kimi-VL merge kernel
+  int64_t merge_kernel_w = 1;
+  int64_t pos_emb_height = 0;      //!< MoonViT's learned 2-D position grid
+  int64_t pos_emb_width = 0;
+  int64_t out_hidden_size = 0;     //!< Qwen2.5-VL merger output width
+  bool use_head = false;           //!< SigLIP attention-pooling head
+  bool post_layernorm_loaded = true;  //!< vLLM skips it for LLaVA-style towers (require_post_norm=False)
+  int64_t num_feature_layers = 1;  //!< vision_feature_layer list length (LLaVA-NeXT, Mistral-3)
+  bool projector_bias = false;
+  int64_t text_hidden_size = 0;
+  int64_t vision_output_dim = 0;   //!< Llama-4
+  int64_t projector_input_dim = 0; //!< Llama-4 vision_adapter
+  int64_t projector_output_dim = 0;
+};
+
+/*! \brief Parameters of the tower and projector in the checkpoint (every layer, norms, heads). */
+int64_t VisionEncoderParameters(const VisionEncoderSpec& spec);
+
+/*! \brief Bytes one tensor-parallel rank holds after vLLM loads the tower and projector in
+ *  \p dtype_bytes per element: only the layers vLLM builds, linear layers split as vLLM's
+ *  parallel layers split them (encoder TP mode "weights", the default), the rest replicated.
+ *  InvalidArgument(tensor_parallel_size) when a split does not divide, as vLLM's divide()
+ *  asserts. */
+int64_t VisionEncoderBytesPerRank(const VisionEncoderSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
+
+/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit". */
+const char* VisionEncoderKindName(VisionEncoderKind kind);
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_MODEL_VISION_ENCODER_H_

@@ -1,0 +1,362 @@
+/*!
+ * \file core/model/vision_weights.cc
+ * \brief Vision towers and projectors, tensor by tensor as the checkpoint holds them and as
+ *        vLLM builds them (vllm/model_executor/models/siglip.py, clip.py, pixtral.py,
+ *        mllama4.py, qwen2_5_vl.py, moonvit.py, gemma3_mm.py, mistral3.py, llava_next.py,
+ *        kimi_vl.py; the transformers modeling_*.py files of the same names for the checkpoint).
+ *
+ * vLLM loads the tower in the model dtype, unquantized (quantized VLM checkpoints list the
+ * tower in ignore / modules_to_not_convert), on every pipeline rank (the wrappers build it
+ * whatever the PP rank). Under tensor parallelism its attention and MLP projections are
+ * QKV/column/row-parallel layers (mm_encoder_tp_mode "weights", the default); convolutions,
+ * position tables and norms are replicated.
+ */
+#include "core/model/vision_weights.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/base/checked_math.h"
+#include "core/model/config_defaults.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
+
+namespace vllm_mem {
+namespace {
+
+constexpr const char* kField = "vision_config";
+
+int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
+int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
+
+/*! How vLLM shards a tensor over tensor-parallel ranks. */
+enum class Split { kReplicated, kColumn, kRow };
+
+/*! One tensor: a [out, in] matrix (in = 1 for a vector), with an optional [out] bias. */
+struct Tensor {
+  int64_t out;
+  int64_t in;
+  bool bias = false;
+  Split split = Split::kReplicated;
+  bool loaded = true;  //!< false: in the checkpoint, skipped by vLLM
+  int64_t copies = 1;  //!< identical encoder layers
+};
+
+int64_t Elements(const Tensor& t) { return Mul(Add(Mul(t.out, t.in), t.bias ? t.out : 0), t.copies); }
+
+int64_t ElementsPerRank(const Tensor& t, int64_t tp) {
+  auto divide = [&](int64_t n) {
+    if (n % tp != 0) {
+      throw InvalidArgument("tensor_parallel_size", "the vision encoder's " + std::to_string(n) +
+                                                        "-wide projection must be divisible by tensor_parallel_size (" +
+                                                        std::to_string(tp) + ")");
+    }
+    return n / tp;
+  };
+  int64_t n = 0;
+  switch (t.split) {
+    case Split::kReplicated: n = Add(Mul(t.out, t.in), t.bias ? t.out : 0); break;
+    case Split::kColumn: n = Add(Mul(divide(t.out), t.in), t.bias ? divide(t.out) : 0); break;
+    // RowParallelLinear keeps the whole bias on every rank.
+    case Split::kRow: n = Add(Mul(t.out, divide(t.in)), t.bias ? t.out : 0); break;
+  }
+  return Mul(n, t.copies);
+}
+
+/*! Pre-norm transformer layers with q/k/v/o projections and a 2-matrix (or gated 3-matrix) MLP. */
+void EncoderLayers(int64_t h, int64_t inter, int64_t layers, int64_t loaded, bool bias, bool gated,
+                   int64_t norm_elements_per_layer, std::vector<Tensor>& out) {
+  for (int pass = 0; pass < 2; ++pass) {
+    // Layers vLLM builds, then the checkpoint's remainder that it skips.
+    const int64_t copies = pass == 0 ? loaded : layers - loaded;
+    if (copies == 0) continue;
+    const bool is_loaded = pass == 0;
+    out.push_back({Mul(3, h), h, bias, Split::kColumn, is_loaded, copies});  // q, k, v
+    out.push_back({h, h, bias, Split::kRow, is_loaded, copies});             // o / out_proj
+    out.push_back({gated ? Mul(2, inter) : inter, h, bias, Split::kColumn, is_loaded, copies});
+    out.push_back({h, inter, bias, Split::kRow, is_loaded, copies});
+    out.push_back({norm_elements_per_layer, 1, false, Split::kReplicated, is_loaded, copies});
+  }
+}
+
+std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
+  std::vector<Tensor> t;
+  const int64_t h = s.hidden_size;
+  const int64_t patch_area = Mul(s.patch_size, s.patch_size);
+  const int64_t grid = s.image_size > 0 ? Mul(s.image_size / s.patch_size, s.image_size / s.patch_size) : 0;
+  switch (s.encoder) {
+    case VisionEncoderKind::kSiglip:
+      t.push_back({h, Mul(s.num_channels, patch_area), true});  // patch_embedding Conv2d
+      t.push_back({grid, h});                                    // position_embedding
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+      t.push_back({Mul(2, h), 1, false, Split::kReplicated, s.post_layernorm_loaded});  // post_layernorm
+      if (s.use_head) {
+        // SiglipMultiheadAttentionPoolingHead: probe, nn.MultiheadAttention, LayerNorm, MLP.
+        t.push_back({h, 1});
+        t.push_back({Mul(3, h), h, true});
+        t.push_back({h, h, true});
+        t.push_back({Mul(2, h), 1});
+        t.push_back({s.intermediate_size, h, true, Split::kColumn});
+        t.push_back({h, s.intermediate_size, true, Split::kRow});
+      }
+      break;
+    case VisionEncoderKind::kClip:
+      t.push_back({h, 1});                                        // class_embedding
+      t.push_back({h, Mul(s.num_channels, patch_area), false});   // patch_embedding Conv2d, no bias
+      t.push_back({Add(grid, 1), h});                             // position_embedding (+ class token)
+      t.push_back({Mul(2, h), 1});                                // pre_layrnorm
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+      t.push_back({Mul(2, h), 1, false, Split::kReplicated, s.post_layernorm_loaded});
+      break;
+    case VisionEncoderKind::kPixtral:
+      t.push_back({h, Mul(s.num_channels, patch_area), false});  // patch_conv, no bias
+      t.push_back({h, 1});                                        // ln_pre (RMSNorm)
+      // attention_norm + ffn_norm (RMSNorm); projections without bias; gated SiLU MLP.
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, false, true, Mul(2, h), t);
+      break;
+    case VisionEncoderKind::kLlama4:
+      // Llama4UnfoldConvolution: a column-parallel Linear over unfolded patches, no bias.
+      t.push_back({h, Mul(s.num_channels, patch_area), false, Split::kColumn});
+      t.push_back({h, 1});                 // class_embedding
+      t.push_back({Add(grid, 1), h});      // positional_embedding_vlm
+      t.push_back({Mul(4, h), 1});         // layernorm_pre + layernorm_post
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+      // vision_adapter (pixel-shuffle MLP): fc1 [projector_input_dim, intermediate], fc2 square.
+      t.push_back({s.projector_input_dim, s.intermediate_size, false, Split::kColumn});
+      t.push_back({s.projector_output_dim, s.projector_output_dim, false, Split::kRow});
+      break;
+    case VisionEncoderKind::kQwen25Vl: {
+      t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), patch_area), false});  // Conv3d
+      // norm1 + norm2 (RMSNorm); qkv / proj / gate / up / down all with bias.
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, true, Mul(2, h), t);
+      // The patch merger: ln_q (RMSNorm), then MLP over spatial_merge_size^2 merged patches.
+      const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
+      t.push_back({h, 1});
+      t.push_back({merged, merged, true, Split::kColumn});
+      t.push_back({s.out_hidden_size, merged, true, Split::kRow});
+      break;
+    }
+    case VisionEncoderKind::kMoonVit:
+      t.push_back({h, Mul(s.num_channels, patch_area), true});             // patch_embed.proj
+      t.push_back({Mul(s.pos_emb_height, s.pos_emb_width), h});           // learnable 2-D position grid
+      // norm0 + norm1 are LayerNorms (weight + bias); wqkv / wo / fc0 / fc1 with bias. vLLM
+      // builds them as ReplicatedLinear (vllm/model_executor/models/moonvit.py).
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+      for (Tensor& x : t) x.split = Split::kReplicated;
+      t.push_back({Mul(2, h), 1});  // final_layernorm
+      break;
+  }
+  switch (s.projector) {
+    case VisionProjectorKind::kGemma3:
+      t.push_back({h, s.text_hidden_size});  // mm_input_projection_weight, a plain Parameter
+      t.push_back({h, 1});                   // mm_soft_emb_norm
+      break;
+    case VisionProjectorKind::kMistral3:
+      t.push_back({h, 1});                                                          // norm (RMSNorm)
+      t.push_back({h, Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size))});   // patch_merger.merging_layer
+      t.push_back({s.text_hidden_size, Mul(h, s.num_feature_layers), s.projector_bias, Split::kColumn});
+      t.push_back({s.text_hidden_size, s.text_hidden_size, s.projector_bias, Split::kRow});
+      break;
+    case VisionProjectorKind::kLlavaNext:
+      t.push_back({s.text_hidden_size, Mul(h, s.num_feature_layers), s.projector_bias, Split::kColumn});
+      t.push_back({s.text_hidden_size, s.text_hidden_size, s.projector_bias, Split::kRow});
+      t.push_back({s.text_hidden_size, 1});  // image_newline
+      break;
+    case VisionProjectorKind::kLlama4:
+      t.push_back({s.text_hidden_size, s.vision_output_dim, s.projector_bias, Split::kColumn});
+      break;
+    case VisionProjectorKind::kQwen25Vl:
+      break;
+    case VisionProjectorKind::kKimiVl: {
+      const int64_t merged = Mul(h, Mul(s.merge_kernel_h, s.merge_kernel_w));
+      t.push_back({Mul(2, h), 1});                  // pre_norm (LayerNorm)
+      t.push_back({merged, merged, true});          // linear_1
+      t.push_back({s.text_hidden_size, merged, true});  // linear_2
+      break;
+    }
+  }
+  return t;
+}
+
+/*! A positive integer field of vision_config (one of \p keys), bounded. */
+int64_t VisionInt(const JsonValue& v, std::initializer_list<const char*> keys, int64_t bound) {
+  std::string names;
+  for (const char* key : keys) {
+    names += (names.empty() ? "" : " / ") + std::string("vision_config.") + key;
+    const JsonValue* x = v.Find(key);
+    if (x == nullptr || x->IsNull()) continue;
+    const std::string field = std::string("vision_config.") + key;
+    if (!x->IsNumber() || !x->AsNumber().integer) {
+      throw InvalidArgument(field, "must be a positive integer, got " + x->KindName());
+    }
+    RequirePositiveAtMost(*x->AsNumber().integer, bound, field.c_str(),
+                          "vllm_mem/base/limits.h: 100x beyond real vision towers");
+    return *x->AsNumber().integer;
+  }
+  throw InvalidArgument(names, "required field missing from vision_config");
+}
+
+bool VisionBool(const JsonValue& v, const char* key, bool fallback) {
+  const JsonValue* x = v.Find(key);
+  if (x == nullptr || x->IsNull()) return fallback;
+  if (!x->IsBool()) throw InvalidArgument(std::string("vision_config.") + key, "must be true or false, got " + x->KindName());
+  return x->AsBool();
+}
+
+/*! vision_feature_layer (int or list): how many layers the projector concatenates, and how many
+ *  layers vLLM builds (init_vision_tower_for_llava: up to the deepest one, a negative index
+ *  counting from num_hidden_layers + 1). */
+void ReadFeatureLayers(const JsonValue& config, VisionEncoderSpec& s) {
+  const JsonValue* f = config.Find("vision_feature_layer");
+  std::vector<int64_t> indices;
+  if (f == nullptr || f->IsNull()) return;
+  if (f->IsNumber() && f->AsNumber().integer) {
+    indices.push_back(*f->AsNumber().integer);
+  } else if (f->IsArray() && !f->AsArray().empty() && static_cast<int64_t>(f->AsArray().size()) <= s.num_layers) {
+    for (const JsonValue& e : f->AsArray()) {
+      if (!e.IsNumber() || !e.AsNumber().integer) {
+        throw InvalidArgument("vision_feature_layer", "entries must be integers, got " + e.KindName());
+      }
+      indices.push_back(*e.AsNumber().integer);
+    }
+  } else {
+    throw InvalidArgument("vision_feature_layer", "must be an integer or a list of at most vision num_hidden_layers (" +
+                                                      std::to_string(s.num_layers) + ") integers");
+  }
+  int64_t deepest = 0;
+  for (int64_t idx : indices) {
+    if (idx < -s.num_layers || idx > s.num_layers) {
+      throw InvalidArgument("vision_feature_layer", "must index one of the vision tower's " +
+                                                        std::to_string(s.num_layers) + " layers, got " + std::to_string(idx));
+    }
+    deepest = std::max(deepest, idx < 0 ? s.num_layers + idx + 1 : idx);
+  }
+  s.loaded_layers = std::max<int64_t>(deepest, 1);
+  s.num_feature_layers = static_cast<int64_t>(indices.size());
+  s.post_layernorm_loaded = false;  // require_post_norm=False for LLaVA-style towers
+}
+
+}  // namespace
+
+const char* VisionEncoderKindName(VisionEncoderKind kind) {
+  switch (kind) {
+    case VisionEncoderKind::kSiglip: return "siglip";
+    case VisionEncoderKind::kClip: return "clip";
+    case VisionEncoderKind::kPixtral: return "pixtral";
+    case VisionEncoderKind::kLlama4: return "llama4";
+    case VisionEncoderKind::kQwen25Vl: return "qwen2_5_vl";
+    case VisionEncoderKind::kMoonVit: return "moonvit";
+  }
+  return "unknown";  // unreachable: every enumerator is handled above
+}
+
+std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int64_t text_hidden_size) {
+  const std::string cls = VisionConfigClass(config);
+  if (cls.empty()) return std::nullopt;
+  const JsonValue& v = *config.Find("vision_config");
+  const JsonValue* wrapper_type = config.Find("model_type");
+  const std::string wrapper = (wrapper_type != nullptr && wrapper_type->IsString()) ? wrapper_type->AsString() : "";
+
+  VisionEncoderSpec s;
+  s.config_class = cls;
+  if (cls == "siglip_vision_model") s.encoder = VisionEncoderKind::kSiglip;
+  else if (cls == "clip_vision_model") s.encoder = VisionEncoderKind::kClip;
+  else if (cls == "pixtral") s.encoder = VisionEncoderKind::kPixtral;
+  else if (cls == "llama4_vision_model") s.encoder = VisionEncoderKind::kLlama4;
+  else if (cls == "qwen2_5_vl_vision") s.encoder = VisionEncoderKind::kQwen25Vl;
+  else if (cls == "moonvit") s.encoder = VisionEncoderKind::kMoonVit;
+  else return std::nullopt;  // mllama and others: no rules, the caveat stays
+  if (wrapper == "gemma3") s.projector = VisionProjectorKind::kGemma3;
+  else if (wrapper == "mistral3") s.projector = VisionProjectorKind::kMistral3;
+  else if (wrapper == "llava_next") s.projector = VisionProjectorKind::kLlavaNext;
+  else if (wrapper == "llama4") s.projector = VisionProjectorKind::kLlama4;
+  else if (wrapper == "qwen2_5_vl") s.projector = VisionProjectorKind::kQwen25Vl;
+  else if (wrapper == "kimi_vl") s.projector = VisionProjectorKind::kKimiVl;
+  else return std::nullopt;
+
+  s.text_hidden_size = text_hidden_size;
+  s.hidden_size = VisionInt(v, {"hidden_size", "embed_dim"}, kMaxHiddenSize);
+  s.intermediate_size = VisionInt(v, {"intermediate_size"}, kMaxIntermediateSize);
+  s.num_layers = VisionInt(v, {"num_hidden_layers", "depth"}, kMaxNumLayers);
+  s.num_heads = VisionInt(v, {"num_attention_heads", "num_heads"}, kMaxAttentionHeads);
+  s.patch_size = VisionInt(v, {"patch_size"}, kMaxHeadDim);
+  s.num_channels = s.encoder == VisionEncoderKind::kMoonVit ? 3 : VisionInt(v, {"num_channels", "in_channels", "in_chans"}, kMaxHeadDim);
+  if (s.hidden_size % s.num_heads != 0) {
+    throw InvalidArgument("vision_config.num_attention_heads", "must divide vision hidden_size (" +
+                                                                   std::to_string(s.hidden_size) + "), got " +
+                                                                   std::to_string(s.num_heads));
+  }
+  s.loaded_layers = s.num_layers;
+  const bool learned_positions = s.encoder == VisionEncoderKind::kSiglip || s.encoder == VisionEncoderKind::kClip ||
+                                 s.encoder == VisionEncoderKind::kLlama4;
+  if (learned_positions) {
+    s.image_size = VisionInt(v, {"image_size"}, kMaxHiddenSize);
+    if (s.image_size < s.patch_size) {
+      throw InvalidArgument("vision_config.image_size", "must be at least patch_size (" + std::to_string(s.patch_size) +
+                                                            "), got " + std::to_string(s.image_size));
+    }
+  }
+  switch (s.encoder) {
+    case VisionEncoderKind::kSiglip:
+      s.use_head = VisionBool(v, "vision_use_head", true);
+      break;
+    case VisionEncoderKind::kQwen25Vl:
+      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
+      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
+      s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
+      break;
+    case VisionEncoderKind::kMoonVit: {
+      s.pos_emb_height = VisionInt(v, {"init_pos_emb_height"}, kMaxHeadDim);
+      s.pos_emb_width = VisionInt(v, {"init_pos_emb_width"}, kMaxHeadDim);
+      const JsonValue* k = v.Find("merge_kernel_size");
+      if (k == nullptr || !k->IsArray() || k->AsArray().size() != 2 || !k->AsArray()[0].IsNumber() ||
+          !k->AsArray()[1].IsNumber() || !k->AsArray()[0].AsNumber().integer || !k->AsArray()[1].AsNumber().integer) {
+        throw InvalidArgument("vision_config.merge_kernel_size", "must be a list of two positive integers");
+      }
+      s.merge_kernel_h = *k->AsArray()[0].AsNumber().integer;
+      s.merge_kernel_w = *k->AsArray()[1].AsNumber().integer;
+      RequirePositiveAtMost(s.merge_kernel_h, kMaxHeadDim, "vision_config.merge_kernel_size", "a kernel of patches");
+      RequirePositiveAtMost(s.merge_kernel_w, kMaxHeadDim, "vision_config.merge_kernel_size", "a kernel of patches");
+      break;
+    }
+    case VisionEncoderKind::kLlama4:
+      s.vision_output_dim = VisionInt(v, {"vision_output_dim"}, kMaxHiddenSize);
+      s.projector_input_dim = VisionInt(v, {"projector_input_dim"}, kMaxHiddenSize);
+      s.projector_output_dim = VisionInt(v, {"projector_output_dim"}, kMaxHiddenSize);
+      s.projector_bias = VisionBool(v, "multi_modal_projector_bias", false);
+      break;
+    default:
+      break;
+  }
+  if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext) {
+    ReadFeatureLayers(config, s);
+    const JsonValue* bias = config.Find("multimodal_projector_bias");
+    s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector == VisionProjectorKind::kLlavaNext;
+    if (s.projector == VisionProjectorKind::kMistral3) {
+      const JsonValue* m = config.Find("spatial_merge_size");
+      s.spatial_merge_size = (m != nullptr && m->IsNumber() && m->AsNumber().integer) ? *m->AsNumber().integer : 2;
+      RequirePositiveAtMost(s.spatial_merge_size, kMaxHeadDim, "spatial_merge_size", "a merge of patches per side");
+    }
+  }
+  // Every tensor is computed once here, so a shape that overflows is refused while reading.
+  VisionEncoderParameters(s);
+  return s;
+}
+
+int64_t VisionEncoderParameters(const VisionEncoderSpec& spec) {
+  int64_t n = 0;
+  for (const Tensor& t : Describe(spec)) n = Add(n, Elements(t));
+  return n;
+}
+
+int64_t VisionEncoderBytesPerRank(const VisionEncoderSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size) {
+  RequirePositive(tensor_parallel_size, "tensor_parallel_size");
+  int64_t n = 0;
+  for (const Tensor& t : Describe(spec)) {
+    if (t.loaded) n = Add(n, ElementsPerRank(t, tensor_parallel_size));
+  }
+  return Mul(n, dtype_bytes);
+}
+
+}  // namespace vllm_mem
