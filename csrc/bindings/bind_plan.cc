@@ -177,6 +177,7 @@ void BindPlan(py::module_& m) {
       .def_readwrite("max_cudagraph_capture_size", &PlanInputs::max_cudagraph_capture_size)
       .def_readwrite("kv_cache_memory_bytes", &PlanInputs::kv_cache_memory_bytes)
       .def_readwrite("cudagraph_memory_in_budget", &PlanInputs::cudagraph_memory_in_budget)
+      .def_readwrite("checkpoint_weights_bytes", &PlanInputs::checkpoint_weights_bytes)
       .def_readwrite("activation_constants", &PlanInputs::activation_constants)
       .def_readwrite("non_torch_constants", &PlanInputs::non_torch_constants)
       .def_readwrite("cudagraph_constants", &PlanInputs::cudagraph_constants)

@@ -6,13 +6,16 @@ import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from . import _C
 from . import _limits as L
 from . import _validate as V
 
 __all__ = ["ModelSpec", "bundled_model_configs", "supported_model_types"]
+
+if TYPE_CHECKING:
+    from .hub import CheckpointWeights
 
 ConfigSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -62,8 +65,13 @@ def _read_config_text(source: ConfigSource) -> tuple[str, str]:
     bundled = _bundled_path(str(source))
     if bundled is not None:
         return bundled.read_text(encoding="utf-8"), bundled.stem.replace("--", "/")
-    V.fail("config", f"{V.show(str(source))} is neither a file, a folder holding config.json, nor a "
-                     "bundled model (see bundled_model_configs() or `vllm-mem models`)")
+    from .hub import fetch_config, is_hub_id  # after paths and bundled names: a Hub id (org/name)
+
+    if isinstance(source, str) and is_hub_id(source):
+        hub = fetch_config(source, field="config")
+        return V.read_text(hub.config_path, "config", L.MAX_CONFIG_FILE_BYTES), hub.repo_id
+    V.fail("config", f"{V.show(str(source))} is neither a file, a folder holding config.json, a bundled "
+                     "model (`vllm-mem models`), nor a Hugging Face Hub id (org/name)")
 
 
 def _weight_args(dtype: Any, quantization: Any, tensor_parallel_size: Any,
@@ -80,16 +88,19 @@ class ModelSpec:
     computation (weights, KV cache, plans) happens in C++.
     """
 
-    __slots__ = ("_spec", "name")
+    __slots__ = ("_checkpoint", "_spec", "name")
 
     def __init__(self, spec: _C.ModelSpec, name: str = "") -> None:
         self._spec = spec
         self.name = name
+        self._checkpoint: CheckpointWeights | None = None  # weights_source="headers" (vllm_mem.hub)
 
     @classmethod
-    def from_hf_config(cls, source: ConfigSource, *, allow_unknown: bool = False) -> ModelSpec:
-        """Read a model from a ``config.json`` path, a folder holding one, a dict, or the name
-        of a bundled config (see :func:`bundled_model_configs`).
+    def from_hf_config(cls, source: ConfigSource, *, allow_unknown: bool = False,
+                       weights_source: str = "config") -> ModelSpec:
+        """Read a model from a ``config.json`` path, a folder holding one, a dict, the name
+        of a bundled config (see :func:`bundled_model_configs`), or a Hugging Face Hub id
+        (``org/name``, via :meth:`from_pretrained`'s defaults), tried in that order.
 
         Only families with exact rules are read (:func:`supported_model_types`). A
         ``model_type`` without rules raises ``ValueError`` listing them, and one whose memory is
@@ -100,11 +111,87 @@ class ModelSpec:
         :attr:`generic_estimate_reason` (shown by every report) says why its figures are an
         estimate.
 
+        ``weights_source="headers"`` sums the weights from the checkpoint's safetensors headers
+        (a local folder's shards, or a Hub id's over the network) instead of the config; see
+        :attr:`checkpoint_weights`.
+
         Raises ``ValueError`` naming the field when a required field is missing or invalid.
         """
         allow = V.flag(allow_unknown, "allow_unknown")
+        headers = _weights_source(weights_source)
         text, name = _read_config_text(source)
-        return cls(_C.ModelSpec.from_json(text, allow), name)
+        spec = cls(_C.ModelSpec.from_json(text, allow), name)
+        if headers:
+            from .hub import checkpoint_weights, is_hub_id, local_checkpoint_weights
+
+            if isinstance(source, Mapping):
+                V.fail("weights_source", "'headers' needs a checkpoint folder or a Hub id, not a dict")
+            path = V.path_of(source, "config")
+            if V.file_problem(path) == "is a directory":
+                spec._checkpoint = local_checkpoint_weights(path, spec.num_layers)
+            elif V.file_problem(path) is None:
+                spec._checkpoint = local_checkpoint_weights(path.parent, spec.num_layers)
+            elif isinstance(source, str) and is_hub_id(source):  # a bundled id is the Hub's id too
+                spec._checkpoint = checkpoint_weights(source, num_layers=spec.num_layers)
+            else:
+                V.fail("weights_source", f"'headers' needs a checkpoint folder or a Hub id (org/name); got "
+                                         f"{V.show(str(source))}")
+        return spec
+
+    @classmethod
+    def from_pretrained(cls, repo_id: str, revision: str | None = None, token: str | bool | None = None, *,
+                        allow_unknown: bool = False, local_files_only: bool | None = None,
+                        weights_source: str = "config") -> ModelSpec:
+        """Read a model from the Hugging Face Hub by id (``"Qwen/Qwen3-Next-80B-A3B-Instruct"``)
+        with ``huggingface_hub``: only ``config.json`` (and ``model.safetensors.index.json``) are
+        fetched, into (or from) the usual cache (``HF_HUB_CACHE`` / ``HF_HOME``).
+
+        ``revision`` pins a branch, tag or commit; ``token`` reads gated or private repos
+        (default: ``HF_TOKEN`` or the token ``hf auth login`` saved); ``local_files_only``
+        reads the cache only (default: ``HF_HUB_OFFLINE``). ``weights_source="headers"`` also
+        reads every shard's safetensors header over the network (never the weights) and
+        plans with those exact bytes (:attr:`checkpoint_weights`).
+
+        Raises ``ValueError`` naming the repo and what to do: no such repo, a gated repo without
+        a token, an unknown revision, or offline with nothing cached.
+        """
+        from .hub import checkpoint_weights, fetch_config
+
+        allow = V.flag(allow_unknown, "allow_unknown")
+        headers = _weights_source(weights_source)
+        hub = fetch_config(repo_id, revision, token, local_files_only=local_files_only)
+        text = V.read_text(hub.config_path, "config", L.MAX_CONFIG_FILE_BYTES)
+        name = hub.repo_id if revision is None else f"{hub.repo_id}@{revision}"
+        spec = cls(_C.ModelSpec.from_json(text, allow), name)
+        if headers:
+            spec._checkpoint = checkpoint_weights(hub.repo_id, hub.commit_hash or revision, token,
+                                                  num_layers=spec.num_layers)
+        return spec
+
+    # --- weights read from the checkpoint's headers -------------------------------------------
+    @property
+    def checkpoint_weights(self) -> CheckpointWeights | None:
+        """The checkpoint's tensors summed from its safetensors headers (bytes as stored, per
+        dtype), when the spec was read with ``weights_source="headers"``; else ``None``."""
+        return self._checkpoint
+
+    @property
+    def checkpoint_weight_bytes(self) -> int | None:
+        """Bytes of the tensors vLLM loads, as stored in the checkpoint (``None``: not read)."""
+        return None if self._checkpoint is None else self._checkpoint.total_bytes
+
+    @property
+    def weights_source(self) -> str:
+        """Where plans take the weights term from: ``"checkpoint headers"`` or ``"config"``."""
+        return "config" if self._checkpoint is None else "checkpoint headers"
+
+    def _checkpoint_weights_bytes(self, dtype: str, quantization: str | None) -> int:
+        """The checkpoint's bytes as vLLM serves them (0: no headers read; plans use the
+        config): floating tensors cast to the served dtype unless the model is quantized."""
+        if self._checkpoint is None:
+            return 0
+        served = self.weight_breakdown(dtype, quantization)
+        return self._checkpoint.bytes_as_served(str(served["dtype"]), bool(served["quantization"]))
 
     # --- how exact the figures are ---------------------------------------------------------
     @property
@@ -247,6 +334,11 @@ class ModelSpec:
         from .display import model_spec_html  # imported on first display only
 
         return model_spec_html(self)
+
+
+def _weights_source(value: Any) -> bool:
+    """True for ``"headers"`` (read the checkpoint's safetensors headers), False for ``"config"``."""
+    return V.text(value, "weights_source", allowed=("config", "headers")) == "headers"
 
 
 def supported_model_types() -> list[str]:

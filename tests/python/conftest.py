@@ -11,6 +11,15 @@ import pytest
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
+@pytest.fixture(autouse=True)
+def _hugging_face_hub_offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test reaches the Hugging Face Hub (CI has no network) or reads the developer's cache:
+    a name of the org/name shape resolves against an empty cache, offline (vllm_mem.hub reads
+    these at each call). tests/python/test_hub.py builds its own caches and overrides them."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path_factory.getbasetemp() / "empty-hf-hub-cache"))
+
+
 @pytest.fixture(scope="session")
 def calibration_startups() -> list[dict[str, Any]]:
     """The 25 real vLLM v0.19.0 start-ups (tests/data/README.md)."""

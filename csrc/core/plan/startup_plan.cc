@@ -5,6 +5,7 @@
 #include "vllm_mem/plan/startup_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -43,6 +44,8 @@ void ValidateInputs(const ModelSpec& spec, const PlanInputs& in) {
   RequirePositiveAtMost(in.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens",
                         "vllm_mem/base/limits.h");
   RequireNonNegative(in.kv_cache_memory_bytes, "kv_cache_memory_bytes");
+  RequireNonNegative(in.checkpoint_weights_bytes, "checkpoint_weights_bytes");
+  RequireAtMost(in.checkpoint_weights_bytes, kMaxDeviceBytes, "checkpoint_weights_bytes", "1 PiB; vllm_mem/base/limits.h");
   RequireAtMost(in.kv_cache_memory_bytes, kMaxDeviceBytes, "kv_cache_memory_bytes", "1 PiB; vllm_mem/base/limits.h");
   ValidateBlockSize(in.block_size, "block_size");
   RequireNonNegative(in.gpu_count, "gpu_count");
@@ -141,6 +144,13 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
   wo.tensor_parallel_size = tp;
   wo.pipeline_parallel_size = pp;
   const WeightBreakdown weights = ComputeWeights(spec, wo);
+  int64_t whole_model_param_bytes = 1;  // the config's parameter bytes on one GPU (TP = PP = 1)
+  if (in.checkpoint_weights_bytes > 0) {
+    WeightOptions one_gpu = wo;
+    one_gpu.tensor_parallel_size = one_gpu.pipeline_parallel_size = 1;
+    const RankWeights& whole = ComputeWeights(spec, one_gpu).per_pp_rank.at(0);
+    whole_model_param_bytes = std::max<int64_t>(1, whole.total_bytes - whole.buffer_bytes);
+  }
 
   // 3. KV geometry per rank (bytes per block), from the sizing core.
   const KvCacheOptions kv_options = KvOptionsFor(spec, in);
@@ -160,6 +170,17 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
     rank.first_layer = rw.first_layer;
     rank.end_layer = rw.end_layer;
     rank.weights_bytes = rw.total_bytes;
+    if (in.checkpoint_weights_bytes > 0) {
+      // Headers give the whole checkpoint as stored; each rank takes the share of the
+      // parameters the config path gives it (vocab/TP shards, replicated norms and KV heads,
+      // its PP layers), plus its buffers, which no checkpoint holds (rotary cos/sin cache).
+      const int64_t rank_params = rw.total_bytes - rw.buffer_bytes;
+      const double share = static_cast<double>(rank_params) / static_cast<double>(whole_model_param_bytes);
+      rank.weights_bytes = CheckedAdd(
+          CheckedDoubleToInt64(std::round(share * static_cast<double>(in.checkpoint_weights_bytes)),
+                               "checkpoint_weights_bytes"),
+          rw.buffer_bytes, "checkpoint_weights_bytes");
+    }
 
     ActivationOptions ao;
     ao.max_num_batched_tokens = in.max_num_batched_tokens;
@@ -336,7 +357,9 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
              "ceil(total x " + PythonFloatRepr(in.gpu_memory_utilization) + "), vLLM request_memory");
   out += "\nbreakdown (tightest GPU: pipeline rank " + std::to_string(plan.tightest_pp_rank) + ")\n";
   const RankPlan& t = plan.ranks.at(static_cast<size_t>(plan.tightest_pp_rank));
-  out += Row("weights", t.weights_bytes, total, "sizing core: parameters x dtype  [Model loading took]");
+  out += Row("weights", t.weights_bytes, total,
+             in.checkpoint_weights_bytes > 0 ? "checkpoint headers: bytes as stored, split as the config  [Model loading took]"
+                                             : "config: parameters x dtype  [Model loading took]");
   const std::string act_src = t.activation.sampler_dominates
                                   ? "estimate: sampler over " + std::to_string(std::min(in.max_num_seqs, in.max_num_batched_tokens)) +
                                         " x " + std::to_string(spec.vocab_size) + " logits"

@@ -138,6 +138,9 @@ def add_gpu(parser: argparse.ArgumentParser, help_default: str, *api_names: str)
 
 
 def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: str | None = None) -> None:
+    if metavar == "CONFIG":  # a model: after paths and bundled names, a Hub id (docs/models.md)
+        help += "; else a Hugging Face Hub id org/name, read from the local cache or the Hub (HF_HUB_OFFLINE=1: " \
+                "cache only; HF_TOKEN for gated repos)"
     parser.add_argument("config", metavar=metavar, help=help, nargs=nargs)
     _fields(parser)["config"] = metavar
     parser.add_argument("--allow-unknown", action="store_true",

@@ -81,4 +81,6 @@ def plan(
         max_cudagraph_capture_size=max_cudagraph_capture_size,
         kv_cache_memory_bytes=kv_cache_memory_bytes,
         cudagraph_memory_in_budget=cudagraph_memory_in_budget)
+    if s.checkpoint_weights is not None:  # weights_source="headers": the checkpoint's own bytes
+        inputs.checkpoint_weights_bytes = s._checkpoint_weights_bytes(inputs.dtype, inputs.quantization or None)
     return StartupPlan(_C.evaluate_plan(s._spec, inputs), s)

@@ -59,6 +59,9 @@ struct PlanInputs {
   /*! VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: the graph estimate is subtracted from the KV
    *  budget (default since vLLM v0.21; v0.19 logged it without subtracting). */
   bool cudagraph_memory_in_budget = true;
+  /*! The checkpoint's weight bytes read from its safetensors headers (vllm_mem.hub); 0: from
+   *  the config. Split over TP/PP ranks in the config path's proportions (EvaluatePlan). */
+  int64_t checkpoint_weights_bytes = 0;  // 0: from the config
   ActivationConstants activation_constants;
   NonTorchConstants non_torch_constants;
   CudagraphConstants cudagraph_constants;

@@ -1,0 +1,322 @@
+/*!
+ * \file core/model/hybrid_config.cc
+ * \brief Layer types and recurrent-mixer dimensions of hybrid models, read as vLLM's model files
+ *        read them (each rule names its file).
+ */
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+
+#include "core/base/checked_math.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/base/limits.h"
+#include "vllm_mem/model/hybrid_spec.h"
+#include "vllm_mem/model/model_spec.h"
+
+namespace vllm_mem {
+namespace {
+
+bool StartsWithQwen35(const std::string& model_type) { return model_type.rfind("qwen3_5", 0) == 0; }
+
+const JsonValue* Present(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.Find(key);
+  return (v == nullptr || v->IsNull()) ? nullptr : v;
+}
+
+/*! An integer field, or \p fallback when absent; integral floats are accepted (as model_spec.cc). */
+int64_t IntOr(const JsonValue& obj, std::initializer_list<const char*> keys, int64_t fallback) {
+  for (const char* key : keys) {
+    const JsonValue* v = Present(obj, key);
+    if (v == nullptr) continue;
+    if (!v->IsNumber()) throw InvalidArgument(key, "must be an integer, got " + v->KindName());
+    const auto& n = v->AsNumber();
+    if (n.integer) return *n.integer;
+    if (n.value > -9.2e18 && n.value < 9.2e18 && n.value == static_cast<double>(static_cast<int64_t>(n.value))) {
+      return static_cast<int64_t>(n.value);
+    }
+    throw InvalidArgument(key, "must be an integer");
+  }
+  return fallback;
+}
+
+/*! A positive dimension, bounded like the other model dimensions (vllm_mem/base/limits.h). */
+int64_t Dim(const JsonValue& obj, std::initializer_list<const char*> keys, int64_t fallback, int64_t bound) {
+  const int64_t v = IntOr(obj, keys, fallback);
+  const char* name = *keys.begin();
+  if (v <= 0) {
+    throw InvalidArgument(name, v == fallback && fallback <= 0 ? "required field missing from config.json"
+                                                               : "must be a positive integer, got " + std::to_string(v));
+  }
+  RequireAtMost(v, bound, name, "vllm_mem/base/limits.h: 100x beyond real models");
+  return v;
+}
+
+bool BoolOr(const JsonValue& obj, const char* key, bool fallback) {
+  const JsonValue* v = Present(obj, key);
+  if (v == nullptr) return fallback;
+  if (!v->IsBool()) throw InvalidArgument(key, "must be true or false, got " + v->KindName());
+  return v->AsBool();
+}
+
+std::string StringOr(const JsonValue& obj, const char* key) {
+  const JsonValue* v = Present(obj, key);
+  if (v == nullptr) return "";
+  if (!v->IsString()) throw InvalidArgument(key, "must be a string, got " + v->KindName());
+  return v->AsString();
+}
+
+void SetAttention(LayerSpec& l, bool attention) { l.attention = attention ? AttentionKind::kFull : AttentionKind::kNone; }
+
+/*! Mamba-2 dimensions under the spelling of Bamba / Granite-4.0-H / Falcon-H1 (mamba_*). The
+ *  head dim "auto" (or absent) is mamba_expand * hidden / mamba_n_heads (transformers' BambaConfig). */
+void ReadMamba2Prefixed(HybridSpec& h, const ModelSpec& spec, const JsonValue& text) {
+  h.kind = RecurrentMixerKind::kMamba2;
+  const int64_t expand = Dim(text, {"mamba_expand"}, 2, 1 << 10);
+  h.num_heads = Dim(text, {"mamba_n_heads"}, 128, kMaxAttentionHeads);
+  // Falcon-H1 may size the SSM independently of the expansion (mamba_d_ssm).
+  h.intermediate_size = Dim(text, {"mamba_d_ssm"}, CheckedMul(expand, spec.hidden_size, "mamba_expand"),
+                            kMaxIntermediateSize);
+  const JsonValue* d_head = Present(text, "mamba_d_head");
+  if (d_head == nullptr || d_head->IsString()) {
+    if (h.intermediate_size % h.num_heads != 0) {
+      throw InvalidArgument("mamba_d_head", "is auto, and mamba_expand * hidden_size (" +
+                                                std::to_string(h.intermediate_size) +
+                                                ") is not divisible by mamba_n_heads");
+    }
+    h.head_dim = h.intermediate_size / h.num_heads;
+  } else {
+    h.head_dim = Dim(text, {"mamba_d_head"}, 0, kMaxHeadDim);
+  }
+  h.n_groups = Dim(text, {"mamba_n_groups"}, 1, kMaxAttentionHeads);
+  h.state_size = Dim(text, {"mamba_d_state"}, 128, kMaxHeadDim);
+  h.conv_kernel = Dim(text, {"mamba_d_conv"}, 4, 1 << 10);
+  h.chunk_size = Dim(text, {"mamba_chunk_size"}, 256, kMaxModelLenTokens);
+  h.conv_bias = BoolOr(text, "mamba_conv_bias", true);
+  h.proj_bias = BoolOr(text, "mamba_proj_bias", false);
+}
+
+/*! layer_types ("mamba"/"attention") or attn_layer_indices (Bamba). */
+void ReadListedLayers(ModelSpec& spec, const JsonValue& text) {
+  if (const JsonValue* types = Present(text, "layer_types"); types != nullptr) {
+    if (!types->IsArray() || static_cast<int64_t>(types->AsArray().size()) != spec.num_layers) {
+      throw InvalidArgument("layer_types", "must be a list of num_hidden_layers (" + std::to_string(spec.num_layers) +
+                                               ") strings");
+    }
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      const JsonValue& t = types->AsArray()[i];
+      const std::string k = t.IsString() ? t.AsString() : "";
+      if (k == "attention") {
+        SetAttention(spec.layers[i], true);
+      } else if (k == "mamba") {
+        SetAttention(spec.layers[i], false);
+        spec.layers[i].recurrent_state = true;
+      } else {
+        throw InvalidArgument("layer_types", "entries must be \"mamba\" or \"attention\", got " +
+                                                 (t.IsString() ? EchoValue(k) : t.KindName()));
+      }
+    }
+    return;
+  }
+  for (LayerSpec& l : spec.layers) {
+    SetAttention(l, false);
+    l.recurrent_state = true;
+  }
+  if (const JsonValue* idx = Present(text, "attn_layer_indices"); idx != nullptr) {
+    if (!idx->IsArray()) throw InvalidArgument("attn_layer_indices", "must be a list of layer indices");
+    for (const JsonValue& e : idx->AsArray()) {
+      const int64_t i = e.IsNumber() && e.AsNumber().integer ? *e.AsNumber().integer : -1;
+      if (i < 0 || i >= spec.num_layers) {
+        throw InvalidArgument("attn_layer_indices", "entries must be layer indices in [0, " +
+                                                        std::to_string(spec.num_layers) + ")");
+      }
+      SetAttention(spec.layers[static_cast<size_t>(i)], true);
+      spec.layers[static_cast<size_t>(i)].recurrent_state = false;
+    }
+  }
+}
+
+/*! Jamba (vllm jamba.py, transformers JambaConfig.layers_block_type): attention where
+ *  i % attn_layer_period == attn_layer_offset, Mamba-1 elsewhere; MoE where
+ *  i % expert_layer_period == expert_layer_offset (when num_experts > 1). */
+void ReadJamba(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const int64_t attn_period = Dim(text, {"attn_layer_period"}, 8, kMaxNumLayers);
+  const int64_t attn_offset = IntOr(text, {"attn_layer_offset"}, 4);
+  const int64_t expert_period = Dim(text, {"expert_layer_period"}, 2, kMaxNumLayers);
+  const int64_t expert_offset = IntOr(text, {"expert_layer_offset"}, 1);
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const int64_t idx = static_cast<int64_t>(i);
+    const bool attention = idx % attn_period == attn_offset;
+    SetAttention(spec.layers[i], attention);
+    spec.layers[i].recurrent_state = !attention;
+    spec.layers[i].moe = spec.moe.has_value() && spec.moe->num_experts > 1 && idx % expert_period == expert_offset;
+  }
+  h.kind = RecurrentMixerKind::kMamba1;
+  h.intermediate_size = CheckedMul(Dim(text, {"mamba_expand"}, 2, 1 << 10), spec.hidden_size, "mamba_expand");
+  h.state_size = Dim(text, {"mamba_d_state"}, 16, kMaxHeadDim);
+  h.conv_kernel = Dim(text, {"mamba_d_conv"}, 4, 1 << 10);
+  // dt_rank "auto" is ceil(hidden / 16) (transformers JambaConfig); kept in head_dim for the weights.
+  const JsonValue* dt = Present(text, "mamba_dt_rank");
+  h.head_dim = (dt == nullptr || dt->IsString()) ? CeilDiv(spec.hidden_size, 16) : Dim(text, {"mamba_dt_rank"}, 0, kMaxHiddenSize);
+  h.conv_bias = BoolOr(text, "mamba_conv_bias", true);
+  h.proj_bias = BoolOr(text, "mamba_proj_bias", false);
+}
+
+/*! Nemotron-H (vllm nemotron_h.py): hybrid_override_pattern, one character per layer: M Mamba-2,
+ *  * attention, - MLP, E MoE. Each layer is exactly one of them. */
+void ReadNemotronH(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const std::string pattern = StringOr(text, "hybrid_override_pattern");
+  if (static_cast<int64_t>(pattern.size()) != spec.num_layers) {
+    throw InvalidArgument("hybrid_override_pattern", "must have one character per layer (num_hidden_layers = " +
+                                                         std::to_string(spec.num_layers) + "), got " +
+                                                         std::to_string(pattern.size()));
+  }
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    LayerSpec& l = spec.layers[i];
+    const char c = pattern[i];
+    if (c != 'M' && c != '*' && c != '-' && c != 'E') {
+      throw InvalidArgument("hybrid_override_pattern", "characters must be M, *, - or E, got " +
+                                                           EchoValue(std::string(1, c)));
+    }
+    SetAttention(l, c == '*');
+    l.recurrent_state = c == 'M';
+    l.moe = c == 'E';
+    l.mlp = c == '-' || c == 'E';
+  }
+  h.kind = RecurrentMixerKind::kMamba2;
+  h.num_heads = Dim(text, {"mamba_num_heads"}, 0, kMaxAttentionHeads);
+  h.head_dim = Dim(text, {"mamba_head_dim"}, 0, kMaxHeadDim);
+  // vLLM's NemotronHMamba2Mixer: intermediate_size = mamba_num_heads * mamba_head_dim.
+  h.intermediate_size = CheckedMul(h.num_heads, h.head_dim, "mamba_num_heads");
+  h.n_groups = Dim(text, {"n_groups"}, 8, kMaxAttentionHeads);
+  h.state_size = Dim(text, {"ssm_state_size"}, 128, kMaxHeadDim);
+  h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
+  h.chunk_size = Dim(text, {"chunk_size"}, 128, kMaxModelLenTokens);
+  h.conv_bias = BoolOr(text, "use_conv_bias", true);
+  h.proj_bias = BoolOr(text, "use_bias", false);
+  h.ssm_dtype_from_config = true;
+  // transformers' NemotronHConfig defaults mamba_ssm_cache_dtype to "float32", so vLLM's
+  // getattr(hf_config, "mamba_ssm_cache_dtype", ...) sees float32 when the file omits it.
+  h.config_ssm_cache_dtype = StringOr(text, "mamba_ssm_cache_dtype");
+  if (h.config_ssm_cache_dtype.empty()) h.config_ssm_cache_dtype = "float32";
+}
+
+/*! Qwen3-Next / Qwen3.5 (vllm qwen3_next.py, qwen3_5.py): layer_types "linear_attention" /
+ *  "full_attention", else full attention every full_attention_interval-th layer. */
+void ReadGatedDeltaNet(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const JsonValue* types = Present(text, "layer_types");
+  const int64_t interval = Dim(text, {"full_attention_interval"}, 4, kMaxNumLayers);
+  if (types != nullptr && (!types->IsArray() || static_cast<int64_t>(types->AsArray().size()) != spec.num_layers)) {
+    throw InvalidArgument("layer_types", "must be a list of num_hidden_layers (" + std::to_string(spec.num_layers) +
+                                             ") strings");
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    bool full = (static_cast<int64_t>(i) + 1) % interval == 0;
+    if (types != nullptr) {
+      const JsonValue& t = types->AsArray()[i];
+      const std::string k = t.IsString() ? t.AsString() : "";
+      if (k != "full_attention" && k != "linear_attention") {
+        throw InvalidArgument("layer_types", "entries must be \"linear_attention\" or \"full_attention\", got " +
+                                                 (t.IsString() ? EchoValue(k) : t.KindName()));
+      }
+      full = k == "full_attention";
+    }
+    SetAttention(spec.layers[i], full);
+    spec.layers[i].recurrent_state = !full;
+  }
+  h.kind = RecurrentMixerKind::kGatedDeltaNet;
+  h.num_k_heads = Dim(text, {"linear_num_key_heads"}, 0, kMaxAttentionHeads);
+  h.num_heads = Dim(text, {"linear_num_value_heads"}, 0, kMaxAttentionHeads);
+  h.head_k_dim = Dim(text, {"linear_key_head_dim"}, 0, kMaxHeadDim);
+  h.head_dim = Dim(text, {"linear_value_head_dim"}, 0, kMaxHeadDim);
+  h.conv_kernel = Dim(text, {"linear_conv_kernel_dim"}, 4, 1 << 10);
+  if (h.num_heads % h.num_k_heads != 0) {
+    throw InvalidArgument("linear_num_value_heads", "must be a multiple of linear_num_key_heads (" +
+                                                        std::to_string(h.num_k_heads) + ")");
+  }
+  if (StartsWithQwen35(spec.model_type)) {
+    // Qwen3_5ForConditionalGenerationConfig.verify_and_update_config: with
+    // --mamba-ssm-cache-dtype auto, the SSM state takes text_config.mamba_ssm_dtype.
+    h.ssm_dtype_from_config = true;
+    h.config_ssm_cache_dtype = StringOr(text, "mamba_ssm_dtype");
+  }
+}
+
+}  // namespace
+
+bool IsHybridModelType(std::string_view t) {
+  for (const char* known : {"jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1", "qwen3_next", "qwen3_5",
+                            "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "mamba2"}) {
+    if (t == known) return true;
+  }
+  return false;
+}
+
+void ReadHybridLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& top) {
+  (void)top;
+  if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
+    spec.layers.assign(static_cast<size_t>(spec.num_layers), LayerSpec{});
+  }
+  if (const JsonValue* q = Present(text, "quantization_config"); q != nullptr && q->IsObject()) {
+    if (const JsonValue* kv = Present(*q, "kv_cache_scheme"); kv != nullptr) spec.checkpoint_kv_cache_dtype = "fp8";
+  }
+  HybridSpec h;
+  const std::string& t = spec.model_type;
+  if (t == "jamba") {
+    ReadJamba(spec, h, text);
+  } else if (t == "nemotron_h") {
+    ReadNemotronH(spec, h, text);
+  } else if (t == "qwen3_next" || StartsWithQwen35(t)) {
+    ReadGatedDeltaNet(spec, h, text);
+  } else if (t == "falcon_h1") {
+    // Falcon-H1 (vllm falcon_h1.py): every layer runs attention and a Mamba-2 mixer in parallel.
+    ReadMamba2Prefixed(h, spec, text);
+    h.gated_norm = BoolOr(text, "mamba_rms_norm", false);
+    for (LayerSpec& l : spec.layers) {
+      SetAttention(l, true);
+      l.recurrent_state = true;
+    }
+  } else if (t == "bamba" || t == "granitemoehybrid") {
+    ReadMamba2Prefixed(h, spec, text);
+    ReadListedLayers(spec, text);
+    if (t == "granitemoehybrid") {
+      // GraniteMoeHybrid: every layer has the MoE block when num_local_experts > 0, plus a
+      // shared MLP of shared_intermediate_size; otherwise a dense shared MLP only.
+      const int64_t shared = IntOr(text, {"shared_intermediate_size"}, 0);
+      RequireNonNegative(shared, "shared_intermediate_size");
+      RequireAtMost(shared, kMaxIntermediateSize, "shared_intermediate_size", "vllm_mem/base/limits.h");
+      if (spec.moe) {
+        spec.moe->shared_expert_intermediate_size = shared;
+        spec.moe->shared_expert_gate = false;  // a plain shared MLP, no sigmoid gate
+      } else if (shared > 0) {
+        spec.intermediate_size = shared;
+      }
+      for (LayerSpec& l : spec.layers) l.moe = spec.moe.has_value();
+    }
+  } else if (t == "mamba2") {
+    // Mamba2ForCausalLM (vllm mamba2.py): every layer a Mamba-2 mixer, no attention, no MLP.
+    h.kind = RecurrentMixerKind::kMamba2;
+    h.num_heads = Dim(text, {"num_heads"}, 0, kMaxAttentionHeads);
+    h.head_dim = Dim(text, {"head_dim"}, 64, kMaxHeadDim);
+    h.intermediate_size = CheckedMul(Dim(text, {"expand"}, 2, 1 << 10), spec.hidden_size, "expand");
+    h.n_groups = Dim(text, {"n_groups"}, 1, kMaxAttentionHeads);
+    h.state_size = Dim(text, {"state_size"}, 128, kMaxHeadDim);
+    h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
+    h.chunk_size = Dim(text, {"chunk_size"}, 256, kMaxModelLenTokens);
+    h.conv_bias = BoolOr(text, "use_conv_bias", true);
+    h.proj_bias = BoolOr(text, "use_bias", false);
+    for (LayerSpec& l : spec.layers) {
+      SetAttention(l, false);
+      l.recurrent_state = true;
+      l.mlp = false;
+    }
+  } else {
+    throw InvalidArgument("model_type", "no hybrid layer rules for " + EchoValue(t));
+  }
+  for (const LayerSpec& l : spec.layers) {
+    h.num_state_layers += l.recurrent_state ? 1 : 0;
+    h.num_attention_layers += l.attention != AttentionKind::kNone ? 1 : 0;
+  }
+  spec.hybrid = h;
+}
+
+}  // namespace vllm_mem
