@@ -72,7 +72,8 @@ void UnifyPageSizes(std::vector<LayerKvSpec>& layers) {
 
 }  // namespace
 
-KvCacheGrouping GetKvCacheGroups(const std::vector<LayerKvSpec>& input, bool disable_hybrid_kv_cache_manager) {
+KvCacheGrouping GetKvCacheGroups(const std::vector<LayerKvSpec>& input, bool disable_hybrid_kv_cache_manager,
+                                 double group_size_max_ratio) {
   KvCacheGrouping out;
   std::vector<LayerKvSpec> layers = input;
   if (layers.empty()) return out;  // attention-free
@@ -117,7 +118,12 @@ KvCacheGrouping GetKvCacheGroups(const std::vector<LayerKvSpec>& input, bool dis
   // Groups of the smallest type's size, unless padding every type up to the largest wastes
   // less (max < 1.5 * min; e.g. gpt-oss + eagle: 12 sliding + 13 full -> 13 + 13).
   int64_t group_size = min_layers;
-  if (2 * max_layers < 3 * min_layers) group_size = max_layers;
+  if (group_size_max_ratio == 1.5) {
+    if (2 * max_layers < 3 * min_layers) group_size = max_layers;  // exact in integers
+  } else if (group_size_max_ratio > 0.0 &&
+             static_cast<double>(max_layers) < group_size_max_ratio * static_cast<double>(min_layers)) {
+    group_size = max_layers;
+  }
   for (const auto& [spec, indices] : buckets) {
     const int64_t n = static_cast<int64_t>(indices.size());
     const int64_t padding = group_size - n % group_size;

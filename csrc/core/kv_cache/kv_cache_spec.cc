@@ -5,11 +5,13 @@
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
 
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "core/model/parallelism.h"
+#include "vllm_mem/kv_cache/mamba_state.h"
 
 namespace vllm_mem {
 namespace {
@@ -155,7 +157,9 @@ int64_t MaxMemoryUsageBytes(const KvCacheSpec& spec, const KvRequestShape& shape
     const auto& m = std::get<MambaKvSpec>(spec);
     switch (m.cache_mode) {
       case MambaCacheMode::kAll:
-        blocks = CheckedAdd(FullBlocks(shape, block), m.num_speculative_blocks, "num_speculative_blocks");
+        // One state per block of the request (block 0: mamba_block_size = max_model_len).
+        blocks = CheckedAdd(block > 0 ? FullBlocks(shape, block) : 1, m.num_speculative_blocks,
+                            "num_speculative_blocks");
         break;
       case MambaCacheMode::kAlign:
         blocks = CheckedAdd(2, m.num_speculative_blocks, "num_speculative_blocks");
@@ -248,9 +252,21 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
     base.head_size = model.head_dim;
     base.head_size_v = model.head_dim;
   }
+  // Hybrids: the attention block size is raised until one attention page holds one recurrent
+  // state, whose page is padded to equal it (mamba_state.h).
+  std::optional<HybridLayerPlan> hybrid;
+  if (model.hybrid) {
+    hybrid = PlanHybridLayers(model, options, options.block_size_tokens);
+    base.block_size_tokens = hybrid->attention_block_size_tokens;
+  }
   std::vector<LayerKvSpec> out;
   for (int64_t i = first_layer; i < last_layer; ++i) {
     const LayerSpec& layer = model.layers[static_cast<size_t>(i)];
+    // Falcon-H1 layers hold both: the attention layer's spec first, then the Mamba mixer's.
+    if (hybrid && layer.recurrent_state && layer.attention == AttentionKind::kNone) {
+      out.push_back({i, hybrid->mamba});
+      continue;
+    }
     switch (layer.attention) {
       case AttentionKind::kNone:
         continue;  // no KV cache (linear attention / Mamba layers are sized elsewhere)
@@ -269,6 +285,7 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
         }
         break;
     }
+    if (hybrid && layer.recurrent_state) out.push_back({i, hybrid->mamba});
   }
   return out;
 }

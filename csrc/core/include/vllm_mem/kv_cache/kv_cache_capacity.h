@@ -32,6 +32,43 @@ struct KvCacheOptions {
   /*! v0.19 behaviour: a sliding-window group never needs more blocks per request than full
    *  attention (docs/kv_cache.md); false gives the plain cdiv(...) + 1 of the source. */
   bool cap_sliding_window_at_full = true;
+
+  // ---- hybrid state-space / linear-attention models (vllm_mem/kv_cache/mamba_state.h) ----
+  std::string mamba_cache_dtype = "auto";      //!< --mamba-cache-dtype (conv state): auto, float32, float16, bfloat16
+  std::string mamba_ssm_cache_dtype = "auto";  //!< --mamba-ssm-cache-dtype (SSM / recurrent state)
+  /*! --mamba-cache-mode: "none" (one state per request), "align" (2 + spec states, prefix
+   *  caching at block boundaries) or "all" (one state per block of the request). vLLM >= 0.11
+   *  picks "align" / "all" itself when prefix caching is on (models/config.py
+   *  MambaModelConfig); the caller passes what vLLM resolved. */
+  std::string mamba_cache_mode = "none";
+  int64_t num_speculative_tokens = 0;          //!< speculative tokens: extra Mamba blocks (and conv rows)
+  int64_t mamba_block_size = 0;                //!< --mamba-block-size ("all" aligns to it); 0: the model's chunk_size
+  /*! The attention backend's smallest kernel block, which the unified block size is a
+   *  multiple of. 0: 16 (FlashAttention / FlashInfer; 64 for MLA backends), as
+   *  HybridAttentionMambaModelConfig chooses on CUDA (Blackwell FlashInfer with head size 256
+   *  uses 32). */
+  int64_t hybrid_kernel_block_alignment = 0;
+  /*! vLLM PR 37467 (merged 2026-03, _align_hybrid_block_size in
+   *  Platform.update_block_size_for_backend): the alignment is max(kernel block, --block-size).
+   *  false: the releases before it (alignment 16; --block-size only a floor). */
+  bool hybrid_align_to_user_block_size = true;
+  /*! NemotronHForCausalLMConfig / Qwen3_5ForConditionalGenerationConfig (models/config.py):
+   *  an "auto" SSM dtype becomes the checkpoint's mamba_ssm_cache_dtype / mamba_ssm_dtype
+   *  (float32 for Nemotron-Nano-9B-v2). false: the release of vLLM issue 24280, where the state
+   *  followed the model dtype (16-bit). */
+  bool mamba_ssm_dtype_from_config = true;
+  /*! mamba_utils.py since speculative decoding of hybrids: the Mamba-2 / GDN conv state keeps
+   *  conv_kernel - 1 + num_speculative_tokens rows. false: conv_kernel - 1 (earlier releases). */
+  bool mamba_conv_state_includes_spec_tokens = true;
+  /*! "GPU KV cache size: N tokens": true, int(max_concurrency * max_model_len) (vLLM main in
+   *  2026, after issue 40691 / PR 38364); false, num_blocks // len(kv_cache_groups) *
+   *  min(block sizes), what vLLM 0.19 printed (issue 40691: 290,864 tokens beside 33.04x). */
+  bool kv_tokens_from_concurrency = true;
+  /*! get_kv_cache_groups: groups of the smallest layer type's size, unless the largest type
+   *  has fewer than this many times as many layers, then the largest's (1.5: vLLM main,
+   *  kv_cache_utils.py, the gpt-oss + eagle comment). 0: always the smallest (earlier releases,
+   *  release unverified). */
+  double group_size_max_ratio = 1.5;
 };
 
 /*! \brief One KV-cache group (layers sharing a block table). */
@@ -61,6 +98,17 @@ struct KvCacheCapacity {
   std::vector<KvCacheGroupInfo> groups;
   std::string kv_cache_dtype;      //!< the resolved KV storage dtype ("auto" replaced)
   int64_t num_padding_layers = 0;  //!< vLLM's "Add %d padding layers"
+
+  // ---- hybrid models (empty / 0 otherwise) ----
+  int64_t mamba_state_bytes = 0;            //!< one recurrent layer's state on one rank, unpadded
+  int64_t mamba_page_size_padded_bytes = 0; //!< the state padded to the attention page (0: no padding)
+  double mamba_padding_percent = 0.0;       //!< vLLM's "Padding mamba page size by P%"
+  int64_t attention_block_size = 0;         //!< the unified attention block size (tokens)
+  /*! What vLLM logs while unifying the pages, in its words: "Setting attention block size to
+   *  N tokens to ensure that attention page size is >= mamba page size." and "Padding mamba
+   *  page size by P% to ensure that mamba page size and attention page size are exactly
+   *  equal." (the second only when the pages differ). */
+  std::vector<std::string> hybrid_log_lines;
 };
 
 /*! \brief KV capacity for \p available_bytes_per_worker: one entry (every worker alike), one per

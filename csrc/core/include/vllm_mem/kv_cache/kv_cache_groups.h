@@ -35,8 +35,10 @@ struct KvCacheGrouping {
 
 /*! \brief vLLM's get_kv_cache_groups over every layer of the model (all pipeline ranks merged).
  *  Unsupported (NotImplementedError) where vLLM cannot unify page sizes; InvalidArgument
- *  (ValueError) where the hybrid manager is disabled but the specs cannot be made uniform. */
-KvCacheGrouping GetKvCacheGroups(const std::vector<LayerKvSpec>& layers, bool disable_hybrid_kv_cache_manager);
+ *  (ValueError) where the hybrid manager is disabled but the specs cannot be made uniform.
+ *  \p group_size_max_ratio: KvCacheOptions::group_size_max_ratio. */
+KvCacheGrouping GetKvCacheGroups(const std::vector<LayerKvSpec>& layers, bool disable_hybrid_kv_cache_manager,
+                                 double group_size_max_ratio = 1.5);
 
 /*! \brief _project_kv_cache_groups_to_worker: each group keeps only the layers in
  *  [first_layer, last_layer); a group may become empty but keeps its spec. */

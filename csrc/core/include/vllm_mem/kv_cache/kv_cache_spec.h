@@ -61,9 +61,13 @@ struct MlaKvSpec {
 /*! \brief Which Mamba states vLLM keeps per request (mamba_cache_mode). */
 enum class MambaCacheMode { kNone, kAlign, kAll };
 
-/*! \brief MambaSpec placeholder for hybrid state-space models: the page is the per-request
- *  state (sum of the state tensors' bytes), which the caller supplies. */
+/*! \brief MambaSpec (vllm/v1/kv_cache_interface.py): one recurrent layer's per-request state
+ *  (conv + SSM tensors, vllm_mem/kv_cache/mamba_state.h), padded to the attention page of the
+ *  hybrid's unified page size. */
 struct MambaKvSpec {
+  /*! vLLM's mamba_block_size: max_model_len in mode "none" (0 here: the request length, which
+   *  the layout does not know; PlanHybridLayers sets it), the attention block size in "align" /
+   *  "all". */
   int64_t block_size_tokens = 16;
   int64_t state_bytes = 0;             //!< Σ prod(shape_i) * dtype_size_i
   int64_t page_size_padded_bytes = 0;  //!< 0: none
@@ -131,11 +135,30 @@ struct LayerKvSpec {
   KvCacheSpec spec;
 };
 
+/*! \brief The settings of hybrid (Mamba / linear-attention) models, vLLM's CacheConfig fields and
+ *  the release-dependent rules of mamba_state.h (KvCacheOptions documents each). */
+struct HybridKvOptions {
+  std::string model_dtype = "auto";            //!< --dtype: "auto" Mamba dtypes follow it
+  std::string mamba_cache_dtype = "auto";
+  std::string mamba_ssm_cache_dtype = "auto";
+  MambaCacheMode cache_mode = MambaCacheMode::kNone;
+  int64_t num_speculative_tokens = 0;
+  int64_t user_block_size_tokens = 0;          //!< --block-size as given; 0: not given
+  int64_t mamba_block_size_tokens = 0;         //!< --mamba-block-size; 0: not given
+  int64_t kernel_block_alignment_tokens = 0;   //!< 0: 16 (64 for MLA), vLLM's CUDA default
+  bool align_to_user_block_size = true;
+  bool ssm_dtype_from_config = true;
+  bool conv_state_includes_spec_tokens = true;
+  double group_size_max_ratio = 1.5;           //!< KvCacheOptions::group_size_max_ratio (any model)
+  bool operator==(const HybridKvOptions&) const = default;
+};
+
 /*! \brief Settings that shape every layer's spec. */
 struct KvSpecBuildOptions {
   int64_t block_size_tokens = 16;
   KvCacheDType dtype;
   int64_t tensor_parallel_size = 1;
+  HybridKvOptions hybrid;  //!< read only for models with ModelSpec::hybrid
 };
 
 /*! \brief The KV specs of the decoder layers [first_layer, last_layer) of \p model on one
