@@ -92,6 +92,8 @@ def speculative_config(value: Any, target: Any) -> Any:
     if c.method == "mtp":
         # vLLM loads the MTP layers from the target checkpoint (model defaults to the target's).
         source = model if model is not None else target
+        if isinstance(source, ModelSpec) and source.name and source.name != "<dict>":
+            source = source.name  # the bundled name, path or Hub id it was read from
         if isinstance(source, ModelSpec):
             V.fail(f"{FIELD}.method", "'mtp' reads the MTP layer count from the target's config.json: pass the "
                                       "model as a name, path or dict (not a ModelSpec), or give speculative_config.model")
