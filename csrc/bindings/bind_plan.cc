@@ -107,7 +107,8 @@ void BindPlan(py::module_& m) {
   py::class_<ActivationConstants>(m, "ActivationConstants")
       .def(py::init<>())
       .def_readwrite("hidden_tensors", &ActivationConstants::hidden_tensors)
-      .def_readwrite("sampler_bytes_per_logit", &ActivationConstants::sampler_bytes_per_logit);
+      .def_readwrite("sampler_bytes_per_logit", &ActivationConstants::sampler_bytes_per_logit)
+      .def_readwrite("fused_moe_chunk_tokens", &ActivationConstants::fused_moe_chunk_tokens);
   py::class_<NonTorchConstants>(m, "NonTorchConstants")
       .def(py::init<>())
       .def_readwrite("single_process_bytes", &NonTorchConstants::single_process_bytes)
@@ -117,6 +118,7 @@ void BindPlan(py::module_& m) {
   py::class_<CudagraphConstants>(m, "CudagraphConstants")
       .def(py::init<>())
       .def_readwrite("first_capture_fixed_bytes", &CudagraphConstants::first_capture_fixed_bytes)
+      .def_readwrite("bytes_per_graph_node", &CudagraphConstants::bytes_per_graph_node)
       .def_readwrite("per_graph_bytes_per_layer_hidden", &CudagraphConstants::per_graph_bytes_per_layer_hidden)
       .def_readwrite("per_graph_floor_bytes", &CudagraphConstants::per_graph_floor_bytes);
   py::class_<StartupBaselineConstants>(m, "StartupBaselineConstants")
@@ -126,6 +128,7 @@ void BindPlan(py::module_& m) {
   py::class_<ActivationBreakdown>(m, "ActivationBreakdown")
       .def_readonly("hidden_states_bytes", &ActivationBreakdown::hidden_states_bytes)
       .def_readonly("mlp_intermediate_bytes", &ActivationBreakdown::mlp_intermediate_bytes)
+      .def_readonly("moe_workspace_bytes", &ActivationBreakdown::moe_workspace_bytes)
       .def_readonly("attention_bytes", &ActivationBreakdown::attention_bytes)
       .def_readonly("forward_bytes", &ActivationBreakdown::forward_bytes)
       .def_readonly("logits_bytes", &ActivationBreakdown::logits_bytes)
@@ -145,6 +148,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("largest_full", &CudagraphEstimate::largest_full)
       .def_readonly("largest_piecewise", &CudagraphEstimate::largest_piecewise)
       .def_readonly("first_capture_bytes", &CudagraphEstimate::first_capture_bytes)
+      .def_readonly("graph_nodes_per_rank", &CudagraphEstimate::graph_nodes_per_rank)
       .def_readonly("per_graph_bytes", &CudagraphEstimate::per_graph_bytes)
       .def_readonly("total_bytes", &CudagraphEstimate::total_bytes)
       .def_readonly("profiling_line", &CudagraphEstimate::profiling_line);

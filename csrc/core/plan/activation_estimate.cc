@@ -24,7 +24,59 @@ int64_t Scaled(double factor, int64_t bytes, const char* field) {
 
 struct ForwardTerms {
   int64_t hidden = 0, mlp = 0, attention = 0;
+  int64_t moe_workspace = 0;  // persistent: alive from the first MoE layer on, through the sampler
 };
+
+// The fused-MoE layer's memory at the profile batch, from vLLM v0.19's code path for unquantized /
+// fp8 / mxfp4 experts (vllm/model_executor/layers/fused_moe/):
+//  - modular_kernel.py FusedMoEModularKernel._allocate_buffers: with M = min(tokens,
+//    VLLM_FUSED_MOE_CHUNK_SIZE), one common buffer of max(|workspace13|, |fused_out|) elements and
+//    workspace2, both from current_workspace_manager() (a persistent buffer reused by all layers);
+//  - fused_moe.py TritonExperts.workspace_shapes: workspace13 = (M, topk, max(N/2, K)),
+//    workspace2 = (M, topk, max(N, K)), fused_out = (tokens, K), N = 2 * I / tp (w13 output),
+//    K = hidden (apply() puts intermediate_cache1/3 in workspace2, cache2 in workspace13);
+//  - router logits [tokens, E] in the model dtype, topk_weights float32 and topk_ids int32
+//    [tokens, topk] (topk_softmax), moe_align_block_size's sorted_token_ids int32
+//    [tokens * topk + E * (BLOCK_SIZE_M - 1)] with BLOCK_SIZE_M <= 64 in the default configs;
+//  - a shared expert (Qwen-MoE / DeepSeek) is a dense gated MLP on the same tokens whose output
+//    is kept until it is added to the routed output.
+struct MoeTerms {
+  int64_t workspace = 0, transient = 0;
+};
+
+MoeTerms MoeLayerBytes(const ModelSpec& spec, int64_t tokens, int64_t tp, int64_t dtype_bytes,
+                       const ActivationConstants& c) {
+  MoeTerms t;
+  const auto& m = *spec.moe;
+  RequirePositive(c.fused_moe_chunk_tokens, "fused_moe_chunk_tokens");
+  const int64_t chunk = std::min(tokens, c.fused_moe_chunk_tokens);
+  const int64_t n = CheckedMul(2, CeilDiv(m.expert_intermediate_size, tp), "activation");
+  const int64_t k = spec.hidden_size;
+  const int64_t topk = m.num_experts_per_token;
+  const int64_t ws13 = CheckedMul(CheckedMul(chunk, topk, "activation"), std::max(n / 2, k), "activation");
+  const int64_t out = CheckedMul(tokens, k, "activation");
+  const int64_t ws2 = CheckedMul(CheckedMul(chunk, topk, "activation"), std::max(n, k), "activation");
+  t.workspace = CheckedMul(CheckedAdd(std::max(ws13, out), ws2, "activation"), dtype_bytes, "activation");
+
+  constexpr int64_t kAlignBlockTokens = 64;  // largest BLOCK_SIZE_M of the default fused-MoE configs
+  const int64_t copies = CheckedMul(tokens, topk, "activation");
+  int64_t routing = CheckedMul(CheckedMul(tokens, m.num_experts, "activation"), dtype_bytes, "activation");
+  routing = CheckedAdd(routing, CheckedMul(copies, 8, "activation"), "activation");  // f32 weights + i32 ids
+  routing = CheckedAdd(routing,
+                       CheckedMul(CheckedAdd(copies, CheckedMul(m.num_experts, kAlignBlockTokens - 1, "activation"),
+                                             "activation"),
+                                  4, "activation"),
+                       "activation");
+  int64_t shared = 0;
+  const int64_t shared_inter = m.shared_expert_intermediate_size + m.num_shared_experts * m.expert_intermediate_size;
+  if (shared_inter > 0) {
+    // gate_up (2 I_s) and its activation (I_s) while computed, then the H-wide output.
+    shared = CheckedMul(CheckedMul(tokens, dtype_bytes, "activation"),
+                        CheckedAdd(3 * CeilDiv(shared_inter, tp), k, "activation"), "activation");
+  }
+  t.transient = CheckedAdd(routing, shared, "activation");
+  return t;
+}
 
 // Per-token element counts of one layer's largest temporaries on one tensor-parallel rank.
 ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, int64_t dtype_bytes,
@@ -45,16 +97,14 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
   }
   int64_t moe = 0;
   if (any_moe && spec.moe) {
-    // vLLM's fused MoE keeps three caches per routed token copy: gate+up (2I_e), the
-    // activation (I_e) and the expert output (H); the router logits are float32.
-    const auto& m = *spec.moe;
-    const int64_t copies = CheckedMul(td, m.num_experts_per_token, "activation");
-    const int64_t per_copy = 3 * CeilDiv(m.expert_intermediate_size, tp) + spec.hidden_size;
-    moe = CheckedMul(copies, per_copy, "activation");
-    moe = CheckedAdd(moe, CheckedMul(CheckedMul(tokens, m.num_experts, "activation"), 4, "activation"), "activation");
-    const int64_t shared_inter = m.shared_expert_intermediate_size +
-                                 m.num_shared_experts * m.expert_intermediate_size;
-    if (shared_inter > 0) moe = CheckedAdd(moe, CheckedMul(td, 3 * CeilDiv(shared_inter, tp), "activation"), "activation");
+    const MoeTerms mt = MoeLayerBytes(spec, tokens, tp, dtype_bytes, c);
+    moe = CheckedAdd(mt.workspace, mt.transient, "activation");
+    // MXFP4 experts (gpt-oss) run vLLM's OAI triton_kernels path, whose buffers the held-out
+    // gpt-oss-20b start-up shows are not held through the sampler (its 2.87 GiB peak equals the
+    // sampler phase without them); the Triton fused-MoE path of bf16/fp8 experts keeps its
+    // WorkspaceManager buffer (Qwen1.5-MoE: 2.47 GiB = sampler phase + workspace).
+    const bool mxfp4_experts = spec.quantization && spec.quantization->method == "mxfp4";
+    if (!mxfp4_experts) t.moe_workspace = mt.workspace;
   }
   t.mlp = std::max(dense, moe);
 
@@ -86,7 +136,7 @@ int64_t ForwardActivationBytes(const ModelSpec& spec, int64_t num_tokens, int64_
   RequirePositive(num_tokens, "num_tokens");
   RequirePositive(tensor_parallel_size, "tensor_parallel_size");
   ForwardTerms t = ForwardPerRank(spec, num_tokens, tensor_parallel_size, ActivationDTypeBytes(spec, dtype), constants);
-  return CheckedAdd(t.hidden, std::max(t.mlp, t.attention), "activation");
+  return CheckedAdd(t.hidden, std::max(t.mlp, CheckedAdd(t.attention, t.moe_workspace, "activation")), "activation");
 }
 
 ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const ActivationOptions& o) {
@@ -104,7 +154,11 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
   b.hidden_states_bytes = t.hidden;
   b.mlp_intermediate_bytes = t.mlp;
   b.attention_bytes = t.attention;
-  b.forward_bytes = CheckedAdd(t.hidden, std::max(t.mlp, t.attention), "activation");
+  b.moe_workspace_bytes = t.moe_workspace;
+  // The MoE workspace outlives the layer that first allocates it, so later attention layers
+  // run on top of it.
+  b.forward_bytes =
+      CheckedAdd(t.hidden, std::max(t.mlp, CheckedAdd(t.attention, t.moe_workspace, "activation")), "activation");
   const int64_t hidden_out = CheckedMul(CheckedMul(tokens, spec.hidden_size, "activation"), dtype_bytes, "activation");
   if (o.pipeline_parallel_size > 1) b.pipeline_buffers_bytes = CheckedMul(hidden_out, 2, "activation");
   if (o.pp_rank == o.pipeline_parallel_size - 1) {
@@ -115,6 +169,8 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
     b.logits_bytes = CheckedMul(logit_elems, dtype_bytes, "activation");
     b.sampler_bytes = Scaled(o.constants.sampler_bytes_per_logit, logit_elems, "activation");
     b.sampler_phase_bytes = CheckedAdd(CheckedAdd(hidden_out, b.logits_bytes, "activation"), b.sampler_bytes, "activation");
+    // vLLM's WorkspaceManager keeps the fused-MoE workspace allocated after the forward.
+    b.sampler_phase_bytes = CheckedAdd(b.sampler_phase_bytes, b.moe_workspace_bytes, "activation");
   }
   b.sampler_dominates = b.sampler_phase_bytes > b.forward_bytes;
   b.peak_bytes = CheckedAdd(std::max(b.forward_bytes, b.sampler_phase_bytes), b.pipeline_buffers_bytes, "activation");

@@ -111,4 +111,37 @@ TEST(ActivationEstimate, BadInputNamesTheField) {
   EXPECT_THROW(EstimateActivationPeak(llama, o), InvalidArgument);
 }
 
+// fused_moe/modular_kernel.py _allocate_buffers with TritonExperts.workspace_shapes (v0.19):
+// common = max(M*topk*max(N/2, K), tokens*K), workspace2 = M*topk*max(N, K), M = min(tokens,
+// VLLM_FUSED_MOE_CHUNK_SIZE). Qwen3-30B-A3B: I = 768 (N = 1536), K = 2048, top-8.
+TEST(ActivationEstimate, FusedMoeWorkspaceFollowsTheModularKernel) {
+  const ModelSpec qwen3moe = Bundled("Qwen--Qwen3-30B-A3B.json");
+  ActivationOptions o = Calib();
+  ActivationBreakdown b = EstimateActivationPeak(qwen3moe, o);
+  const int64_t per = int64_t{8192} * 8 * 2048;
+  EXPECT_EQ(b.moe_workspace_bytes, (per + per) * 2);
+  // vLLM's WorkspaceManager keeps it through the dummy sampler run.
+  const int64_t hidden_out = int64_t{8192} * 2048 * 2;
+  EXPECT_EQ(b.sampler_phase_bytes, hidden_out + b.logits_bytes + b.sampler_bytes + b.moe_workspace_bytes);
+  EXPECT_GE(b.mlp_intermediate_bytes, b.moe_workspace_bytes);
+
+  o.constants.fused_moe_chunk_tokens = 4096;  // chunks shrink the workspaces, not fused_out
+  b = EstimateActivationPeak(qwen3moe, o);
+  EXPECT_EQ(b.moe_workspace_bytes, (int64_t{4096} * 8 * 2048 * 2) * 2);
+  o.constants.fused_moe_chunk_tokens = 0;
+  EXPECT_THROW(EstimateActivationPeak(qwen3moe, o), InvalidArgument);
+
+  // Tensor parallelism splits N: at TP 4, N = 384 < K so both workspaces are K wide.
+  o = Calib();
+  o.tensor_parallel_size = 4;
+  EXPECT_EQ(EstimateActivationPeak(qwen3moe, o).moe_workspace_bytes, (per + per) * 2);
+
+  // Dense models hold none; gpt-oss's MXFP4 experts (OAI triton path) are not held through
+  // the sampler (tests/data/heldout_startups.jsonl: 2.87 GiB printed).
+  EXPECT_EQ(EstimateActivationPeak(Bundled("meta-llama--Llama-3.1-8B-Instruct.json"), Calib()).moe_workspace_bytes, 0);
+  const ActivationBreakdown g = EstimateActivationPeak(Bundled("openai--gpt-oss-20b.json"), Calib());
+  EXPECT_EQ(g.moe_workspace_bytes, 0);
+  EXPECT_GT(g.mlp_intermediate_bytes, 0);
+}
+
 }  // namespace vllm_mem

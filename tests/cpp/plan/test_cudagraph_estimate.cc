@@ -88,4 +88,54 @@ TEST(CudagraphEstimate, ParseMode) {
   EXPECT_THROW(ParseCudagraphMode("sometimes"), InvalidArgument);
 }
 
+// Kernel nodes per decoder layer (cudagraph_estimate.h): attention 6 + gated MLP 4 (+2 all-reduces
+// under TP), fused MoE 9 (+3 shared experts, +1 shared gate), ungated / parallel MLP 3.
+TEST(CudagraphEstimate, GraphNodesCountKernelsNotHiddenSize) {
+  const ModelSpec llama8 = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  const ModelSpec llama70 = Bundled("meta-llama--Llama-3.1-70B-Instruct.json");
+  const ModelSpec qwen3moe = Bundled("Qwen--Qwen3-30B-A3B.json");
+  const ModelSpec gptoss = Bundled("openai--gpt-oss-20b.json");
+  const ModelSpec phi = Bundled("microsoft--phi-2.json");
+  EXPECT_EQ(GraphNodesPerRank(llama8, 1, 0, 32), 32 * 10);
+  EXPECT_EQ(GraphNodesPerRank(llama8, 2, 0, 32), 32 * 12);
+  EXPECT_EQ(GraphNodesPerRank(llama8, 1, 0, 16), 16 * 10);  // a pipeline stage
+  EXPECT_EQ(GraphNodesPerRank(llama70, 4, 0, 80), 80 * 12);
+  EXPECT_EQ(GraphNodesPerRank(qwen3moe, 1, 0, 48), 48 * 15);
+  EXPECT_EQ(GraphNodesPerRank(gptoss, 2, 0, 24), 24 * 17);
+  EXPECT_EQ(GraphNodesPerRank(phi, 1, 0, 32), 32 * 9);
+  EXPECT_THROW(GraphNodesPerRank(llama8, 1, 4, 2), InvalidArgument);
+  EXPECT_THROW(GraphNodesPerRank(llama8, 1, 0, 33), InvalidArgument);
+  EXPECT_THROW(GraphNodesPerRank(llama8, 0, 0, 32), InvalidArgument);
+
+  // The per-graph cost follows the nodes: Llama-70B at TP 2 is 960 nodes x 16 KiB = 15 MiB,
+  // where vLLM v0.19 measured 20 MiB (PIECEWISE) and 12 MiB (FULL) per graph
+  // (tests/data/heldout_startups.jsonl); the old 45.1 x layers x hidden gave 28 MiB.
+  CudagraphOptions o;
+  o.max_num_seqs = 1024;
+  o.tensor_parallel_size = 2;
+  const CudagraphEstimate e = EstimateCudagraphMemory(llama70, o);
+  EXPECT_EQ(e.graph_nodes_per_rank, 960);
+  EXPECT_EQ(e.per_graph_bytes, 960 * 16384);
+  EXPECT_NEAR(Gib(e.total_bytes), 1.82, 0.15);  // printed "Estimated CUDA graph memory: 1.82 GiB total"
+  o.constants.bytes_per_graph_node = 0.0;
+  o.constants.per_graph_bytes_per_layer_hidden = 45.1;  // the previous mechanism
+  EXPECT_GT(Gib(EstimateCudagraphMemory(llama70, o).total_bytes), 1.82 + 1.0);
+  o.constants.bytes_per_graph_node = -1.0;
+  EXPECT_THROW(EstimateCudagraphMemory(llama70, o), InvalidArgument);
+}
+
+TEST(CudagraphEstimate, MoeGraphsCarryRouterAndExpertKernels) {
+  // gpt-oss-20b at TP 2 captures 83 sizes up to 1024 per mode; vLLM printed 1.09 GiB with 6 MiB
+  // per graph. The hidden-size term gave 3 MiB per graph (0.74 GiB in all).
+  const ModelSpec gptoss = Bundled("openai--gpt-oss-20b.json");
+  CudagraphOptions o;
+  o.max_num_seqs = 1024;
+  o.max_cudagraph_capture_size = 1024;
+  o.tensor_parallel_size = 2;
+  const CudagraphEstimate e = EstimateCudagraphMemory(gptoss, o);
+  EXPECT_EQ(e.num_piecewise_graphs, 83);
+  EXPECT_NEAR(static_cast<double>(e.per_graph_bytes) / static_cast<double>(kMiB), 6.0, 1.0);
+  EXPECT_NEAR(Gib(e.total_bytes), 1.09, 0.3);
+}
+
 }  // namespace vllm_mem

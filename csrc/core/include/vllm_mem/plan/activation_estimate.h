@@ -27,6 +27,9 @@ struct ActivationConstants {
   /*! sampler working set per logit element beyond the logits themselves: float32 copy,
    *  softmax probabilities, exponential noise and masks (about 3 float32 values + a byte) */
   double sampler_bytes_per_logit = 13.0;
+  /*! VLLM_FUSED_MOE_CHUNK_SIZE (vllm/envs.py, default 16 * 1024 tokens): the fused-MoE modular
+   *  kernel sizes its workspaces for at most this many tokens per chunk. */
+  int64_t fused_moe_chunk_tokens = 16384;
 };
 
 /*! \brief The serving settings the profile run depends on. */
@@ -43,12 +46,16 @@ struct ActivationOptions {
 /*! \brief The estimate, term by term (bytes on one GPU of the given pipeline rank). */
 struct ActivationBreakdown {
   int64_t hidden_states_bytes = 0;      //!< hidden_tensors * T * H * dtype
-  int64_t mlp_intermediate_bytes = 0;   //!< gate+up and activation output (or fused-MoE caches)
+  int64_t mlp_intermediate_bytes = 0;   //!< gate+up and activation output (or the fused-MoE layer's working set)
+  /*! The fused-MoE modular kernel's workspace13/fused_out + workspace2 (one buffer from vLLM's
+   *  WorkspaceManager, reused by every MoE layer): it stays allocated after the forward, so it
+   *  is part of the sampler phase too. 0 for dense models. */
+  int64_t moe_workspace_bytes = 0;
   int64_t attention_bytes = 0;          //!< q/k/v projections and attention output
   int64_t forward_bytes = 0;            //!< hidden states + max(MLP, attention)
   int64_t logits_bytes = 0;             //!< rows * vocab * dtype (last rank)
   int64_t sampler_bytes = 0;            //!< rows * vocab * sampler_bytes_per_logit (last rank)
-  int64_t sampler_phase_bytes = 0;      //!< forward output + logits + sampler (last rank)
+  int64_t sampler_phase_bytes = 0;      //!< forward output + logits + sampler + MoE workspace (last rank)
   int64_t pipeline_buffers_bytes = 0;   //!< hidden + residual passed between PP stages
   int64_t peak_bytes = 0;               //!< max(forward, sampler phase) + pipeline buffers
   bool sampler_dominates = false;
