@@ -194,6 +194,12 @@ ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const Spec
                                              ". Using models with different tokenizers can cause out-of-bounds errors "
                                              "during speculative decoding.");
     }
+    // The head layouts sized here are vLLM's Llama ones (llama_eagle.py, llama_eagle3.py; the
+    // published EAGLE / EAGLE-3 heads, Qwen3's included, are Llama-architecture configs).
+    if ((r.method == "eagle" || r.method == "eagle3") && d.model_type != "llama") {
+      throw Unsupported(std::string(kModelField) + ": an " + r.method + " head of model_type " + EchoValue(d.model_type) +
+                        " is not modelled (sized: Llama-architecture heads, llama_eagle.py / llama_eagle3.py)");
+    }
     r.kv_model = std::make_shared<ModelSpec>(d);
   }
   // draft_model_config.verify_with_parallel_config(draft_parallel_config): the drafter's heads
