@@ -122,6 +122,17 @@ class KvCacheCapacity:
         vLLM's "Add N padding layers" for hybrid models.
     log_lines : tuple of str
         The two lines vLLM logs, worded as vLLM words them.
+    mamba_state_bytes : int
+        Hybrid models: one recurrent layer's state (conv + SSM) on one rank, unpadded; 0 otherwise.
+    mamba_page_size_padded_bytes : int
+        The state padded to the attention page (0: equal, or not a hybrid).
+    mamba_padding_percent : float
+        vLLM's "Padding mamba page size by P%".
+    attention_block_size : int
+        The attention block size vLLM sets for a hybrid (0 otherwise).
+    hybrid_log_lines : tuple of str
+        vLLM's "Setting attention block size to N tokens ..." and "Padding mamba page size by
+        P% ..." lines, worded as vLLM words them (empty for non-hybrids).
     """
 
     num_blocks: int
@@ -138,25 +149,34 @@ class KvCacheCapacity:
     kv_cache_dtype: str
     num_padding_layers: int
     log_lines: tuple[str, ...]
+    mamba_state_bytes: int = 0
+    mamba_page_size_padded_bytes: int = 0
+    mamba_padding_percent: float = 0.0
+    attention_block_size: int = 0
+    hybrid_log_lines: tuple[str, ...] = ()
 
     @classmethod
     def _from_native(cls, c: Any) -> KvCacheCapacity:
-        return cls(
-            num_blocks=c.num_blocks,
-            num_tokens=c.num_tokens,
-            max_concurrency=c.max_concurrency,
-            block_size=c.block_size,
-            bytes_per_block=c.bytes_per_block,
-            bytes_per_request=c.bytes_per_request,
-            kv_cache_bytes=c.kv_cache_bytes,
-            available_bytes=c.available_bytes,
-            max_model_len=c.max_model_len,
-            num_blocks_per_worker=tuple(c.num_blocks_per_worker),
-            groups=tuple(KvCacheGroup._from_native(g) for g in c.groups),
-            kv_cache_dtype=c.kv_cache_dtype,
-            num_padding_layers=c.num_padding_layers,
-            log_lines=tuple(_C.kv_cache_log_lines(c)),
-        )
+        """The frozen dataclass around the core's result, each field converted on first read:
+        a sizing call in a loop pays for the fields it reads, not for fourteen conversions,
+        the groups' tuples and two formatted log lines (docs/performance.md)."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "_native", c)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a field not converted yet (or an unknown name).
+        convert = _CAPACITY_FIELDS.get(name)
+        native = self.__dict__.get("_native")
+        if convert is None or native is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = convert(native)
+        object.__setattr__(self, name, value)
+        return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled and copied as its fields (the native result is not picklable).
+        return (type(self), tuple(getattr(self, f.name) for f in fields(self)))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-Python form (lists for tuples, groups as dicts), for JSON."""
@@ -164,6 +184,7 @@ class KvCacheCapacity:
         out["num_blocks_per_worker"] = list(self.num_blocks_per_worker)
         out["groups"] = [g.to_dict() for g in self.groups]
         out["log_lines"] = list(self.log_lines)
+        out["hybrid_log_lines"] = list(self.hybrid_log_lines)
         return out
 
     def __repr__(self) -> str:
@@ -179,6 +200,37 @@ class KvCacheCapacity:
         from .display import kv_capacity_html  # imported on first display only
 
         return kv_capacity_html(self)
+
+
+# A field's default lives in the generated __init__ too; as a class attribute it would shadow
+# the lazily converted value (__getattr__ only runs for names not found), so it is removed.
+for _field in fields(KvCacheCapacity):
+    if _field.name in KvCacheCapacity.__dict__:
+        delattr(KvCacheCapacity, _field.name)
+del _field
+
+#: How each field is read from the core's result, on first access.
+_CAPACITY_FIELDS: dict[str, Any] = {
+    "num_blocks": lambda c: c.num_blocks,
+    "num_tokens": lambda c: c.num_tokens,
+    "max_concurrency": lambda c: c.max_concurrency,
+    "block_size": lambda c: c.block_size,
+    "bytes_per_block": lambda c: c.bytes_per_block,
+    "bytes_per_request": lambda c: c.bytes_per_request,
+    "kv_cache_bytes": lambda c: c.kv_cache_bytes,
+    "available_bytes": lambda c: c.available_bytes,
+    "max_model_len": lambda c: c.max_model_len,
+    "num_blocks_per_worker": lambda c: tuple(c.num_blocks_per_worker),
+    "groups": lambda c: tuple(KvCacheGroup._from_native(g) for g in c.groups),
+    "kv_cache_dtype": lambda c: c.kv_cache_dtype,
+    "num_padding_layers": lambda c: c.num_padding_layers,
+    "log_lines": lambda c: tuple(_C.kv_cache_log_lines(c)),
+    "mamba_state_bytes": lambda c: c.mamba_state_bytes,
+    "mamba_page_size_padded_bytes": lambda c: c.mamba_page_size_padded_bytes,
+    "mamba_padding_percent": lambda c: c.mamba_padding_percent,
+    "attention_block_size": lambda c: c.attention_block_size,
+    "hybrid_log_lines": lambda c: tuple(c.hybrid_log_lines),
+}
 
 
 def allowed_kv_cache_dtypes() -> list[str]:
@@ -276,8 +328,17 @@ def kv_cache_capacity(
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
     cap_sliding_window_at_full: bool = True,
+    *,
+    mamba_cache_dtype: str = "auto",
+    mamba_ssm_cache_dtype: str = "auto",
+    mamba_cache_mode: str = "none",
+    num_speculative_tokens: int = 0,
 ) -> KvCacheCapacity:
     """KV-cache blocks, tokens and concurrency for the given per-worker bytes, as vLLM sizes them.
+
+    Hybrid (Mamba / linear-attention) models also take vLLM's ``--mamba-cache-dtype``,
+    ``--mamba-ssm-cache-dtype`` (``auto``, ``float32``, ``float16``, ``bfloat16``),
+    ``--mamba-cache-mode`` (``none``, ``align``, ``all``) and the number of speculative tokens.
 
     Raises
     ------
@@ -287,14 +348,33 @@ def kv_cache_capacity(
     NotImplementedError
         A hybrid layout vLLM cannot build.
     """
-    native = _C.kv_cache_capacity(
-        _native_spec(spec),
-        _available_list(available_bytes),
-        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
-                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
-                 max_concurrent_batches, cap_sliding_window_at_full),
-    )
+    hybrid_defaults = (mamba_cache_dtype == "auto" and mamba_ssm_cache_dtype == "auto"
+                       and mamba_cache_mode == "none" and num_speculative_tokens == 0)
+    if spec.__class__ is ModelSpec and hybrid_defaults:
+        # Positional fast path on the model's cached layouts; None when an argument is not a
+        # plain in-range value, and the checked path below raises what it raises. An argument
+        # added to this function must be added here and to bindings/bind_kv_cache.cc too
+        # (the keyword-only hybrid settings take the checked path when not at their defaults).
+        native = _C._kv_cache_capacity_fast(
+            spec._sizing, available_bytes, max_model_len, block_size, kv_cache_dtype, tensor_parallel_size,
+            pipeline_parallel_size, max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager,
+            num_gpu_blocks_override, max_concurrent_batches, cap_sliding_window_at_full)
+        if native is not None:
+            return KvCacheCapacity._from_native(native)
+    options = _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
+                       max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
+                       max_concurrent_batches, cap_sliding_window_at_full)
+    options.mamba_cache_dtype = V.text(mamba_cache_dtype, "mamba_cache_dtype", allowed=_MAMBA_DTYPES)
+    options.mamba_ssm_cache_dtype = V.text(mamba_ssm_cache_dtype, "mamba_ssm_cache_dtype", allowed=_MAMBA_DTYPES)
+    options.mamba_cache_mode = V.text(mamba_cache_mode, "mamba_cache_mode", allowed=("none", "align", "all"))
+    options.num_speculative_tokens = V.integer(num_speculative_tokens, "num_speculative_tokens", low=0,
+                                               high=L.MAX_NUM_SEQS)
+    native = _C.kv_cache_capacity(_native_spec(spec), _available_list(available_bytes), options)
     return KvCacheCapacity._from_native(native)
+
+
+#: vLLM's CacheConfig MambaDType.
+_MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 def estimate_max_model_len(

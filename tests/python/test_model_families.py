@@ -16,8 +16,9 @@ import vllm_mem
 
 BODY = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 2,
         "vocab_size": 1000, "intermediate_size": 128, "torch_dtype": "bfloat16"}
-HYBRIDS = ["jamba", "bamba", "nemotron_h", "falcon_h1", "zamba2", "granitemoehybrid", "qwen3_next",
-           "minimax", "mamba", "mamba2", "lfm2"]
+# Hybrids still without rules (the Mamba-2 / Mamba-1 / gated-DeltaNet hybrids have them:
+# tests/python/test_hybrid_models.py).
+HYBRIDS = ["zamba", "zamba2", "minimax", "minimax_text_01", "mamba", "falcon_mamba", "plamo2", "lfm2"]
 
 
 def _config(model_type: str | None) -> dict[str, Any]:
@@ -36,21 +37,22 @@ def test_unknown_families_are_refused_with_the_supported_list(model_type: str | 
     with pytest.raises(ValueError, match="model_type") as info:
         vllm_mem.ModelSpec.from_hf_config(_config(model_type))
     text = str(info.value)
-    assert "llama" in text and "allow_unknown" in text and len(text) <= 300
+    # The list is printed while it fits in 300 characters, else pointed to.
+    assert ("llama" in text or "supported_model_types()" in text) and "allow_unknown" in text and len(text) <= 300
 
 
 def test_generic_estimate_is_labelled_everywhere() -> None:
-    spec = vllm_mem.ModelSpec.from_hf_config(_config("jamba"), allow_unknown=True)
+    spec = vllm_mem.ModelSpec.from_hf_config(_config("zamba2"), allow_unknown=True)
     assert not spec.has_exact_rules and "Mamba" in spec.generic_estimate_reason
     assert "GENERIC ESTIMATE" in repr(spec)
-    plan = vllm_mem.plan(spec, gpu="L4", max_model_len=4096)
+    plan = vllm_mem.plan(spec, gpu="L4", max_model_len=2048)
     assert "GENERIC ESTIMATE" in str(plan) and "Mamba" in str(plan)
     assert "Generic estimate" in plan._repr_html_() and "Generic estimate" in spec._repr_html_()
 
 
 def test_allow_unknown_must_be_a_real_boolean() -> None:
     with pytest.raises(TypeError, match="allow_unknown"):
-        vllm_mem.ModelSpec.from_hf_config(_config("jamba"), allow_unknown="false")  # type: ignore[arg-type]
+        vllm_mem.ModelSpec.from_hf_config(_config("zamba2"), allow_unknown="false")  # type: ignore[arg-type]
 
 
 def test_every_bundled_and_calibration_model_has_exact_rules() -> None:
@@ -73,13 +75,13 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_refuses_then_labels_with_allow_unknown(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(_config("nemotron_h")))
+    path.write_text(json.dumps(_config("zamba2")))
     refused = _cli("plan", str(path), "--gpu", "H100-80GB", "--max-model-len", "4096")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1 and "nemotron_h" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "zamba2" in refused.stderr
     labelled = _cli("plan", str(path), "--gpu", "H100-80GB", "--max-model-len", "4096", "--allow-unknown")
     assert labelled.returncode in (0, 1), labelled.stderr
     assert "GENERIC ESTIMATE" in labelled.stdout
     kv = _cli("kv", str(path), "--available-gib", "10", "--max-model-len", "4096", "--allow-unknown", "--json")
     assert kv.returncode == 0, kv.stderr
-    assert "SSM state" in json.loads(kv.stdout)["generic_estimate_reason"]
+    assert "state" in json.loads(kv.stdout)["generic_estimate_reason"]

@@ -10,12 +10,14 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
+#include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
@@ -23,8 +25,6 @@
 namespace vllm_mem {
 namespace {
 
-constexpr int64_t kDefaultBlockSizeTokens = 16;     // vLLM's DEFAULT_BLOCK_SIZE
-constexpr int64_t kDefaultMlaBlockSizeTokens = 64;  // FlashMLA's page (Hopper's MLA backend)
 constexpr int64_t kDefaultMaxNumBatchedTokens = 8192;
 
 const char* const kNoMemoryMessage =
@@ -32,107 +32,76 @@ const char* const kNoMemoryMessage =
     "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
     "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
 
-/*! What every worker of one pipeline rank holds (its tensor ranks are alike). */
-struct RankKv {
-  std::vector<LayerKvSpec> layers;         //!< its layers' own specs (what the check sums)
-  std::vector<KvCacheGroupSpec> groups;    //!< the global groups projected onto it
-  int64_t needed_bytes = 0;                //!< LayerSumBytes at the plan's shape
-};
-
 /*! One distinct worker: a pipeline rank with a budget. Workers of the same rank and budget are
  *  the same computation, so they are kept once (a worker per TP rank made TP 2^20 cost 17 s
  *  and 6.7 GB before the bound of vllm_mem/base/limits.h, and is still repeated work). */
 struct Worker {
   int64_t available_bytes = 0;
-  const RankKv* rank = nullptr;  //!< into KvPlan::ranks (never resized after MakePlan)
-  const std::vector<LayerKvSpec>& layers() const { return rank->layers; }
+  const KvRankLayout* rank = nullptr;  //!< into KvPlan::layout->ranks
+  int64_t needed_bytes = 0;            //!< LayerSumBytes of its rank at the plan's shape
+  bool holds_layers() const { return rank->num_layers > 0; }
   const std::vector<KvCacheGroupSpec>& groups() const { return rank->groups; }
 };
 
-/*! Everything the three entry points share, derived once from the inputs. */
+/*! Everything the entry points share: the model's layout (built once per layout settings, see
+ *  kv_cache_layout.h) and what this call's budgets and shape add to it. */
 struct KvPlan {
-  KvCacheDType dtype;
+  std::shared_ptr<const KvCacheLayout> layout;
   KvRequestShape shape;
-  KvCacheGrouping grouping;
-  std::vector<RankKv> ranks;           //!< one per pipeline rank
   std::vector<Worker> workers;         //!< distinct workers, in first-seen worker order
   std::vector<size_t> worker_of;       //!< for each of the tp * pp workers, its entry in workers
-  int64_t default_block_size = 0;
-  KvPlan() = default;
-  KvPlan(const KvPlan&) = delete;  // workers point into ranks
-  KvPlan& operator=(const KvPlan&) = delete;
 };
 
-int64_t LayerSumBytes(const std::vector<LayerKvSpec>& layers, const KvRequestShape& shape);
+int64_t LayerSumBytes(const KvRankLayout& rank, const KvRequestShape& shape);
 
-void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& available,
-              const KvCacheOptions& o) {
+/*! The per-call settings, checked in the order vLLM's config checks them. */
+void ValidateCallOptions(const KvCacheOptions& o) {
   RequirePositiveAtMost(o.max_model_len, kMaxModelLenTokens, "max_model_len", "vllm_mem/base/limits.h");
   ValidateBlockSize(o.block_size, "block_size");
   RequireNonNegative(o.max_num_batched_tokens, "max_num_batched_tokens");
   RequireAtMost(o.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens", "vllm_mem/base/limits.h");
   RequirePositiveAtMost(o.max_concurrent_batches, kMaxNumSeqs, "max_concurrent_batches", "vllm_mem/base/limits.h");
   RequireNonNegative(o.num_gpu_blocks_override, "num_gpu_blocks_override");
-  ValidateParallelism(spec.num_layers, o.tensor_parallel_size, o.pipeline_parallel_size);
-  // vLLM refuses a TP size that does not divide the query heads before any sizing; without
-  // this, a split of 32 heads over 3 ranks was sized as if it existed.
-  AttentionHeadsPerRank(spec.num_attention_heads, o.tensor_parallel_size);
-  if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
-    throw InvalidArgument("layers", "the model spec must list num_layers layers");
-  }
+}
+
+/*! \p cache: the model's cached layouts, or null to build the layout for this call only. */
+void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& available,
+              const KvCacheOptions& o, const KvCacheLayoutCache* cache) {
+  ValidateCallOptions(o);
+  plan.layout = cache != nullptr ? cache->Get(o, available.size()) : BuildKvCacheLayout(spec, o, available.size());
   const int64_t tp = o.tensor_parallel_size;
   const int64_t pp = o.pipeline_parallel_size;
-  const int64_t world = CheckedMul(tp, pp, "tensor_parallel_size");
+  const int64_t world = tp * pp;  // bounded by BuildKvCacheLayout's checks
   const int64_t n = static_cast<int64_t>(available.size());
-  if (n != 1 && n != pp && n != world) {
-    throw InvalidArgument("available_bytes", "must hold 1 value, one per pipeline rank (" + std::to_string(pp) +
-                                                 ") or one per worker (" + std::to_string(world) + "), got " +
-                                                 std::to_string(n));
-  }
 
-  const DType model_dtype = ResolveModelDType(o.model_dtype, spec.dtype, "dtype");
-  // A checkpoint with KV scales turns "auto" into fp8 (vLLM attention.py).
-  const std::string requested =
-      (o.kv_cache_dtype == "auto" && !spec.checkpoint_kv_cache_dtype.empty()) ? spec.checkpoint_kv_cache_dtype
-                                                                             : o.kv_cache_dtype;
-  plan.dtype = ResolveKvCacheDType(requested, model_dtype, "kv_cache_dtype");
-  plan.default_block_size = spec.mla ? kDefaultMlaBlockSizeTokens : kDefaultBlockSizeTokens;
   plan.shape.max_model_len = o.max_model_len;
   plan.shape.max_num_batched_tokens = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens
                                                                    : kDefaultMaxNumBatchedTokens;
   plan.shape.max_concurrent_batches = o.max_concurrent_batches;
   plan.shape.cap_sliding_window_at_full = o.cap_sliding_window_at_full;
 
-  KvSpecBuildOptions build;
-  build.block_size_tokens = o.block_size > 0 ? o.block_size : plan.default_block_size;
-  build.dtype = plan.dtype;
-  build.tensor_parallel_size = tp;
-  // Every tensor rank builds the same specs, so the model's layers are built once.
-  const std::vector<LayerKvSpec> all = BuildLayerKvSpecs(spec, build, 0, spec.num_layers);
-  const bool chunked = std::any_of(all.begin(), all.end(), [](const LayerKvSpec& l) {
-    return std::holds_alternative<ChunkedLocalKvSpec>(l.spec);
-  });
-  const bool disable_hybrid = o.disable_hybrid_kv_cache_manager || (chunked && !o.allow_chunked_local_with_hybrid);
-  plan.grouping = GetKvCacheGroups(all, disable_hybrid);
-
-  plan.ranks.resize(static_cast<size_t>(pp));
+  std::vector<int64_t> needed(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
-    const auto [first, last] = PipelineLayerRange(spec.num_layers, r, pp);
-    RankKv& rank = plan.ranks[static_cast<size_t>(r)];
-    for (const LayerKvSpec& l : all) {
-      if (l.layer_index >= first && l.layer_index < last) rank.layers.push_back(l);
-    }
-    rank.groups = ProjectKvCacheGroupsToWorker(plan.grouping.groups, first, last);
-    rank.needed_bytes = LayerSumBytes(rank.layers, plan.shape);
+    needed[static_cast<size_t>(r)] = LayerSumBytes(plan.layout->ranks[static_cast<size_t>(r)], plan.shape);
   }
   // Workers are rank-major by pp; identical (rank, budget) pairs share one entry.
-  std::map<std::pair<int64_t, int64_t>, size_t> seen;
+  auto add_worker = [&](int64_t pp_rank, int64_t bytes) {
+    plan.workers.push_back(Worker{bytes, &plan.layout->ranks[static_cast<size_t>(pp_rank)],
+                                  needed[static_cast<size_t>(pp_rank)]});
+  };
   plan.worker_of.reserve(static_cast<size_t>(world));
+  if (n == 1 || n == pp) {
+    // One budget per rank: the distinct workers are the ranks, in rank order.
+    for (int64_t r = 0; r < pp; ++r) add_worker(r, available[static_cast<size_t>(n == 1 ? 0 : r)]);
+    for (int64_t w = 0; w < world; ++w) plan.worker_of.push_back(static_cast<size_t>(w / tp));
+    return;
+  }
+  std::map<std::pair<int64_t, int64_t>, size_t> seen;
   for (int64_t w = 0; w < world; ++w) {
     const int64_t pp_rank = w / tp;
-    const int64_t bytes = available[static_cast<size_t>(n == 1 ? 0 : (n == pp ? pp_rank : w))];
+    const int64_t bytes = available[static_cast<size_t>(w)];
     auto [it, inserted] = seen.try_emplace({pp_rank, bytes}, plan.workers.size());
-    if (inserted) plan.workers.push_back(Worker{bytes, &plan.ranks[static_cast<size_t>(pp_rank)]});
+    if (inserted) add_worker(pp_rank, bytes);
     plan.worker_of.push_back(it->second);
   }
 }
@@ -147,10 +116,56 @@ int64_t PlannedBytes(const Worker& w, const KvCacheOptions& o) {
 }
 
 /*! vLLM's max_memory_usage_bytes over a worker's layers: the plain sum, no group padding. */
-int64_t LayerSumBytes(const std::vector<LayerKvSpec>& layers, const KvRequestShape& shape) {
+int64_t LayerSumBytesInOrder(const std::vector<LayerKvSpec>& layers, const KvRequestShape& shape) {
   int64_t sum = 0;
   for (const LayerKvSpec& l : layers) sum = CheckedAdd(sum, MaxMemoryUsageBytes(l.spec, shape), "kv_cache_bytes");
   return sum;
+}
+
+/*! The same sum over the rank's distinct specs (count x bytes each): O(distinct specs), not
+ *  O(layers). When a term would overflow or throw, the layer-by-layer sum runs instead, so the
+ *  error is the one it raises, operands included. */
+int64_t LayerSumBytes(const KvRankLayout& rank, const KvRequestShape& shape) {
+  __int128 sum = 0;
+  bool exact = true;
+  try {
+    for (const auto& [spec, count] : rank.layer_specs) {
+      sum += static_cast<__int128>(MaxMemoryUsageBytes(spec, shape)) * count;
+      if (sum > std::numeric_limits<int64_t>::max()) {
+        exact = false;
+        break;
+      }
+    }
+  } catch (const std::exception&) {
+    exact = false;
+  }
+  return exact ? static_cast<int64_t>(sum) : LayerSumBytesInOrder(rank.layers, shape);
+}
+
+/*! get_kv_cache_config_from_groups reduced to what capacity reports (GetKvCacheConfigFromGroups
+ *  without its per-tensor lists): the block count and the bytes of one block id, with the
+ *  same errors (the null block when attention-free, Unsupported for a worker without layers
+ *  of a grouped model, the tensor-size overflow check). */
+KvCacheWorkerConfig WorkerBlocks(const std::vector<KvCacheGroupSpec>& groups, int64_t available_bytes,
+                                 int64_t num_gpu_blocks_override) {
+  KvCacheWorkerConfig cfg;
+  if (groups.empty()) {
+    cfg.num_blocks = 1;  // the BlockPool's null block
+    return cfg;
+  }
+  cfg.bytes_per_block = WorkerBytesPerBlock(groups);
+  if (cfg.bytes_per_block == 0) {
+    // vLLM divides by zero here (a worker holding no KV layer of a grouped model).
+    throw Unsupported("a worker holds no KV-cache layer of the model's KV-cache groups");
+  }
+  cfg.num_blocks = std::max<int64_t>(FloorDiv(available_bytes, cfg.bytes_per_block), 0);
+  if (num_gpu_blocks_override > 0) cfg.num_blocks = num_gpu_blocks_override;
+  if (groups.size() == 1 && groups.front().uniform_type) {
+    for (const KvCacheSpec& s : groups.front().layer_specs) CheckedMul(PageSizeBytes(s), cfg.num_blocks, "kv_cache_bytes");
+  } else {
+    CheckedMul(PageSizeBytes(groups.front().spec), cfg.num_blocks, "kv_cache_bytes");
+  }
+  return cfg;
 }
 
 /*! The binary search of estimate_max_model_len: the largest L in [1, upper] with fits(L). */
@@ -173,7 +188,7 @@ int64_t EstimateForWorker(const Worker& w, int64_t available_bytes, const KvRequ
   return LargestFitting(shape.max_model_len, [&](int64_t len) {
     KvRequestShape s = shape;
     s.max_model_len = len;
-    return LayerSumBytes(w.layers(), s) <= available_bytes;
+    return LayerSumBytes(*w.rank, s) <= available_bytes;
   });
 }
 
@@ -181,7 +196,7 @@ int64_t EstimateForWorker(const Worker& w, int64_t available_bytes, const KvRequ
  *  it fits every worker of the rank (the estimates are monotone in the budget), so the
  *  searches run once per rank, not once per worker. */
 std::vector<std::pair<const Worker*, int64_t>> TightestWorkerPerRank(const KvPlan& plan, const KvCacheOptions& o) {
-  std::map<const RankKv*, std::pair<const Worker*, int64_t>> by_rank;
+  std::map<const KvRankLayout*, std::pair<const Worker*, int64_t>> by_rank;
   for (const Worker& w : plan.workers) {
     const int64_t bytes = PlannedBytes(w, o);
     auto [it, inserted] = by_rank.try_emplace(w.rank, &w, bytes);
@@ -194,10 +209,10 @@ std::vector<std::pair<const Worker*, int64_t>> TightestWorkerPerRank(const KvPla
 
 /*! _check_enough_kv_cache_memory for one worker: "" or vLLM's message. */
 std::string WorkerShortfall(const Worker& w, const KvPlan& plan, const KvCacheOptions& o) {
-  if (w.layers().empty()) return "";  // attention-free worker: nothing to hold
+  if (!w.holds_layers()) return "";  // attention-free worker: nothing to hold
   const int64_t available = PlannedBytes(w, o);
   if (available <= 0) return kNoMemoryMessage;
-  const int64_t needed = w.rank->needed_bytes;
+  const int64_t needed = w.needed_bytes;
   if (needed <= available) return "";
   const int64_t estimated = EstimateForWorker(w, available, plan.shape);
   const std::string estimated_msg =
@@ -221,37 +236,46 @@ std::string PlanShortfall(const KvPlan& plan, const KvCacheOptions& o) {
   return "";
 }
 
-KvCacheGroupInfo DescribeGroup(const KvCacheGroupSpec& g, const KvRequestShape& shape) {
-  KvCacheGroupInfo info;
-  info.kind = KvSpecKindName(g.spec);
-  info.layer_indices = g.layer_indices;
-  info.block_size = BlockSizeTokens(g.spec);
-  info.page_size_bytes = PageSizeBytes(g.spec);
-  info.sliding_window_tokens = SlidingWindowTokens(g.spec);
-  info.max_memory_per_request_bytes = MaxMemoryUsageBytes(g.spec, shape);
-  info.blocks_per_request = CeilDiv(GroupMaxMemoryUsageBytes(g, shape), GroupPageSizeBytes(g));
-  info.uniform_type = g.uniform_type;
+/*! The layout's description of group \p index with the shape-dependent figures added. */
+KvCacheGroupInfo DescribeGroup(const KvPlan& plan, size_t index) {
+  const KvCacheGroupSpec& g = plan.layout->grouping.groups[index];
+  KvCacheGroupInfo info = plan.layout->group_infos[index];
+  info.max_memory_per_request_bytes = MaxMemoryUsageBytes(g.spec, plan.shape);
+  info.blocks_per_request = CeilDiv(GroupMaxMemoryUsageBytes(g, plan.shape), GroupPageSizeBytes(g));
   return info;
 }
 
-}  // namespace
+/*! The hybrid-model figures (mamba_state.h), and the token count of releases that printed
+ *  num_blocks // len(groups) * min block size (KvCacheOptions::kv_tokens_from_concurrency). */
+void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout, const KvCacheOptions& options) {
+  cap.mamba_state_bytes = layout.mamba_state_bytes;
+  if (layout.hybrid_alignment) {
+    cap.mamba_page_size_padded_bytes = layout.hybrid_alignment->mamba_page_size_padded_bytes;
+    cap.mamba_padding_percent = layout.hybrid_alignment->mamba_padding_percent;
+    cap.attention_block_size = layout.hybrid_alignment->attention_block_size_tokens;
+    cap.hybrid_log_lines = layout.hybrid_alignment->log_lines;
+  }
+  if (!options.kv_tokens_from_concurrency && !cap.groups.empty()) {
+    cap.num_tokens = CheckedMul(cap.num_blocks / static_cast<int64_t>(cap.groups.size()), cap.block_size, "num_tokens");
+  }
+}
 
-KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<int64_t>& available,
-                                       const KvCacheOptions& options) {
-  KvPlan plan;
-  MakePlan(plan, spec, available, options);
+KvCacheCapacity CapacityOf(const KvPlan& plan, const KvCacheOptions& options) {
+  const KvCacheLayout& layout = *plan.layout;
   KvCacheCapacity cap;
   cap.max_model_len = options.max_model_len;
-  cap.kv_cache_dtype = plan.dtype.name;
-  cap.num_padding_layers = plan.grouping.num_padding_layers;
+  cap.kv_cache_dtype = layout.dtype.name;
+  cap.num_padding_layers = layout.grouping.num_padding_layers;
 
   // Per worker: the admission check, then its own block count (get_kv_cache_configs).
   std::vector<KvCacheWorkerConfig> configs;
   std::vector<int64_t> distinct_blocks;
+  configs.reserve(plan.workers.size());
+  distinct_blocks.reserve(plan.workers.size());
   for (const Worker& w : plan.workers) {
     const std::string shortfall = WorkerShortfall(w, plan, options);
     if (!shortfall.empty()) throw InsufficientMemory(shortfall);
-    configs.push_back(GetKvCacheConfigFromGroups(w.groups(), w.available_bytes, options.num_gpu_blocks_override));
+    configs.push_back(WorkerBlocks(w.groups(), w.available_bytes, options.num_gpu_blocks_override));
     distinct_blocks.push_back(configs.back().num_blocks);
   }
   cap.num_blocks_per_worker.reserve(plan.worker_of.size());
@@ -267,63 +291,97 @@ KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<
   cap.available_bytes = PlannedBytes(worker, options);
   cap.bytes_per_request = MaxMemoryUsageBytesFromGroups(worker.groups(), plan.shape);
 
-  cap.max_concurrency = MaxConcurrency(cap.num_blocks, plan.grouping.groups, plan.shape);
+  cap.max_concurrency = MaxConcurrency(cap.num_blocks, layout.grouping.groups, plan.shape);
   cap.num_tokens = KvCacheNumTokens(cap.max_concurrency, options.max_model_len);
-  cap.block_size = plan.grouping.groups.empty() ? plan.default_block_size : std::numeric_limits<int64_t>::max();
-  for (const KvCacheGroupSpec& g : plan.grouping.groups) {
-    cap.block_size = std::min(cap.block_size, BlockSizeTokens(g.spec));
-    cap.groups.push_back(DescribeGroup(g, plan.shape));
+  cap.block_size = layout.grouping.groups.empty() ? layout.default_block_size : std::numeric_limits<int64_t>::max();
+  cap.groups.reserve(layout.grouping.groups.size());
+  for (size_t i = 0; i < layout.grouping.groups.size(); ++i) {
+    cap.groups.push_back(DescribeGroup(plan, i));
+    // A Mamba group in mode "none" has vLLM's mamba_block_size = max_model_len.
+    if (cap.groups.back().block_size == 0) cap.groups.back().block_size = options.max_model_len;
+    cap.block_size = std::min(cap.block_size, cap.groups.back().block_size);
   }
+  AddHybridFigures(cap, layout, options);
   return cap;
 }
-
-namespace {
 
 /*! The smallest of \p per_worker(plan, worker, bytes) over the tightest worker of each pipeline
  *  rank (capped at the requested max_model_len): vLLM's answer for the engine is its worst rank. */
 template <typename PerWorker>
-int64_t MinOverTightestWorkers(const ModelSpec& spec, const std::vector<int64_t>& available,
-                               const KvCacheOptions& options, PerWorker&& per_worker) {
-  KvPlan plan;
-  MakePlan(plan, spec, available, options);
+int64_t MinOverTightestWorkers(const KvPlan& plan, const KvCacheOptions& options, PerWorker&& per_worker) {
   int64_t best = options.max_model_len;
   for (const auto& entry : TightestWorkerPerRank(plan, options)) {
     // Named copies: clang 14 cannot capture structured bindings in a lambda.
     const Worker* w = entry.first;
     const int64_t bytes = entry.second;
-    if (w->layers().empty()) continue;
+    if (!w->holds_layers()) continue;
     best = std::min(best, per_worker(plan, *w, bytes));
   }
   return best;
 }
 
+int64_t EstimateOf(const KvPlan& plan, const KvCacheOptions& options) {
+  return MinOverTightestWorkers(plan, options, [](const KvPlan& p, const Worker& w, int64_t bytes) {
+    return EstimateForWorker(w, bytes, p.shape);
+  });
+}
+
+int64_t AutoFitOf(const KvPlan& plan, const KvCacheOptions& options) {
+  return MinOverTightestWorkers(plan, options, [](const KvPlan& p, const Worker& w, int64_t bytes) {
+    return LargestFitting(p.shape.max_model_len, [&](int64_t len) {
+      KvRequestShape s = p.shape;
+      s.max_model_len = len;
+      return MaxMemoryUsageBytesFromGroups(w.groups(), s) <= bytes;
+    });
+  });
+}
+
+/*! One entry point on either a cached layout (\p cache) or one built for this call. */
+template <typename Body>
+auto WithPlan(const ModelSpec& spec, const KvCacheLayoutCache* cache, const std::vector<int64_t>& available,
+              const KvCacheOptions& options, Body&& body) {
+  KvPlan plan;
+  MakePlan(plan, spec, available, options, cache);
+  return body(plan);
+}
+
 }  // namespace
+
+KvCacheCapacity ComputeKvCacheCapacity(const ModelSpec& spec, const std::vector<int64_t>& available,
+                                       const KvCacheOptions& options) {
+  return WithPlan(spec, nullptr, available, options, [&](const KvPlan& p) { return CapacityOf(p, options); });
+}
+KvCacheCapacity ComputeKvCacheCapacity(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available,
+                                       const KvCacheOptions& options) {
+  return WithPlan(cache.spec(), &cache, available, options, [&](const KvPlan& p) { return CapacityOf(p, options); });
+}
 
 int64_t EstimateMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
                             const KvCacheOptions& options) {
-  return MinOverTightestWorkers(spec, available, options,
-                                [](const KvPlan& plan, const Worker& w, int64_t bytes) {
-                                  return EstimateForWorker(w, bytes, plan.shape);
-                                });
+  return WithPlan(spec, nullptr, available, options, [&](const KvPlan& p) { return EstimateOf(p, options); });
+}
+int64_t EstimateMaxModelLen(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available,
+                            const KvCacheOptions& options) {
+  return WithPlan(cache.spec(), &cache, available, options, [&](const KvPlan& p) { return EstimateOf(p, options); });
 }
 
 int64_t AutoFitMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& available,
                            const KvCacheOptions& options) {
-  return MinOverTightestWorkers(
-      spec, available, options, [](const KvPlan& plan, const Worker& w, int64_t bytes) {
-        return LargestFitting(plan.shape.max_model_len, [&](int64_t len) {
-          KvRequestShape s = plan.shape;
-          s.max_model_len = len;
-          return MaxMemoryUsageBytesFromGroups(w.groups(), s) <= bytes;
-        });
-      });
+  return WithPlan(spec, nullptr, available, options, [&](const KvPlan& p) { return AutoFitOf(p, options); });
+}
+int64_t AutoFitMaxModelLen(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available,
+                           const KvCacheOptions& options) {
+  return WithPlan(cache.spec(), &cache, available, options, [&](const KvPlan& p) { return AutoFitOf(p, options); });
 }
 
 std::string KvCacheMemoryShortfall(const ModelSpec& spec, const std::vector<int64_t>& available,
                                    const KvCacheOptions& options) {
-  KvPlan plan;
-  MakePlan(plan, spec, available, options);
-  return PlanShortfall(plan, options);
+  return WithPlan(spec, nullptr, available, options, [&](const KvPlan& p) { return PlanShortfall(p, options); });
+}
+std::string KvCacheMemoryShortfall(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available,
+                                   const KvCacheOptions& options) {
+  return WithPlan(cache.spec(), &cache, available, options,
+                  [&](const KvPlan& p) { return PlanShortfall(p, options); });
 }
 
 void CheckEnoughKvCacheMemory(const ModelSpec& spec, const std::vector<int64_t>& available,
@@ -336,6 +394,37 @@ std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity) {
   return {"GPU KV cache size: " + FormatThousands(capacity.num_tokens) + " tokens",
           "Maximum concurrency for " + FormatThousands(capacity.max_model_len) +
               " tokens per request: " + FormatFixed(capacity.max_concurrency, 2) + "x"};
+}
+
+std::vector<std::string> KvCacheLogLinesFor(const KvCacheCapacity& capacity, KvLogFormat format,
+                                         int64_t cpu_swap_bytes) {
+  const int64_t len = capacity.max_model_len;
+  const auto concurrency_line = [&](const std::string& len_text, double concurrency) {
+    return "Maximum concurrency for " + len_text + " tokens per request: " + FormatFixed(concurrency, 2) + "x";
+  };
+  // Older releases counted tokens from blocks; concurrency followed from those tokens.
+  const int64_t block_tokens = CheckedMul(capacity.num_blocks, capacity.block_size, "num_tokens");
+  const double block_concurrency = len > 0 ? static_cast<double>(block_tokens) / static_cast<double>(len) : 0.0;
+  switch (format) {
+    case KvLogFormat::kV0Blocks: {
+      const int64_t cpu_blocks = capacity.bytes_per_block > 0 ? cpu_swap_bytes / capacity.bytes_per_block : 0;
+      return {"# GPU blocks: " + std::to_string(capacity.num_blocks) + ", # CPU blocks: " + std::to_string(cpu_blocks),
+              concurrency_line(std::to_string(len), block_concurrency)};
+    }
+    case KvLogFormat::kBlockTokens:
+      return {"GPU KV cache size: " + FormatThousands(block_tokens) + " tokens",
+              concurrency_line(FormatThousands(len), block_concurrency)};
+    case KvLogFormat::kGroupedTokens: {
+      const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(capacity.groups.size()));
+      const int64_t tokens = CheckedMul(capacity.num_blocks / groups, capacity.block_size, "num_tokens");
+      return {"GPU KV cache size: " + FormatThousands(tokens) + " tokens",
+              concurrency_line(FormatThousands(len), capacity.max_concurrency)};
+    }
+    case KvLogFormat::kCombinedLine:
+      return {"GPU KV cache size: " + FormatThousands(capacity.num_tokens) + " tokens, " +
+              concurrency_line(FormatThousands(len), capacity.max_concurrency)};
+  }
+  return {};
 }
 
 }  // namespace vllm_mem

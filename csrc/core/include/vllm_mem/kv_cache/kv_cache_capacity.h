@@ -145,6 +145,19 @@ int64_t AutoFitMaxModelLen(const ModelSpec& spec, const std::vector<int64_t>& av
  *  "Maximum concurrency for 8,192 tokens per request: 58.11x". */
 std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity);
 
+/*! \brief How a vLLM release words and rounds its KV capacity lines (the release's rule is in
+ *  plan/vllm_versions.json): kV0Blocks "# GPU blocks: N, # CPU blocks: M" + concurrency of
+ *  blocks x block_size / L (L without thousands separators); kBlockTokens (V1 0.8-0.9) tokens =
+ *  blocks x block_size; kGroupedTokens (0.10-0.19) tokens = blocks // groups x min block size,
+ *  concurrency over the groups, two lines; kCombinedLine (0.20+) one line, tokens =
+ *  int(concurrency x L). */
+enum class KvLogFormat { kV0Blocks, kBlockTokens, kGroupedTokens, kCombinedLine };
+
+/*! \brief The lines \p format gives for \p capacity; \p cpu_swap_bytes is V0's swap space (the
+ *  CPU blocks of kV0Blocks). */
+std::vector<std::string> KvCacheLogLinesFor(const KvCacheCapacity& capacity, KvLogFormat format,
+                                         int64_t cpu_swap_bytes = int64_t{4} << 30);
+
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_KV_CACHE_KV_CACHE_CAPACITY_H_
