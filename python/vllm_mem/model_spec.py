@@ -88,11 +88,14 @@ class ModelSpec:
     computation (weights, KV cache, plans) happens in C++.
     """
 
-    __slots__ = ("_checkpoint", "_spec", "name")
+    __slots__ = ("_checkpoint", "_sizing", "_spec", "name")
 
     def __init__(self, spec: _C.ModelSpec, name: str = "") -> None:
         self._spec = spec
         self.name = name
+        # The KV layouts sizing calls reuse (one per block size, dtypes, TP, PP): the C++ spec
+        # is read-only from Python, so they stay valid for the object's life (docs/performance.md).
+        self._sizing = _C.SizingCache(spec)
         self._checkpoint: CheckpointWeights | None = None  # weights_source="headers" (vllm_mem.hub)
 
     @classmethod
