@@ -3,18 +3,26 @@
  * \brief Bindings of the start-up plan area: GPU catalog, worker-flow budget arithmetic,
  *        profile-run estimators, the plan, its levers and the sweep. Conversions only.
  */
+#include <algorithm>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
+#include "bindings/fast_call.h"
+#include "vllm_mem/base/json.h"
+#include "vllm_mem/base/limits.h"
+#include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/plan/activation_estimate.h"
 #include "vllm_mem/plan/cudagraph_estimate.h"
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/non_torch_estimate.h"
 #include "vllm_mem/plan/plan_suggestions.h"
 #include "vllm_mem/plan/plan_sweep.h"
+#include "vllm_mem/plan/speculative_decoding.h"
 #include "vllm_mem/plan/startup_budget.h"
 #include "vllm_mem/plan/startup_plan.h"
+#include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace py = pybind11;
 
@@ -41,8 +49,79 @@ py::dict GpuDict(const GpuInfo& g) {
   d["figure_uncertainty_bytes"] = g.figure_uncertainty_bytes;
   d["source_note"] = g.source_note;
   d["aliases"] = g.aliases;
+  d["compute_capability"] = g.compute_capability;
+  d["supports_bfloat16"] = g.supports_bfloat16;
   return d;
 }
+
+/*! plan()'s settings after the GPU resolved, positionally, in planner.inputs.plan_inputs'
+ *  order and with its bounds. False: take the checked path. */
+bool PlanArguments(PyObject* const* a, PlanInputs* in) {
+  if (!fast::Int(a[0], 1, kMaxDeviceBytes, &in->total_memory_bytes) ||
+      !fast::OptionalText(a[1], &in->gpu_name, kMaxGpuNameChars) ||
+      !fast::OptionalInt(a[2], 0, kMaxDeviceBytes, -1, &in->free_memory_bytes) ||
+      in->free_memory_bytes > in->total_memory_bytes ||
+      !fast::OptionalInt(a[3], 1, kMaxWorldSize, 0, &in->gpu_count) ||
+      !(a[4] == Py_None || (fast::Float(a[4], &in->gpu_memory_utilization) &&  // None: the release's
+                            in->gpu_memory_utilization > 0.0 && in->gpu_memory_utilization <= 1.0)) ||
+      !fast::OptionalInt(a[5], 1, kMaxModelLenTokens, 0, &in->max_model_len) ||
+      !fast::Int(a[6], 1, kMaxTensorParallelSize, &in->tensor_parallel_size) ||
+      !fast::Int(a[7], 1, kMaxPipelineParallelSize, &in->pipeline_parallel_size) ||
+      !fast::OptionalInt(a[8], 1, kMaxNumSeqs, 0, &in->max_num_seqs) ||  // 0: the release's default
+      !fast::OptionalInt(a[9], 1, kMaxNumBatchedTokens, 0, &in->max_num_batched_tokens) ||
+      !fast::Text(a[10], &in->dtype) ||
+      !fast::OptionalText(a[11], &in->quantization) || !fast::Text(a[12], &in->kv_cache_dtype) ||
+      !fast::OptionalInt(a[13], 1, kMaxModelLenTokens, 0, &in->block_size) ||
+      !fast::Flag(a[14], &in->enforce_eager)) {
+    return false;
+  }
+  std::string mode;
+  if (!fast::Text(a[15], &mode)) return false;
+  try {
+    in->cudagraph_mode = ParseCudagraphMode(mode);
+  } catch (const std::exception&) {
+    return false;  // the checked path raises it, after the fields checked before it
+  }
+  return a[16] == Py_None &&  // explicit capture sizes: the checked path
+         fast::OptionalInt(a[17], 1, kMaxCudagraphCaptureSize, 0, &in->max_cudagraph_capture_size) &&
+         fast::OptionalInt(a[18], 1, kMaxDeviceBytes, 0, &in->kv_cache_memory_bytes) &&
+         [&] {  // None: the release's default (left unset, as plan_inputs leaves it)
+           if (a[19] == Py_None) return true;
+           bool in_budget = false;
+           if (!fast::Flag(a[19], &in_budget)) return false;
+           in->cudagraph_memory_in_budget = in_budget;
+           return true;
+         }() &&
+         [&] {
+           // The caller takes this path only for the newest release, asked by nobody and not
+           // installed (planner/evaluate.py): what plan_inputs records as "newest known".
+           in->vllm_version_source = "newest known";
+           return true;
+         }();
+}
+
+constexpr Py_ssize_t kPlanFastArgs = 21;  // the sizing cache, then 20 settings
+
+/*! EvaluatePlan on the model's cached KV layouts. The GIL stays held: the call takes a few
+ *  microseconds, and releasing and re-taking it would be a sizeable part of that. */
+PyObject* EvaluatePlanFast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return fast::Guarded([&]() -> PyObject* {
+    if (nargs != kPlanFastArgs) {
+      PyErr_SetString(PyExc_TypeError, "_evaluate_plan_fast takes 21 positional arguments");
+      return nullptr;
+    }
+    PlanInputs in;
+    if (!PlanArguments(args + 1, &in)) return nullptr;  // None: the checked path
+    const auto& cache = py::handle(args[0]).cast<const KvCacheLayoutCache&>();
+    return py::cast(EvaluatePlan(cache.spec(), in, &cache)).release().ptr();
+  });
+}
+
+PyMethodDef kEvaluatePlanFastDef = {
+    "_evaluate_plan_fast", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&EvaluatePlanFast)),
+    METH_FASTCALL,
+    "evaluate_plan(spec._sizing, total_memory_bytes, gpu_name, ...18 settings positionally): the plan, or None "
+    "when an argument is not a plain in-range value (the caller then runs its checked path)."};
 
 }  // namespace
 
@@ -156,6 +235,113 @@ void BindPlan(py::module_& m) {
   m.def("estimate_non_torch_increase", &EstimateNonTorchIncrease, py::arg("tensor_parallel_size"),
         py::arg("pipeline_parallel_size"), py::arg("constants") = NonTorchConstants{});
 
+  // ---- vLLM release profiles ------------------------------------------------------------------
+  m.def("vllm_version_profiles", [] {
+    py::list out;
+    for (const VllmVersionProfile& p : VllmVersionProfiles()) {
+      py::dict d;
+      d["version"] = p.version;
+      d["date"] = p.date;
+      d["note"] = p.note;
+      py::list rules;
+      for (const VersionRuleNote& r : p.rules) {
+        py::dict rd;
+        rd["rule"] = r.rule;
+        rd["value"] = r.value;
+        rd["since"] = r.since;
+        rd["release"] = r.release;
+        rd["source"] = r.source;
+        rules.append(rd);
+      }
+      d["rules"] = rules;
+      out.append(d);
+    }
+    return out;
+  }, "Every vLLM release profile, oldest first, each rule with its value and source.");
+  m.def("lookup_vllm_version", [](const std::string& version) {
+    const VersionLookup l = LookupVllmVersion(version);
+    return py::make_tuple(l.profile->version, l.asked, l.newer_than_known, l.note);
+  }, py::arg("version"), "(profile version, normalised asked version, newer than known, note).");
+  m.def("derived_max_model_len", &DerivedMaxModelLen, py::arg("spec"));
+  m.def("vllm_profile_settings", [](const std::string& version) {
+    const VllmVersionProfile& p = *LookupVllmVersion(version).profile;
+    py::dict d;
+    d["version"] = p.version;
+    d["engine"] = p.engine;
+    d["v0_engine_available"] = p.v0_engine_available;
+    d["gpu_memory_utilization"] = p.gpu_memory_utilization;
+    d["cudagraph_memory_in_budget"] = p.cudagraph_memory_in_budget;
+    d["sampler_bytes_per_logit"] = p.sampler_bytes_per_logit;
+    d["hybrid_kv_cache_manager"] = p.hybrid_kv_cache_manager;
+    d["default_block_size"] = p.default_block_size;
+    return d;
+  }, py::arg("version"));
+  m.def("long_max_model_len_error", [](const std::string& version, const ModelSpec& spec, int64_t max_model_len,
+                                       bool allow_long) {
+    return LongMaxModelLenError(*LookupVllmVersion(version).profile, spec, max_model_len, allow_long);
+  }, py::arg("version"), py::arg("spec"), py::arg("max_model_len"), py::arg("allow_long"));
+  m.def("kv_log_lines_for", [](const std::string& version, const std::string& engine, int64_t num_blocks,
+                               int64_t num_tokens, double max_concurrency, int64_t block_size, int64_t bytes_per_block,
+                               int64_t max_model_len, int64_t num_groups) {
+    // The release's wording needs only these figures of a KvCacheCapacity.
+    const VllmVersionProfile& p = *LookupVllmVersion(version).profile;
+    KvCacheCapacity c;
+    c.num_blocks = num_blocks;
+    c.num_tokens = num_tokens;
+    c.max_concurrency = max_concurrency;
+    c.block_size = block_size;
+    c.bytes_per_block = bytes_per_block;
+    c.max_model_len = max_model_len;
+    c.groups.resize(static_cast<size_t>(std::clamp<int64_t>(num_groups, 0, 4096)));
+    const bool v0 = (engine.empty() ? p.engine : engine) == "v0";
+    return KvCacheLogLinesFor(c, v0 ? KvLogFormat::kV0Blocks : p.kv_log_format);
+  }, py::arg("version"), py::arg("engine"), py::arg("num_blocks"), py::arg("num_tokens"), py::arg("max_concurrency"),
+     py::arg("block_size"), py::arg("bytes_per_block"), py::arg("max_model_len"), py::arg("num_groups"));
+  m.def("resolve_batch_defaults", [](const std::string& version, const std::string& engine, const std::string& usage_context,
+                                     int64_t total_memory_bytes, const std::string& gpu_name, int64_t max_model_len) {
+    const VersionLookup l = LookupVllmVersion(version);
+    const BatchDefaults b = ResolveBatchDefaults(*l.profile, engine.empty() ? l.profile->engine : engine, usage_context,
+                                                 total_memory_bytes, gpu_name, max_model_len, 0, 0);
+    return py::make_tuple(b.max_num_seqs, b.max_num_batched_tokens);
+  }, py::arg("version"), py::arg("engine"), py::arg("usage_context"), py::arg("total_memory_bytes"), py::arg("gpu_name"),
+     py::arg("max_model_len"));
+
+  // ---- speculative decoding (speculative_decoding.h) ------------------------------------------
+  py::class_<SpeculativeConfig>(m, "SpeculativeConfig")
+      .def(py::init<>())
+      .def_readwrite("method", &SpeculativeConfig::method)
+      .def_readwrite("num_speculative_tokens", &SpeculativeConfig::num_speculative_tokens)
+      .def_readwrite("draft", &SpeculativeConfig::draft)
+      .def_readwrite("draft_name", &SpeculativeConfig::draft_name)
+      .def_readwrite("draft_tensor_parallel_size", &SpeculativeConfig::draft_tensor_parallel_size)
+      .def_readwrite("n_predict", &SpeculativeConfig::n_predict)
+      .def_readwrite("draft_vocab_size", &SpeculativeConfig::draft_vocab_size)
+      .def_readwrite("draft_target_hidden_size", &SpeculativeConfig::draft_target_hidden_size)
+      .def_readwrite("target_num_mtp_layers", &SpeculativeConfig::target_num_mtp_layers)
+      .def_readwrite("eagle_embed_tokens_shared", &SpeculativeConfig::eagle_embed_tokens_shared)
+      .def_readwrite("eagle_lm_head_shared", &SpeculativeConfig::eagle_lm_head_shared);
+  py::class_<DraftWeights>(m, "DraftWeights")
+      .def_readonly("layers_bytes", &DraftWeights::layers_bytes)
+      .def_readonly("extra_bytes", &DraftWeights::extra_bytes)
+      .def_readonly("embedding_bytes", &DraftWeights::embedding_bytes)
+      .def_readonly("lm_head_bytes", &DraftWeights::lm_head_bytes)
+      .def_readonly("total_bytes", &DraftWeights::total_bytes)
+      .def_readonly("embedding_shared", &DraftWeights::embedding_shared)
+      .def_readonly("lm_head_shared", &DraftWeights::lm_head_shared)
+      .def_readonly("num_parameters", &DraftWeights::num_parameters);
+  m.def("read_speculative_config_fields", [](const std::string& json_text, bool as_target, SpeculativeConfig c) {
+    ReadSpeculativeConfigFields(ParseJson(json_text, "config.json"), as_target, c);
+    return c;
+  }, py::arg("json_text"), py::arg("as_target"), py::arg("config"));
+  m.def("normalize_speculative_method", &NormalizeSpeculativeMethod, py::arg("method"));
+  m.def("draft_weights", [](const ModelSpec& target, const SpeculativeConfig& c, int64_t tp, const std::string& dtype,
+                            const std::string& quantization) {
+    return ComputeDraftWeights(target, c, ResolveSpeculativeConfig(target, c, tp, 1), dtype, quantization);
+  }, py::arg("target"), py::arg("config"), py::arg("tensor_parallel_size"), py::arg("dtype"),
+     py::arg("quantization"));
+  m.def("spec_decode_capture_sizes", &SpecDecodeCaptureSizes, py::arg("capture_sizes"), py::arg("max_capture_size"),
+        py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"), py::arg("uniform_decode_query_len"));
+
   // ---- the plan ------------------------------------------------------------------------------
   py::class_<PlanInputs>(m, "PlanInputs")
       .def(py::init<>())
@@ -182,6 +368,18 @@ void BindPlan(py::module_& m) {
       .def_readwrite("kv_cache_memory_bytes", &PlanInputs::kv_cache_memory_bytes)
       .def_readwrite("cudagraph_memory_in_budget", &PlanInputs::cudagraph_memory_in_budget)
       .def_readwrite("checkpoint_weights_bytes", &PlanInputs::checkpoint_weights_bytes)
+      .def_readwrite("speculative", &PlanInputs::speculative)
+      .def_readwrite("vllm_version", &PlanInputs::vllm_version)
+      .def_readwrite("vllm_version_source", &PlanInputs::vllm_version_source)
+      .def_readwrite("usage_context", &PlanInputs::usage_context)
+      .def_readwrite("vllm_engine", &PlanInputs::vllm_engine)
+      .def_readwrite("allow_long_max_model_len", &PlanInputs::allow_long_max_model_len)
+      .def_readwrite("sampler_bytes_per_logit", &PlanInputs::sampler_bytes_per_logit)
+      .def_readonly("resolved_vllm_version", &PlanInputs::resolved_vllm_version)
+      .def_readonly("vllm_version_note", &PlanInputs::vllm_version_note)
+      .def_readonly("hybrid_kv_cache_manager", &PlanInputs::hybrid_kv_cache_manager)
+      .def_property_readonly("kv_log_format", [](const PlanInputs& p) { return static_cast<int>(p.kv_log_format); })
+      .def_readonly("dtype_note", &PlanInputs::dtype_note)
       .def_readwrite("activation_constants", &PlanInputs::activation_constants)
       .def_readwrite("non_torch_constants", &PlanInputs::non_torch_constants)
       .def_readwrite("cudagraph_constants", &PlanInputs::cudagraph_constants)
@@ -191,6 +389,10 @@ void BindPlan(py::module_& m) {
       .def_readonly("first_layer", &RankPlan::first_layer)
       .def_readonly("end_layer", &RankPlan::end_layer)
       .def_readonly("weights_bytes", &RankPlan::weights_bytes)
+      .def_readonly("draft_weights_bytes", &RankPlan::draft_weights_bytes)
+      .def_readonly("vision_encoder_bytes", &RankPlan::vision_encoder_bytes)
+      .def_readonly("draft_kv_bytes_per_block", &RankPlan::draft_kv_bytes_per_block)
+      .def_readonly("draft_kv_cache_bytes", &RankPlan::draft_kv_cache_bytes)
       .def_readonly("activation_peak_bytes", &RankPlan::activation_peak_bytes)
       .def_readonly("non_torch_bytes", &RankPlan::non_torch_bytes)
       .def_readonly("cudagraph_bytes", &RankPlan::cudagraph_bytes)
@@ -225,7 +427,9 @@ void BindPlan(py::module_& m) {
       .def_readonly("kv_block_size", &StartupPlan::kv_block_size)
       .def_readonly("kv_cache_memory_suggestion", &StartupPlan::kv_cache_memory_suggestion)
       .def_readonly("request_memory_error", &StartupPlan::request_memory_error)
-      .def_readonly("cudagraph_line", &StartupPlan::cudagraph_line);
+      .def_readonly("cudagraph_line", &StartupPlan::cudagraph_line)
+      .def_readonly("kv_log_lines", &StartupPlan::kv_log_lines)
+      .def_readonly("kv_cache_memory_suggestion_fits", &StartupPlan::kv_cache_memory_suggestion_fits);
   py::class_<PlanSuggestion>(m, "PlanSuggestion")
       .def_readonly("lever", &PlanSuggestion::lever)
       .def_readonly("direction", &PlanSuggestion::direction)
@@ -234,7 +438,10 @@ void BindPlan(py::module_& m) {
       .def_readonly("bytes_freed", &PlanSuggestion::bytes_freed)
       .def_readonly("fits_after", &PlanSuggestion::fits_after)
       .def_readonly("reason", &PlanSuggestion::reason);
-  m.def("evaluate_plan", &EvaluatePlan, py::arg("spec"), py::arg("inputs"), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "evaluate_plan", [](const ModelSpec& spec, const PlanInputs& inputs) { return EvaluatePlan(spec, inputs); },
+      py::arg("spec"), py::arg("inputs"), py::call_guard<py::gil_scoped_release>());
+  fast::AddFunction(m, &kEvaluatePlanFastDef);
   m.def("suggest_plan_changes", &SuggestPlanChanges, py::arg("spec"), py::arg("plan"),
         py::call_guard<py::gil_scoped_release>());
   m.def("format_suggestions", &FormatSuggestions, py::arg("suggestions"));

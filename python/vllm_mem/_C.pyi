@@ -4,7 +4,7 @@ vllm_mem's C++ core. Use the typed wrappers in the vllm_mem package.
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SnapshotRecord', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'assign_utilizations', 'auto_fit_max_model_len', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'empty_cache', 'estimate_max_model_len', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'failure_phase_names', 'format_gib', 'format_mib', 'format_plan_report', 'format_suggestions', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'lookup_gpu', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'num_parameters', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'process_memory', 'python_float_repr', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'weight_breakdown', 'weight_bytes']
+__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'assign_utilizations', 'auto_fit_max_model_len', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'failure_phase_names', 'format_gib', 'format_mib', 'format_plan_report', 'format_suggestions', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_log_lines_for', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'spec_decode_capture_sizes', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
 class AttentionKind:
     """
     Members:
@@ -111,6 +111,40 @@ class QuantizationSpec:
     @property
     def zero_point(self) -> bool:
         ...
+class VisionEncoderSpec:
+    @property
+    def config_class(self) -> str:
+        ...
+    @property
+    def encoder(self) -> str:
+        ...
+    @property
+    def hidden_size(self) -> int:
+        ...
+    @property
+    def image_size(self) -> int:
+        ...
+    @property
+    def intermediate_size(self) -> int:
+        ...
+    @property
+    def loaded_layers(self) -> int:
+        ...
+    @property
+    def num_heads(self) -> int:
+        ...
+    @property
+    def num_layers(self) -> int:
+        ...
+    @property
+    def num_parameters(self) -> int:
+        ...
+    @property
+    def patch_size(self) -> int:
+        ...
+    @property
+    def text_hidden_size(self) -> int:
+        ...
 class ModelSpec:
     @staticmethod
     def from_json(json_text: str, allow_unknown: bool = False) -> ModelSpec:
@@ -169,13 +203,23 @@ class ModelSpec:
     def tie_word_embeddings(self) -> bool:
         ...
     @property
+    def vision(self) -> VisionEncoderSpec | None:
+        ...
+    @property
     def vocab_size(self) -> int:
         ...
 class KvCacheOptions:
     allow_chunked_local_with_hybrid: bool
     cap_sliding_window_at_full: bool
     disable_hybrid_kv_cache_manager: bool
+    hybrid_align_to_user_block_size: bool
     kv_cache_dtype: str
+    kv_tokens_from_concurrency: bool
+    mamba_cache_dtype: str
+    mamba_cache_mode: str
+    mamba_conv_state_includes_spec_tokens: bool
+    mamba_ssm_cache_dtype: str
+    mamba_ssm_dtype_from_config: bool
     model_dtype: str
     def __init__(self) -> None:
         ...
@@ -184,6 +228,24 @@ class KvCacheOptions:
         ...
     @block_size.setter
     def block_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def group_size_max_ratio(self) -> float:
+        ...
+    @group_size_max_ratio.setter
+    def group_size_max_ratio(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def hybrid_kernel_block_alignment(self) -> int:
+        ...
+    @hybrid_kernel_block_alignment.setter
+    def hybrid_kernel_block_alignment(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def mamba_block_size(self) -> int:
+        ...
+    @mamba_block_size.setter
+    def mamba_block_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def max_concurrent_batches(self) -> int:
@@ -208,6 +270,12 @@ class KvCacheOptions:
         ...
     @num_gpu_blocks_override.setter
     def num_gpu_blocks_override(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def num_speculative_tokens(self) -> int:
+        ...
+    @num_speculative_tokens.setter
+    def num_speculative_tokens(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def pipeline_parallel_size(self) -> int:
@@ -248,6 +316,9 @@ class KvCacheGroupInfo:
         ...
 class KvCacheCapacity:
     @property
+    def attention_block_size(self) -> int:
+        ...
+    @property
     def available_bytes(self) -> int:
         ...
     @property
@@ -263,10 +334,22 @@ class KvCacheCapacity:
     def groups(self) -> list[KvCacheGroupInfo]:
         ...
     @property
+    def hybrid_log_lines(self) -> list[str]:
+        ...
+    @property
     def kv_cache_bytes(self) -> int:
         ...
     @property
     def kv_cache_dtype(self) -> str:
+        ...
+    @property
+    def mamba_padding_percent(self) -> float:
+        ...
+    @property
+    def mamba_page_size_padded_bytes(self) -> int:
+        ...
+    @property
+    def mamba_state_bytes(self) -> int:
         ...
     @property
     def max_concurrency(self) -> float:
@@ -285,6 +368,15 @@ class KvCacheCapacity:
         ...
     @property
     def num_tokens(self) -> int:
+        ...
+class SizingCache:
+    """
+    A ModelSpec's cached KV layouts (one per block size, dtypes, TP, PP).
+    """
+    def __init__(self, spec: ModelSpec) -> None:
+        ...
+    @property
+    def num_kv_layouts(self) -> int:
         ...
 class SnapshotRecord:
     """
@@ -819,11 +911,81 @@ class CudagraphEstimate:
     @property
     def total_bytes(self) -> int:
         ...
+class SpeculativeConfig:
+    draft: ModelSpec | None
+    draft_name: str
+    eagle_embed_tokens_shared: bool
+    eagle_lm_head_shared: bool | None
+    method: str
+    def __init__(self) -> None:
+        ...
+    @property
+    def draft_target_hidden_size(self) -> int:
+        ...
+    @draft_target_hidden_size.setter
+    def draft_target_hidden_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def draft_tensor_parallel_size(self) -> int:
+        ...
+    @draft_tensor_parallel_size.setter
+    def draft_tensor_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def draft_vocab_size(self) -> int:
+        ...
+    @draft_vocab_size.setter
+    def draft_vocab_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_predict(self) -> int:
+        ...
+    @n_predict.setter
+    def n_predict(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def num_speculative_tokens(self) -> int:
+        ...
+    @num_speculative_tokens.setter
+    def num_speculative_tokens(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def target_num_mtp_layers(self) -> int:
+        ...
+    @target_num_mtp_layers.setter
+    def target_num_mtp_layers(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+class DraftWeights:
+    @property
+    def embedding_bytes(self) -> int:
+        ...
+    @property
+    def embedding_shared(self) -> bool:
+        ...
+    @property
+    def extra_bytes(self) -> int:
+        ...
+    @property
+    def layers_bytes(self) -> int:
+        ...
+    @property
+    def lm_head_bytes(self) -> int:
+        ...
+    @property
+    def lm_head_shared(self) -> bool:
+        ...
+    @property
+    def num_parameters(self) -> int:
+        ...
+    @property
+    def total_bytes(self) -> int:
+        ...
 class PlanInputs:
     activation_constants: ActivationConstants
+    allow_long_max_model_len: bool
     baseline_constants: StartupBaselineConstants
     cudagraph_constants: CudagraphConstants
-    cudagraph_memory_in_budget: bool
+    cudagraph_memory_in_budget: bool | None
     cudagraph_mode: str
     dtype: str
     enforce_eager: bool
@@ -831,6 +993,11 @@ class PlanInputs:
     kv_cache_dtype: str
     non_torch_constants: NonTorchConstants
     quantization: str
+    speculative: SpeculativeConfig | None
+    usage_context: str
+    vllm_engine: str
+    vllm_version: str
+    vllm_version_source: str
     def __init__(self) -> None:
         ...
     @property
@@ -852,6 +1019,9 @@ class PlanInputs:
     def cudagraph_capture_sizes(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
         ...
     @property
+    def dtype_note(self) -> str:
+        ...
+    @property
     def free_memory_bytes(self) -> int:
         ...
     @free_memory_bytes.setter
@@ -870,10 +1040,16 @@ class PlanInputs:
     def gpu_memory_utilization(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
+    def hybrid_kv_cache_manager(self) -> bool:
+        ...
+    @property
     def kv_cache_memory_bytes(self) -> int:
         ...
     @kv_cache_memory_bytes.setter
     def kv_cache_memory_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def kv_log_format(self) -> int:
         ...
     @property
     def max_cudagraph_capture_size(self) -> int:
@@ -906,6 +1082,15 @@ class PlanInputs:
     def pipeline_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
+    def resolved_vllm_version(self) -> str:
+        ...
+    @property
+    def sampler_bytes_per_logit(self) -> float:
+        ...
+    @sampler_bytes_per_logit.setter
+    def sampler_bytes_per_logit(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
     def tensor_parallel_size(self) -> int:
         ...
     @tensor_parallel_size.setter
@@ -916,6 +1101,9 @@ class PlanInputs:
         ...
     @total_memory_bytes.setter
     def total_memory_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def vllm_version_note(self) -> str:
         ...
 class RankPlan:
     @property
@@ -935,6 +1123,15 @@ class RankPlan:
         ...
     @property
     def cudagraph_bytes(self) -> int:
+        ...
+    @property
+    def draft_kv_bytes_per_block(self) -> int:
+        ...
+    @property
+    def draft_kv_cache_bytes(self) -> int:
+        ...
+    @property
+    def draft_weights_bytes(self) -> int:
         ...
     @property
     def end_layer(self) -> int:
@@ -962,6 +1159,9 @@ class RankPlan:
         ...
     @property
     def pp_rank(self) -> int:
+        ...
+    @property
+    def vision_encoder_bytes(self) -> int:
         ...
     @property
     def weights_bytes(self) -> int:
@@ -1002,6 +1202,12 @@ class StartupPlan:
         ...
     @property
     def kv_cache_memory_suggestion(self) -> KvCacheMemorySuggestion:
+        ...
+    @property
+    def kv_cache_memory_suggestion_fits(self) -> bool:
+        ...
+    @property
+    def kv_log_lines(self) -> list[str]:
         ...
     @property
     def max_model_len_that_fits(self) -> int:
@@ -1647,6 +1853,8 @@ def current_torch_memory_usage(device: typing.SupportsInt | typing.SupportsIndex
     ...
 def default_capture_sizes(max_size: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     ...
+def derived_max_model_len(spec: ModelSpec) -> int:
+    ...
 def determine_available_kv_cache_memory(requested_bytes: typing.SupportsInt | typing.SupportsIndex, profile: ProfileMeasurements, options: AvailableKvOptions) -> AvailableKvMemory:
     ...
 def device_count() -> int:
@@ -1658,6 +1866,8 @@ def device_total_bytes(info: DeviceMemoryInfo) -> int:
     total_bytes when > 0, else the GPU catalog's figure for the name
     """
 def different_devices_message(a: typing.SupportsInt | typing.SupportsIndex, b: typing.SupportsInt | typing.SupportsIndex) -> str:
+    ...
+def draft_weights(target: ModelSpec, config: SpeculativeConfig, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, dtype: str, quantization: str) -> DraftWeights:
     ...
 def empty_cache() -> None:
     ...
@@ -1711,8 +1921,16 @@ def kv_cache_log_lines(capacity: KvCacheCapacity) -> list[str]:
     ...
 def kv_cache_memory_shortfall(spec: ModelSpec, available_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: KvCacheOptions) -> str:
     ...
+def kv_log_lines_for(version: str, engine: str, num_blocks: typing.SupportsInt | typing.SupportsIndex, num_tokens: typing.SupportsInt | typing.SupportsIndex, max_concurrency: typing.SupportsFloat | typing.SupportsIndex, block_size: typing.SupportsInt | typing.SupportsIndex, bytes_per_block: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, num_groups: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    ...
+def long_max_model_len_error(version: str, spec: ModelSpec, max_model_len: typing.SupportsInt | typing.SupportsIndex, allow_long: bool) -> str:
+    ...
 def lookup_gpu(name: str) -> dict[str, typing.Any]:
     ...
+def lookup_vllm_version(version: str) -> tuple[str, str, bool, str]:
+    """
+    (profile version, normalised asked version, newer than known, note).
+    """
 def max_shared_memory_per_block(device: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
 def measure_snapshot(device: typing.SupportsInt | typing.SupportsIndex) -> SnapshotRecord:
@@ -1729,9 +1947,11 @@ def memory_profiling_repr(figures: ProfilingFigures) -> str:
     ...
 def normalize_gpu_name(name: str) -> str:
     ...
+def normalize_speculative_method(method: str) -> str:
+    ...
 def num_parameters(spec: ModelSpec) -> int:
     """
-    Parameter count of the checkpoint (tied embeddings counted once)
+    Parameter count of the checkpoint (tied embeddings counted once, a multimodal checkpoint's vision tower and projector included)
     """
 def parse_cuda_device(text: str) -> int | None:
     """
@@ -1747,6 +1967,8 @@ def process_memory(device: typing.SupportsInt | typing.SupportsIndex) -> tuple[b
     """
 def python_float_repr(value: typing.SupportsFloat | typing.SupportsIndex) -> str:
     ...
+def read_speculative_config_fields(json_text: str, as_target: bool, config: SpeculativeConfig) -> SpeculativeConfig:
+    ...
 def release_device_memory_under_pressure(device: typing.SupportsInt | typing.SupportsIndex) -> int:
     """
     bytes released, 0 when nothing was done
@@ -1755,6 +1977,8 @@ def remove_device(reader: DeviceReader) -> bool:
     ...
 def reset_peak_memory_stats(device: typing.SupportsInt | typing.SupportsIndex) -> None:
     ...
+def resolve_batch_defaults(version: str, engine: str, usage_context: str, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, max_model_len: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
+    ...
 def rule_of_thumb_activation_bytes(weight_bytes: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     ...
 def rule_of_thumb_kv_cache_bytes(spec: ModelSpec, batch_size: typing.SupportsInt | typing.SupportsIndex, seq_len: typing.SupportsInt | typing.SupportsIndex, dtype: str = 'auto') -> int:
@@ -1762,6 +1986,8 @@ def rule_of_thumb_kv_cache_bytes(spec: ModelSpec, batch_size: typing.SupportsInt
 def rule_of_thumb_weight_bytes(spec: ModelSpec, dtype: str = 'auto') -> int:
     ...
 def run_sweep(spec: ModelSpec, axes: SweepAxes) -> dict[str, typing.Any]:
+    ...
+def spec_decode_capture_sizes(capture_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_capture_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, uniform_decode_query_len: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     ...
 def stage_demand_for(spec: ModelSpec, stage_id: typing.SupportsInt | typing.SupportsIndex, devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], concurrency: typing.SupportsFloat | typing.SupportsIndex, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, dtype: str, quantization: str, kv_cache_dtype: str, block_size: typing.SupportsInt | typing.SupportsIndex, enforce_eager: bool) -> StageDemand:
     ...
@@ -1791,15 +2017,22 @@ def torch_stats(device: typing.SupportsInt | typing.SupportsIndex) -> AllocatorS
     ...
 def utilization_to_ppm(utilization: typing.SupportsFloat | typing.SupportsIndex) -> int:
     ...
-def weight_breakdown(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1) -> dict[str, typing.Any]:
+def vllm_profile_settings(version: str) -> dict[str, typing.Any]:
+    ...
+def vllm_version_profiles() -> list[typing.Any]:
+    """
+    Every vLLM release profile, oldest first, each rule with its value and source.
+    """
+def weight_breakdown(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, mxfp4_backend: str = 'triton') -> dict[str, typing.Any]:
     """
     Weight bytes per component and per pipeline rank
     """
-def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1) -> int:
+def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, mxfp4_backend: str = 'triton') -> int:
     """
     Weight bytes of the fullest GPU (vLLM's 'Model loading took')
     """
 KV_SUGGESTION_BUFFER_BYTES: int = 157286400
 SAMPLER_MAX_INTERVAL_S: float = 60.0
 SAMPLER_MIN_INTERVAL_S: float = 1e-05
+_FAST_NAME_CHARS: int = 256
 __version__: str = '0.2.0'

@@ -38,7 +38,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                     "determine_available_kv_cache_memory", "device_processes", "measure_cuda_graph_memory",
                     "request_memory", "suggest_kv_cache_memory_bytes"),
     "catalog": ("GpuInfo", "close_gpu_matches", "gpu_catalog", "lookup_gpu"),
-    "planner": ("FAILURE_PHASES", "PlanSuggestion", "RankPlan", "StartupPlan", "plan"),
+    "planner": ("FAILURE_PHASES", "PlanSuggestion", "RankPlan", "StartupPlan", "plan", "vllm_versions"),
     "plan_sweep": ("sweep",),
     "stages": ("MemoryImbalance", "RankPlanRow", "RankPlans", "StageAssignmentRow", "StageCheck",
                "StageConfig", "StageDeviceRow", "StageNeed", "StageStartup", "UtilizationAssignment",

@@ -39,6 +39,11 @@ class GpuInfo:
         Where the figure comes from, or the estimation rule.
     aliases : tuple of str
         Other accepted spellings (matching is case- and punctuation-insensitive).
+    compute_capability : str
+        NVIDIA's compute capability (``"9.0"``); ``""`` for AMD.
+    supports_bfloat16 : bool
+        False below compute capability 8.0 (V100, T4): vLLM serves bfloat16 checkpoints there
+        as float16.
     """
 
     name: str
@@ -51,6 +56,8 @@ class GpuInfo:
     figure_uncertainty_bytes: int
     source_note: str
     aliases: tuple[str, ...]
+    compute_capability: str = ""
+    supports_bfloat16: bool = True
 
     @property
     def total_memory_gib(self) -> float:
@@ -71,6 +78,7 @@ class GpuInfo:
             "figure_source": self.figure_source,
             "figure_uncertainty_bytes": self.figure_uncertainty_bytes,
             "source_note": self.source_note, "aliases": list(self.aliases),
+            "compute_capability": self.compute_capability or None, "supports_bfloat16": self.supports_bfloat16,
         }
 
 

@@ -20,6 +20,8 @@ from . import _limits as L
 from . import _validate as V
 from .catalog import lookup_gpu
 from .planner.inputs import SpecSource, plan_inputs, spec_of
+from .planner.versions import choose_vllm_version
+from .planner.versions import usage_context as versions_usage_context
 
 __all__ = ["sweep"]
 
@@ -42,12 +44,12 @@ def sweep(
     spec: SpecSource,
     gpus: OneOrMany[str | int] = "H100-80GB",
     *,
-    gpu_memory_utilization: OneOrMany[float] = 0.92,
+    gpu_memory_utilization: OneOrMany[float] | None = None,
     max_model_len: OneOrMany[int] | None = None,
     tensor_parallel_size: OneOrMany[int] = 1,
     pipeline_parallel_size: OneOrMany[int] = 1,
-    max_num_seqs: OneOrMany[int] = 256,
-    max_num_batched_tokens: OneOrMany[int] = 8192,
+    max_num_seqs: OneOrMany[int] | None = None,
+    max_num_batched_tokens: OneOrMany[int] | None = None,
     dtype: OneOrMany[str] = "auto",
     quantization: OneOrMany[str | None] | None = None,
     kv_cache_dtype: OneOrMany[str] = "auto",
@@ -57,7 +59,9 @@ def sweep(
     gpu_count: int | None = None,
     cudagraph_mode: str = "FULL_AND_PIECEWISE",
     kv_cache_memory_bytes: int | None = None,
-    cudagraph_memory_in_budget: bool = True,
+    cudagraph_memory_in_budget: bool | None = None,
+    vllm_version: str | None = None,
+    usage_context: str = "server",
     as_frame: bool | None = None,
 ) -> Any:
     """Evaluate :func:`vllm_mem.plan` over the cross product of every list-valued keyword.
@@ -72,8 +76,11 @@ def sweep(
     max_num_seqs, max_num_batched_tokens, dtype, quantization, kv_cache_dtype, block_size,
     enforce_eager : value or list of values
         Each list is an axis of the cross product.
-    free_memory_bytes, gpu_count, cudagraph_mode, kv_cache_memory_bytes, cudagraph_memory_in_budget
-        Fixed for every row, as for :func:`vllm_mem.plan`.
+    free_memory_bytes, gpu_count, cudagraph_mode, kv_cache_memory_bytes, cudagraph_memory_in_budget,
+    vllm_version, usage_context
+        Fixed for every row, as for :func:`vllm_mem.plan`. Settings left ``None`` take the vLLM
+        release's defaults (``max_model_len``: the model's derived maximum; the scheduler sizes
+        per GPU swept, as vLLM picks them by GPU).
     as_frame : bool, optional
         Return a pandas DataFrame (default: when pandas is importable) or a dict of NumPy arrays.
 
@@ -113,6 +120,12 @@ def sweep(
             names.append(f"{checked / _GiB:.2f} GiB")
     axes.total_memory_bytes = totals
     axes.gpu_names = names
+    version, _source = choose_vllm_version(vllm_version)
+    usage = versions_usage_context(usage_context)
+    if gpu_memory_utilization is None:
+        values["gpu_memory_utilization"] = [_C.vllm_profile_settings(version)["gpu_memory_utilization"]]
+    # max_num_seqs / max_num_batched_tokens left None stay unset: the core takes vLLM's default
+    # for each GPU swept (csrc/core/plan/plan_sweep.cc), and the columns show what it took.
     axes.gpu_memory_utilization = [V.fraction(u, "gpu_memory_utilization")
                                    for u in values["gpu_memory_utilization"]]
     for name in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
@@ -125,7 +138,7 @@ def sweep(
     axes.base = plan_inputs(
         total_memory_bytes=min(totals), free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
-        cudagraph_memory_in_budget=cudagraph_memory_in_budget)
+        cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version, usage_context=usage)
     axes.base.total_memory_bytes = totals[0]
     raw = _C.run_sweep(s._spec, axes)
     import numpy as np  # only when a sweep is run: 'import vllm_mem' does not load numpy

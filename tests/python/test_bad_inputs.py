@@ -121,15 +121,24 @@ SWEEP = dict(spec=LLAMA, gpus=["H100-80GB"], max_model_len=[8192], as_frame=Fals
 RANKS = dict(model=LLAMA, gpus="H100-80GB", max_model_len=8192)
 
 API_CASES: list[Case] = []
-for _f in ("tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs", "max_num_batched_tokens"):
+for _f in ("tensor_parallel_size", "pipeline_parallel_size"):
     API_CASES += _cases("plan", vllm_mem.plan, PLAN, _f, BAD_COUNTS)
-for _f in ("max_model_len", "block_size", "gpu_count", "max_cudagraph_capture_size"):
+# None: the vLLM release's default (docs/vllm_versions.md).
+for _f in ("max_model_len", "block_size", "gpu_count", "max_cudagraph_capture_size", "max_num_seqs",
+           "max_num_batched_tokens"):
     API_CASES += _cases("plan", vllm_mem.plan, PLAN, _f, BAD_OPTIONAL_COUNTS)
-API_CASES += _cases("plan", vllm_mem.plan, PLAN, "gpu_memory_utilization", BAD_FRACTIONS)
+API_CASES += _cases("plan", vllm_mem.plan, PLAN, "gpu_memory_utilization",
+                    [c for c in BAD_FRACTIONS if c[0] != "none"])
+API_CASES += _cases("plan", vllm_mem.plan, PLAN, "vllm_version",
+                    [("int", 19, TypeError), ("empty", "", ValueError), ("word", "latest", ValueError),
+                     ("huge_name", HUGE_TEXT, ValueError), ("old", "0.5.1", ValueError)])
+API_CASES += _cases("plan", vllm_mem.plan, PLAN, "usage_context",
+                    [("none", None, TypeError), ("word", "batch", ValueError)])
 for _f in ("dtype", "kv_cache_dtype", "cudagraph_mode"):
     API_CASES += _cases("plan", vllm_mem.plan, PLAN, _f, BAD_NAMES)
-for _f in ("enforce_eager", "cudagraph_memory_in_budget"):
-    API_CASES += _cases("plan", vllm_mem.plan, PLAN, _f, BAD_FLAGS)
+API_CASES += _cases("plan", vllm_mem.plan, PLAN, "enforce_eager", BAD_FLAGS)
+API_CASES += _cases("plan", vllm_mem.plan, PLAN, "cudagraph_memory_in_budget",
+                    [c for c in BAD_FLAGS if c[0] != "none"])
 API_CASES += _cases("plan", vllm_mem.plan, PLAN, "free_memory_bytes", [c for c in BAD_SIZES])
 API_CASES += _cases("plan", vllm_mem.plan, {**PLAN, "gpu": None}, "total_memory_bytes",
                     [c for c in BAD_SIZES if c[0] != "negative"] + [("zero", 0, ValueError)])

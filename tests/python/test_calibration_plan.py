@@ -20,11 +20,14 @@ H100 = 85029158912
 
 def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
              activation: Any | None = None, cudagraph: Any | None = None,
-             graphs_in_budget: bool = False) -> Any:
-    """The native plan for one start-up (v0.19: the graph estimate is not subtracted)."""
+             version: str | None = None) -> Any:
+    """The native plan for one start-up, with the rules of the release that printed it (v0.19:
+    the graph estimate is not subtracted) or of ``version``."""
     spec = vllm_mem.ModelSpec.from_hf_config(configs[row["model_config_ref"]])
     i = _C.PlanInputs()
+    i.vllm_version = version or row["vllm_version"]
     i.total_memory_bytes = H100
+    i.gpu_name = "H100-80GB"
     i.gpu_memory_utilization = row["gpu_memory_utilization"]
     i.max_model_len = row["max_model_len"]
     i.tensor_parallel_size = row["tensor_parallel_size"]
@@ -34,9 +37,10 @@ def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
     i.dtype = row["dtype"]
     i.kv_cache_dtype = row["kv_cache_dtype"]
     i.quantization = row["quantization"] or ""
-    i.cudagraph_memory_in_budget = graphs_in_budget
     if activation is not None:
         i.activation_constants = activation
+        # The release's sampler figure applies unless one is given: the refit gives one.
+        i.sampler_bytes_per_logit = activation.sampler_bytes_per_logit
     if cudagraph is not None:
         i.cudagraph_constants = cudagraph
     return _C.evaluate_plan(spec._spec, i)
@@ -76,7 +80,7 @@ def test_per_term_errors(calibration_startups: list[dict[str, Any]],
         errors["available_kv"].append(available_error(row, plan))
         # vLLM >= 0.21 subtracts the graph estimate: compare with what these runs would then have
         # printed (available minus their own estimate), so the graph term's error counts too.
-        v021 = plan_for(row, calibration_model_configs, graphs_in_budget=True)
+        v021 = plan_for(row, calibration_model_configs, version="0.21")
         r21 = rank_of(v021, obs["weights_memory_gib"], obs["torch_peak_memory_increase_gib"])
         printed = obs["available_kv_cache_memory_gib"] - obs["estimated_cuda_graph_memory_gib"]
         errors["available_kv_v021"].append(r21.available_kv_cache_bytes / GiB / printed - 1)
@@ -145,7 +149,7 @@ def test_leave_one_model_out(held_out: str, calibration_startups: list[dict[str,
     for row in test:
         obs = row["observed"]
         plan = plan_for(row, calibration_model_configs, activation=activation, cudagraph=cudagraph,
-                        graphs_in_budget=True)
+                        version="0.21")
         r = rank_of(plan, obs["weights_memory_gib"], obs["torch_peak_memory_increase_gib"])
         printed = obs["available_kv_cache_memory_gib"] - obs["estimated_cuda_graph_memory_gib"]
         errors_v021.append(r.available_kv_cache_bytes / GiB / printed - 1)
@@ -155,3 +159,30 @@ def test_leave_one_model_out(held_out: str, calibration_startups: list[dict[str,
           "with graphs", round(max(abs(e) for e in errors_v021), 4))
     assert max(abs(e) for e in errors) <= 0.03
     assert max(abs(e) for e in errors_v021) <= 0.03
+
+
+def test_the_v019_profile_reproduces_the_runs_defaults(calibration_startups: list[dict[str, Any]],
+                                                       calibration_model_configs: dict[str, Any]) -> None:
+    """With vllm_version="0.19" and the scheduler settings left to vLLM, the plan takes the
+    defaults these H100 runs logged (max_num_seqs 1024, max_num_batched_tokens 8192 for the API
+    server: vllm/engine/arg_utils.py get_batch_defaults, >= 70 GiB and not an A100) and leaves the
+    CUDA-graph estimate out of the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS off before
+    v0.21: the runs printed 'Estimated CUDA graph memory' and their available KV memory is
+    requested minus non-KV alone)."""
+    checked = 0
+    for row in calibration_startups:
+        if row["max_num_seqs"] != 1024 or row["max_num_batched_tokens"] != 8192:
+            continue  # a run that set them itself
+        spec = vllm_mem.ModelSpec.from_hf_config(calibration_model_configs[row["model_config_ref"]])
+        p = vllm_mem.plan(spec, gpu="H100-80GB", vllm_version=row["vllm_version"][:4],
+                          gpu_memory_utilization=row["gpu_memory_utilization"], max_model_len=row["max_model_len"],
+                          tensor_parallel_size=row["tensor_parallel_size"],
+                          pipeline_parallel_size=row["pipeline_parallel_size"], dtype=row["dtype"])
+        assert p.vllm_version == "0.19.0" and p.vllm_version_source == "asked"
+        assert (p.settings["max_num_seqs"], p.settings["max_num_batched_tokens"]) == (1024, 8192), row["case_id"]
+        assert p.settings["cudagraph_memory_in_budget"] is False
+        r = p.ranks[p.tightest_pp_rank]
+        assert r.available_kv_cache_bytes == p.requested_bytes - r.weights_bytes - r.activation_peak_bytes \
+            - r.non_torch_bytes
+        checked += 1
+    assert checked >= 20  # most of the 25 runs left them to vLLM

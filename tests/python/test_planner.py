@@ -69,13 +69,14 @@ def test_phase_weights() -> None:
 
 
 def test_phase_profile_peak_and_batched_tokens() -> None:
-    kwargs = dict(total_memory_bytes=33 * GiB_bytes // 2, max_model_len=2048)
-    p = vllm_mem.plan(LLAMA, **kwargs)
+    # An 8192-token forward (a 16.5 GiB GPU by size defaults to vLLM's 2048: pinned here).
+    kwargs = dict(total_memory_bytes=33 * GiB_bytes // 2, max_model_len=2048, max_num_seqs=256)
+    p = vllm_mem.plan(LLAMA, max_num_batched_tokens=8192, **kwargs)
     assert p.failure_phase == "profile_peak"
     assert p.weights_bytes < p.free_memory_bytes < p.weights_bytes + p.activation_peak_bytes + p.non_torch_bytes
     tokens = lever(p, "max_num_batched_tokens")
     assert tokens.direction == "decrease"
-    at = vllm_mem.plan(LLAMA, max_num_batched_tokens=int(tokens.value), **kwargs)
+    at = vllm_mem.plan(LLAMA, **{**kwargs, "max_num_batched_tokens": int(tokens.value)})
     assert at.failure_phase != "profile_peak"
     assert tokens.bytes_freed == (p.weights_bytes + p.activation_peak_bytes + p.non_torch_bytes
                                   - at.weights_bytes - at.activation_peak_bytes - at.non_torch_bytes)

@@ -22,6 +22,7 @@ PUBLIC_NAMES = [
     "rule_of_thumb_kv_cache_bytes", "rule_of_thumb_weight_bytes", "suggest_kv_cache_memory_bytes",
     "supported_model_types",
     "sweep", "torch_memory_stats",
+    "vllm_versions",
 ]
 
 

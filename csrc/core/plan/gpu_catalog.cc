@@ -128,6 +128,14 @@ std::vector<GpuInfo> BuildCatalog() {
     g.total_memory_bytes = FigureBytes(figure, g.nominal_memory_gb, g.name);
     g.figure_uncertainty_bytes = Uncertainty(g.figure_source, g.nominal_memory_gb);
     g.source_note = StringField(e, "note");
+    // bfloat16 needs compute capability 8.0 on NVIDIA (vLLM's CudaPlatform supported_dtypes);
+    // every AMD entry here is MI200 or later, which has it.
+    if (const JsonValue* cc = e.Find("compute_capability"); cc != nullptr && cc->IsString()) {
+      g.compute_capability = cc->AsString();
+      g.supports_bfloat16 = std::stod(g.compute_capability) >= 8.0;
+    } else if (g.vendor == GpuVendor::kNvidia) {
+      throw std::logic_error("gpu_catalog.json: NVIDIA entry " + g.name + " has no compute_capability");
+    }
     for (const JsonValue& alias : ArrayField(e, "aliases")) {
       if (!alias.IsString()) throw std::logic_error("gpu_catalog.json: " + g.name + " has a non-string alias");
       g.aliases.push_back(alias.AsString());

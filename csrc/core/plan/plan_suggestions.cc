@@ -185,7 +185,7 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
   }
 
   // CUDA graphs: fewer capture sizes, or none.
-  if (kv_phase && !plan.inputs.enforce_eager && plan.inputs.cudagraph_memory_in_budget && plan.cudagraph_bytes > 0) {
+  if (kv_phase && !plan.inputs.enforce_eager && plan.inputs.cudagraph_memory_in_budget.value_or(false) && plan.cudagraph_bytes > 0) {
     const auto& sizes = plan.ranks.front().cudagraph.capture_sizes;
     // The largest capture size below the current largest that fits. Fewer and smaller graphs
     // never need more memory, so the fit is monotone in the size and a binary search over the
@@ -265,6 +265,70 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
             "splits weights and KV heads over " + std::to_string(tp * plan.inputs.pipeline_parallel_size) + " GPUs");
         break;
       }
+    }
+  }
+
+  // No lever fits alone: the smallest combination of the discrete ones that does (fewest
+  // levers, then fewest GPUs), e.g. --tensor-parallel-size 2 --kv-cache-dtype fp8.
+  const bool any_fits = std::any_of(out.begin(), out.end(), [](const PlanSuggestion& x) { return x.fits_after; });
+  if (!any_fits && (kv_phase || memory_phase)) {
+    struct Lever {
+      std::string name, setting;
+      std::function<void(PlanInputs&)> apply;
+      int64_t tp = 0;  // > 0: a tensor-parallel size (at most one per combination)
+    };
+    std::vector<Lever> levers;
+    if (plan.inputs.kv_cache_dtype.empty() || plan.inputs.kv_cache_dtype == "auto") {
+      levers.push_back({"kv_cache_dtype=fp8", "--kv-cache-dtype fp8", [](PlanInputs& in) { in.kv_cache_dtype = "fp8"; }});
+    }
+    if (plan.inputs.quantization.empty() && !spec.quantization) {
+      levers.push_back({"quantization=fp8", "--quantization fp8", [](PlanInputs& in) { in.quantization = "fp8"; }});
+    }
+    if (!plan.inputs.enforce_eager && plan.inputs.cudagraph_memory_in_budget.value_or(false)) {
+      levers.push_back({"enforce_eager=true", "--enforce-eager", [](PlanInputs& in) { in.enforce_eager = true; }});
+    }
+    for (int64_t tp : {2, 4, 8, 16}) {
+      if (tp <= plan.inputs.tensor_parallel_size) continue;
+      levers.push_back({"tensor_parallel_size=" + std::to_string(tp), "--tensor-parallel-size " + std::to_string(tp),
+                        [tp](PlanInputs& in) { in.tensor_parallel_size = tp; }, tp});
+    }
+    std::vector<std::vector<size_t>> combos;
+    const size_t n = levers.size();
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = i + 1; j < n; ++j) {
+        if (levers[i].tp > 0 && levers[j].tp > 0) continue;
+        combos.push_back({i, j});
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = i + 1; j < n; ++j) {
+        for (size_t k = j + 1; k < n; ++k) {
+          if ((levers[i].tp > 0) + (levers[j].tp > 0) + (levers[k].tp > 0) > 1) continue;
+          combos.push_back({i, j, k});
+        }
+      }
+    }
+    auto gpus = [&](const std::vector<size_t>& c) {
+      int64_t tp = plan.inputs.tensor_parallel_size;
+      for (size_t i : c) tp = levers[i].tp > 0 ? levers[i].tp : tp;
+      return tp;
+    };
+    std::stable_sort(combos.begin(), combos.end(), [&](const auto& a, const auto& b) {
+      if (a.size() != b.size()) return a.size() < b.size();
+      return gpus(a) < gpus(b);
+    });
+    for (const auto& c : combos) {
+      PlanInputs in = base;
+      for (size_t i : c) levers[i].apply(in);
+      auto p = TryPlan(spec, in);
+      if (!p || !p->fits) continue;
+      std::string value, setting;
+      for (size_t i : c) {
+        value += (value.empty() ? "" : ", ") + levers[i].name;
+        setting += (setting.empty() ? "" : " ") + levers[i].setting;
+      }
+      add("combination", "set", value, setting, *p, "no single change fits; together these do");
+      break;
     }
   }
 

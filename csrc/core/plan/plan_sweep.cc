@@ -5,12 +5,14 @@
 #include "vllm_mem/plan/plan_sweep.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/memory/memory_budget.h"
+#include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace vllm_mem {
 namespace {
@@ -156,6 +158,14 @@ SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
   reserve(c.max_concurrency); reserve(c.fits); reserve(c.failure_phase);
 
   const bool given_free = base.free_memory_bytes >= 0;
+  // The V0 engine budgets differently (no free-memory check, total x util unrounded): its rows
+  // are whole plans. Bad version text is refused by the first row's plan (an invalid row).
+  bool v0 = false;
+  try {
+    v0 = (base.vllm_engine.empty() ? LookupVllmVersion(base.vllm_version).profile->engine : base.vllm_engine) == "v0";
+  } catch (const InvalidArgument&) {
+    v0 = false;
+  }
   for (int64_t tp : tps)
   for (int64_t pp : pps)
   for (size_t di = 0; di < dtypes.size(); ++di)
@@ -181,19 +191,45 @@ SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
     in.total_memory_bytes = *std::max_element(totals.begin(), totals.end());
     in.gpu_memory_utilization = 1.0;
     if (given_free) in.free_memory_bytes = -1;
-    const Shape shape = MakeShape(spec, in);
-    const size_t ranks = shape.weights.size();
+    // Scheduler sizes left unset take vLLM's default for each GPU (by memory and name, for the
+    // release and usage context): the shape is evaluated once per distinct resolved pair.
+    std::map<std::pair<int64_t, int64_t>, std::pair<PlanInputs, Shape>> shapes;
+    auto shape_for = [&](size_t gi) -> const std::pair<PlanInputs, Shape>& {
+      std::pair<int64_t, int64_t> key{ns, nt};
+      if (ns == 0 || nt == 0) {
+        try {
+          const VersionLookup v = LookupVllmVersion(base.vllm_version);
+          const std::string engine = base.vllm_engine.empty() ? v.profile->engine : base.vllm_engine;
+          const BatchDefaults d = ResolveBatchDefaults(*v.profile, engine, base.usage_context, totals[gi], names[gi],
+                                                       len > 0 ? len : DerivedMaxModelLen(spec), ns, nt);
+          key = {d.max_num_seqs, d.max_num_batched_tokens};
+        } catch (const InvalidArgument&) {
+          key = {-1, -1};  // the shape's own evaluation refuses it by name: an invalid row
+        }
+      }
+      auto it = shapes.find(key);
+      if (it == shapes.end()) {
+        PlanInputs at = in;
+        at.max_num_seqs = key.first;
+        at.max_num_batched_tokens = key.second;
+        it = shapes.emplace(key, std::make_pair(at, MakeShape(spec, at))).first;
+      }
+      return it->second;
+    };
     for (size_t gi = 0; gi < totals.size(); ++gi)
     for (double util : utils) {
       const int64_t total = totals[gi];
+      const PlanInputs& in_gpu = shape_for(gi).first;
+      const Shape& shape = shape_for(gi).second;
+      const size_t ranks = shape.weights.size();
       c.gpu_index.push_back(static_cast<int32_t>(gi));
       c.total_memory_bytes.push_back(total);
       c.gpu_memory_utilization.push_back(util);
       c.max_model_len.push_back(shape.valid ? shape.max_model_len : len);
       c.tensor_parallel_size.push_back(tp);
       c.pipeline_parallel_size.push_back(pp);
-      c.max_num_seqs.push_back(ns);
-      c.max_num_batched_tokens.push_back(nt);
+      c.max_num_seqs.push_back(in_gpu.max_num_seqs);
+      c.max_num_batched_tokens.push_back(in_gpu.max_num_batched_tokens);
       c.block_size.push_back(block);
       c.dtype_index.push_back(static_cast<int32_t>(di));
       c.kv_cache_dtype_index.push_back(static_cast<int32_t>(ki));
@@ -205,8 +241,8 @@ SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
         Push(c, r);
         continue;
       }
-      if (!shape.fast || (given_free && base.free_memory_bytes > total)) {
-        PlanInputs row = in;
+      if (!shape.fast || v0 || (given_free && base.free_memory_bytes > total)) {
+        PlanInputs row = in_gpu;
         row.total_memory_bytes = total;
         row.gpu_memory_utilization = util;
         row.free_memory_bytes = base.free_memory_bytes;

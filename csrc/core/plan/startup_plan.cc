@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "core/base/checked_math.h"
@@ -102,38 +103,63 @@ std::string FailurePhaseName(FailurePhase phase) {
 
 KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& in) {
   KvCacheOptions k;
-  k.max_model_len = in.max_model_len > 0 ? in.max_model_len : spec.max_position_embeddings;
+  k.max_model_len = in.max_model_len > 0 ? in.max_model_len : DerivedMaxModelLen(spec);
   k.block_size = in.block_size;
   k.kv_cache_dtype = in.kv_cache_dtype.empty() ? "auto" : in.kv_cache_dtype;
   k.model_dtype = in.dtype.empty() ? "auto" : in.dtype;
   k.tensor_parallel_size = in.tensor_parallel_size;
   k.pipeline_parallel_size = in.pipeline_parallel_size;
   k.max_num_batched_tokens = in.max_num_batched_tokens;
+  // Releases before the hybrid allocator (and the V0 engine) size every layer for the full length.
+  k.disable_hybrid_kv_cache_manager = !in.hybrid_kv_cache_manager;
+  // The KV rules that changed by release (vllm_versions.json): the printed token count and the
+  // hybrid block alignment.
+  k.kv_tokens_from_concurrency = in.kv_log_format == KvLogFormat::kCombinedLine;
+  k.hybrid_align_to_user_block_size = in.hybrid_align_to_user_block_size;
   return k;
 }
 
-StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
-  ValidateInputs(spec, inputs);
+StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const KvCacheLayoutCache* kv_layouts) {
+  // The cached layouts are only used for the spec they were built for.
+  if (kv_layouts != nullptr && &kv_layouts->spec() != &spec) kv_layouts = nullptr;
+  // The release's defaults first: what vLLM would run with is what gets checked and planned.
+  const VersionLookup version = LookupVllmVersion(inputs.vllm_version);
   StartupPlan plan;
-  plan.inputs = inputs;
+  plan.inputs = ResolveForVersion(*version.profile, spec, inputs);
   PlanInputs& in = plan.inputs;
-  if (in.max_model_len == 0) {
-    if (spec.max_position_embeddings <= 0) {
-      throw InvalidArgument("max_model_len", "must be given: the config has no max_position_embeddings");
-    }
-    in.max_model_len = spec.max_position_embeddings;
-  }
+  in.vllm_version_note = version.note;
+  ValidateInputs(spec, in);
+  const bool v0 = in.vllm_engine == "v0";
+  const bool graphs_in_budget = in.cudagraph_memory_in_budget.value_or(false);
   const int64_t tp = in.tensor_parallel_size, pp = in.pipeline_parallel_size;
+  // Speculative decoding (speculative_decoding.h): the drafter's layers join the KV pool as
+  // extra layers of a copy of the model, which the target's cached layouts do not describe.
+  std::optional<ResolvedSpeculative> spec_decode;
+  std::optional<ModelSpec> kv_spec_with_drafter;
+  if (in.speculative) {
+    spec_decode = ResolveSpeculativeConfig(spec, *in.speculative, tp, pp);
+    kv_spec_with_drafter = WithDrafterKvLayers(spec, *spec_decode, tp);
+    kv_layouts = nullptr;
+  }
+  const ModelSpec& kv_spec = kv_spec_with_drafter ? *kv_spec_with_drafter : spec;
   plan.free_memory_assumed = in.free_memory_bytes < 0;
   if (plan.free_memory_assumed) {
     const int64_t baseline = tp * pp > 1 ? in.baseline_constants.multi_process_bytes
                                          : in.baseline_constants.single_process_bytes;
     in.free_memory_bytes = std::max<int64_t>(0, in.total_memory_bytes - baseline);
   }
-  plan.model_max_model_len = std::max(spec.max_position_embeddings, in.max_model_len);
+  plan.model_max_model_len = std::max(DerivedMaxModelLen(spec), in.max_model_len);
 
-  // 1. request_memory.
+  // 1. request_memory. The V0 worker had no free-memory check and budgeted total x utilization
+  //    unrounded (vllm/worker/worker.py determine_num_available_blocks); its floor gives the same
+  //    block count, since blocks = floor((total x util - non_kv) / block bytes).
   RequestedMemory req = CheckRequestMemory(in.total_memory_bytes, in.free_memory_bytes, in.gpu_memory_utilization);
+  if (v0) {
+    req.requested_bytes = CheckedDoubleToInt64(
+        std::floor(static_cast<double>(in.total_memory_bytes) * in.gpu_memory_utilization), "gpu_memory_utilization");
+    req.fits = true;
+    req.error_message.clear();
+  }
   plan.requested_bytes = req.requested_bytes;
   plan.request_memory_error = req.error_message;
 
@@ -153,8 +179,17 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
   }
 
   // 3. KV geometry per rank (bytes per block), from the sizing core.
-  const KvCacheOptions kv_options = KvOptionsFor(spec, in);
-  const KvCacheCapacity probe = ComputeKvCacheCapacity(spec, std::vector<int64_t>(pp, kProbeBytes), kv_options);
+  const KvCacheOptions kv_options = KvOptionsFor(kv_spec, in);
+  const std::vector<int64_t> probe_bytes(static_cast<size_t>(pp), kProbeBytes);
+  const KvCacheCapacity probe = kv_layouts ? ComputeKvCacheCapacity(*kv_layouts, probe_bytes, kv_options)
+                                           : ComputeKvCacheCapacity(kv_spec, probe_bytes, kv_options);
+  // The drafter's share of a block: the same probe without its layers.
+  std::vector<int64_t> target_blocks_per_worker;
+  if (kv_spec_with_drafter) {
+    target_blocks_per_worker = ComputeKvCacheCapacity(spec, probe_bytes, kv_options).num_blocks_per_worker;
+  }
+  DraftWeights draft_weights;
+  if (spec_decode) draft_weights = ComputeDraftWeights(spec, *in.speculative, *spec_decode, wo.dtype, wo.quantization);
 
   plan.kv_block_size = probe.block_size;
   plan.kv_single_group = probe.groups.size() == 1 && probe.block_size > 0 &&
@@ -170,6 +205,7 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
     rank.first_layer = rw.first_layer;
     rank.end_layer = rw.end_layer;
     rank.weights_bytes = rw.total_bytes;
+    rank.vision_encoder_bytes = rw.vision_encoder_bytes;
     if (in.checkpoint_weights_bytes > 0) {
       // Headers give the whole checkpoint as stored; each rank takes the share of the
       // parameters the config path gives it (vocab/TP shards, replicated norms and KV heads,
@@ -180,6 +216,10 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
           CheckedDoubleToInt64(std::round(share * static_cast<double>(in.checkpoint_weights_bytes)),
                                "checkpoint_weights_bytes"),
           rw.buffer_bytes, "checkpoint_weights_bytes");
+    }
+    if (spec_decode && r == pp - 1) {  // "Model loading took" includes the drafter
+      rank.draft_weights_bytes = draft_weights.total_bytes;
+      rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.draft_weights_bytes, "draft_weights_bytes");
     }
 
     ActivationOptions ao;
@@ -200,6 +240,13 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
     co.enforce_eager = in.enforce_eager;
     co.mode = in.cudagraph_mode;
     co.capture_sizes = in.cudagraph_capture_sizes;
+    if (spec_decode && !in.enforce_eager && in.cudagraph_mode != CudagraphMode::kNone) {
+      // num_speculative_tokens widens the decode batch: sizes become multiples of 1 + K.
+      co.capture_sizes = SpecDecodeCaptureSizes(in.cudagraph_capture_sizes, in.max_cudagraph_capture_size,
+                                                in.max_num_seqs, in.max_num_batched_tokens,
+                                                spec_decode->uniform_decode_query_len);
+      co.uniform_decode_query_len = spec_decode->uniform_decode_query_len;
+    }
     co.max_cudagraph_capture_size = in.max_cudagraph_capture_size;
     co.max_num_seqs = in.max_num_seqs;
     co.max_num_batched_tokens = in.max_num_batched_tokens;
@@ -222,7 +269,7 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
     ko.gpu_memory_utilization = in.gpu_memory_utilization;
     ko.kv_cache_memory_bytes = in.kv_cache_memory_bytes;
     ko.init_free_memory_bytes = in.free_memory_bytes;
-    ko.estimate_cudagraphs = in.cudagraph_memory_in_budget;
+    ko.estimate_cudagraphs = graphs_in_budget;
     AvailableKvMemory avail = DetermineAvailableKvCacheMemory(plan.requested_bytes, pm, ko);
     rank.non_kv_cache_bytes = CheckedAdd(CheckedAdd(rank.weights_bytes, rank.activation_peak_bytes, "non_kv"),
                                          rank.non_torch_bytes, "non_kv");
@@ -231,12 +278,18 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
 
     const int64_t probe_blocks = probe.num_blocks_per_worker.at(static_cast<size_t>(r * tp));
     rank.kv_bytes_per_block = probe_blocks > 0 ? kProbeBytes / probe_blocks : 0;
+    if (!target_blocks_per_worker.empty()) {
+      const int64_t target_blocks = target_blocks_per_worker.at(static_cast<size_t>(r * tp));
+      rank.draft_kv_bytes_per_block =
+          rank.kv_bytes_per_block - (target_blocks > 0 ? kProbeBytes / target_blocks : 0);
+    }
     int64_t blocks_per_request = 0;
     for (const auto& g : probe.groups) blocks_per_request += g.blocks_per_request;
     rank.kv_bytes_per_request = CheckedMul(rank.kv_bytes_per_block, blocks_per_request, "kv_bytes_per_request");
     rank.num_blocks = rank.kv_bytes_per_block > 0 && rank.available_kv_cache_bytes > 0
                           ? rank.available_kv_cache_bytes / rank.kv_bytes_per_block
                           : 0;
+    rank.draft_kv_cache_bytes = CheckedMul(rank.num_blocks, rank.draft_kv_bytes_per_block, "draft_kv_cache_bytes");
     available.push_back(rank.available_kv_cache_bytes);
     plan.ranks.push_back(std::move(rank));
   }
@@ -260,7 +313,7 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
   plan.non_kv_cache_bytes = t.non_kv_cache_bytes;
   plan.available_kv_cache_bytes = t.available_kv_cache_bytes;
   plan.cudagraph_line = CudagraphProfilingLine(t.cudagraph_bytes, in.total_memory_bytes, in.gpu_memory_utilization,
-                                               in.cudagraph_memory_in_budget);
+                                               graphs_in_budget);
   plan.kv_cache_memory_suggestion = SuggestKvCacheMemoryBytes(
       in.free_memory_bytes, in.total_memory_bytes, in.gpu_memory_utilization, plan.requested_bytes, t.weights_bytes,
       t.activation_peak_bytes, t.non_torch_bytes, t.cudagraph_bytes, std::max<int64_t>(0, t.available_kv_cache_bytes));
@@ -271,7 +324,8 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
   if (all_positive) {
     KvCacheOptions upper = kv_options;
     upper.max_model_len = plan.model_max_model_len;
-    plan.max_model_len_that_fits = EstimateMaxModelLen(spec, available, upper);
+    plan.max_model_len_that_fits = kv_layouts ? EstimateMaxModelLen(*kv_layouts, available, upper)
+                                              : EstimateMaxModelLen(kv_spec, available, upper);
   }
 
   // 5. The verdict, in vLLM's order.
@@ -298,14 +352,30 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
                            FormatGib(worst_profile) + " GiB per GPU) exceed the free memory (" +
                            FormatGib(in.free_memory_bytes) + " GiB).";
   } else {
-    const std::string shortfall = KvCacheMemoryShortfall(spec, available, kv_options);
+    const std::string shortfall = kv_layouts ? KvCacheMemoryShortfall(*kv_layouts, available, kv_options)
+                                             : KvCacheMemoryShortfall(kv_spec, available, kv_options);
     if (shortfall.empty()) {
       plan.fits = true;
-      plan.kv_cache = ComputeKvCacheCapacity(spec, available, kv_options);
+      plan.kv_cache = kv_layouts ? ComputeKvCacheCapacity(*kv_layouts, available, kv_options)
+                                 : ComputeKvCacheCapacity(kv_spec, available, kv_options);
+      plan.kv_log_lines = KvCacheLogLinesFor(*plan.kv_cache, in.kv_log_format);
     } else {
       plan.failure_message = shortfall;
       bool no_blocks = false;
       for (const auto& r : plan.ranks) no_blocks = no_blocks || r.num_blocks == 0;
+      if (v0) {
+        // V0's own words (vllm/worker/worker.py raise_if_cache_size_invalid).
+        int64_t min_blocks = -1;
+        for (const auto& r : plan.ranks) min_blocks = min_blocks < 0 ? r.num_blocks : std::min(min_blocks, r.num_blocks);
+        plan.failure_message =
+            no_blocks ? "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                        "initializing the engine."
+                      : "The model's max seq len (" + std::to_string(in.max_model_len) +
+                            ") is larger than the maximum number of tokens that can be stored in KV cache (" +
+                            std::to_string(CheckedMul(min_blocks, plan.kv_block_size, "num_tokens")) +
+                            "). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                            "initializing the engine.";
+      }
       if (no_blocks) {
         plan.failure_phase = FailurePhase::kNoKvBlocks;
         int64_t need = 0;
@@ -322,6 +392,14 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs) {
         plan.shortfall_bytes = need;
       }
     }
+  }
+  // vLLM prints its --kv-cache-memory suggestion whatever it holds; only offer it when it starts.
+  {
+    const int64_t suggested = plan.kv_cache_memory_suggestion.to_requested_limit_bytes;
+    bool holds = suggested > 0 && plan.failure_phase != FailurePhase::kFreeMemory &&
+                 plan.failure_phase != FailurePhase::kWeights && plan.failure_phase != FailurePhase::kProfilePeak;
+    for (const auto& r : plan.ranks) holds = holds && r.kv_bytes_per_request > 0 && suggested >= r.kv_bytes_per_request;
+    plan.kv_cache_memory_suggestion_fits = holds;
   }
   return plan;
 }
@@ -345,6 +423,13 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
          (in.enforce_eager ? std::string("off (enforce_eager)") : CudagraphModeName(in.cudagraph_mode)) +
          (in.kv_cache_memory_bytes > 0 ? " kv_cache_memory_bytes=" + std::to_string(in.kv_cache_memory_bytes) : "") +
          "\n";
+  out += "vLLM " + in.resolved_vllm_version + " rules (" +
+         (in.vllm_version_source.empty() ? std::string(in.vllm_version.empty() ? "newest known" : "asked")
+                                         : in.vllm_version_source) +
+         "): " + in.vllm_version_note + "; engine " + in.vllm_engine + ", usage_context " + in.usage_context +
+         (in.cudagraph_memory_in_budget.value_or(false) ? ", CUDA graphs in the KV budget" : ", CUDA graphs outside the KV budget") +
+         "\n";
+  if (!in.dtype_note.empty()) out += in.dtype_note + "\n";
   // A figure without exact rules behind it says so before anyone reads a number.
   if (!spec.HasExactRules()) out += "GENERIC ESTIMATE (allow_unknown): " + spec.generic_estimate_reason + "\n";
   for (const std::string& caveat : spec.caveats) out += "caveat: " + caveat + "\n";
@@ -360,6 +445,15 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
   out += Row("weights", t.weights_bytes, total,
              in.checkpoint_weights_bytes > 0 ? "checkpoint headers: bytes as stored, split as the config  [Model loading took]"
                                              : "config: parameters x dtype  [Model loading took]");
+  if (t.vision_encoder_bytes > 0) {
+    out += Row("  of which vision encoder", t.vision_encoder_bytes, total,
+               "config: " + (spec.vision ? std::string(VisionEncoderKindName(spec.vision->encoder)) : std::string("vision")) +
+                   " tower + projector, every PP rank");
+  }
+  if (t.draft_weights_bytes > 0) {
+    out += Row("  of which drafter", t.draft_weights_bytes, total,
+               "speculative " + in.speculative->method + ": its own weights, shared embedding/lm_head counted once");
+  }
   const std::string act_src = t.activation.sampler_dominates
                                   ? "estimate: sampler over " + std::to_string(std::min(in.max_num_seqs, in.max_num_batched_tokens)) +
                                         " x " + std::to_string(spec.vocab_size) + " logits"
@@ -371,11 +465,23 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
   std::string cg_src = in.enforce_eager ? "enforce_eager: no graphs"
                                         : "estimate: " + t.cudagraph.profiling_line.substr(std::min<size_t>(
                                                              t.cudagraph.profiling_line.size(), 29));
-  if (!in.cudagraph_memory_in_budget && t.cudagraph_bytes > 0) cg_src += " (not in the KV budget)";
+  if (!in.cudagraph_memory_in_budget.value_or(false) && t.cudagraph_bytes > 0) cg_src += " (not in the KV budget)";
   out += Row("CUDA graph", t.cudagraph_bytes, total, cg_src + "  [Estimated CUDA graph memory]");
   out += Row("KV cache", std::max<int64_t>(0, t.available_kv_cache_bytes), total,
              in.kv_cache_memory_bytes > 0 ? "kv_cache_memory_bytes  [as specified]"
                                           : "requested - the above  [Available KV cache memory]");
+  if (t.draft_kv_cache_bytes > 0) {
+    out += Row("  of which drafter KV", t.draft_kv_cache_bytes, total,
+               "the drafter's attention layers' share of every block (one pool, shared block table)");
+  }
+  if (in.speculative) {
+    out += "  speculative decoding: " + in.speculative->method +
+           (in.speculative->draft_name.empty() ? "" : " (" + in.speculative->draft_name + ")") +
+           ", num_speculative_tokens=" +
+           std::to_string(ResolveSpeculativeConfig(spec, *in.speculative, in.tensor_parallel_size,
+                                                   in.pipeline_parallel_size).num_speculative_tokens) +
+           "; decode graphs are multiples of 1 + K tokens\n";
+  }
   if (t.available_kv_cache_bytes < 0) {
     out += "  (the KV budget is negative: " + Gib2(t.available_kv_cache_bytes) + " GiB)\n";
   }
@@ -396,19 +502,17 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
   out += "\nKV capacity\n";
   if (plan.kv_cache) {
     const KvCacheCapacity& kv = *plan.kv_cache;
-    char conc[64];
-    std::snprintf(conc, sizeof(conc), "%.2f", kv.max_concurrency);
     out += "  " + FormatThousands(kv.num_blocks) + " blocks of " + std::to_string(kv.block_size) + " tokens (" +
            kv.kv_cache_dtype + ")\n";
-    out += "  GPU KV cache size: " + FormatThousands(kv.num_tokens) + " tokens\n";
-    out += "  Maximum concurrency for " + FormatThousands(in.max_model_len) + " tokens per request: " + conc + "x\n";
+    // vLLM's own lines, in the wording and rounding of the planned release.
+    for (const std::string& line : plan.kv_log_lines) out += "  " + line + "\n";
   } else {
     out += "  none: the plan does not reach KV-cache allocation\n";
   }
   out += "  largest max_model_len that fits: " +
          (plan.max_model_len_that_fits > 0 ? FormatThousands(plan.max_model_len_that_fits) : std::string("none")) +
          " (model limit " + FormatThousands(plan.model_max_model_len) + ")\n";
-  if (plan.fits && in.kv_cache_memory_bytes == 0) {
+  if (plan.fits && in.kv_cache_memory_bytes == 0 && plan.kv_cache_memory_suggestion_fits) {
     out += "  --kv-cache-memory=" + std::to_string(plan.kv_cache_memory_suggestion.to_requested_limit_bytes) +
            " fits the requested memory (vLLM's suggestion, 150 MiB buffer)\n";
   }

@@ -10,10 +10,12 @@ import argparse
 import sys
 from typing import Any
 
+from .. import _C
 from .. import _limits as L
 from .. import _validate as V
 from ..kv_cache import kv_cache_capacity, kv_cache_memory_shortfall
 from ..model_spec import ModelSpec
+from ..planner.versions import allow_long_from_env, choose_vllm_version
 from ..units import format_gib
 from . import EXIT_DOES_NOT_FIT, EXIT_OK, options, print_json
 
@@ -22,8 +24,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser(
         "kv",
         help="KV-cache capacity (blocks, tokens, concurrency) exactly as vLLM sizes it",
-        description="KV-cache capacity for CONFIG given the KV-cache memory per GPU, as vLLM v0.19 "
-                    "computes it ('GPU KV cache size', 'Maximum concurrency'). Exit 0 fits, 1 not even "
+        description="KV-cache capacity for CONFIG given the KV-cache memory per GPU, as the chosen vLLM "
+                    "release computes and prints it ('GPU KV cache size', 'Maximum concurrency'). Exit 0 "
+                    "fits, 1 not even "
                     "one max_model_len request fits, 2 bad input.",
     )
     options.add_config(p, "CONFIG", "config.json path, a folder holding one, or a bundled model name "
@@ -33,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                          "one per pipeline rank, or one per worker")
     options.add_engine_settings(p, max_model_len_help="default: the model's limit (vLLM's default)")
     options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens")
-    p.add_argument("--disable-hybrid-kv-cache-manager", action="store_true")
+    p.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
+                   help="as vLLM's flag; releases before 0.10 had no hybrid manager (implied)")
+    options.add_vllm_version(p)
     options.add_setting(p, "--num-gpu-blocks-override", "num_gpu_blocks_override")
     options.add_json(p)
     p.set_defaults(func=run)
@@ -44,9 +49,16 @@ def run(args: argparse.Namespace) -> int:
     available = list(args.available_bytes)
     if len(available) > L.MAX_WORLD_SIZE:
         raise V.bad_value("--available-gib", f"at most {L.MAX_WORLD_SIZE} values (one per worker)", available)
-    # vLLM's default max_model_len is the model's own limit; say so, since it decides the answer.
+    version, source = choose_vllm_version(args.vllm_version)
+    profile = _C.vllm_profile_settings(version)
+    # vLLM's default max_model_len is the model's derived limit (rope scaling included); say so,
+    # since it decides the answer. Above it vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN.
     defaulted = args.max_model_len is None
-    max_model_len = spec.max_position_embeddings if defaulted else args.max_model_len
+    max_model_len = _C.derived_max_model_len(spec._spec) if defaulted else args.max_model_len
+    allow_long = allow_long_from_env() if args.allow_long_max_model_len is None else True
+    refusal = _C.long_max_model_len_error(version, spec._spec, max_model_len, allow_long)
+    if refusal:
+        V.fail("--max-model-len", refusal)
     note = (f"max_model_len: not given; using the model's limit {max_model_len:,} (vLLM's default), "
             "pass --max-model-len to choose") if defaulted else None
     kwargs: dict[str, Any] = dict(
@@ -57,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         pipeline_parallel_size=args.pipeline_parallel_size,
         max_num_batched_tokens=args.max_num_batched_tokens,
         dtype=args.dtype,
-        disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
+        disable_hybrid_kv_cache_manager=(args.disable_hybrid_kv_cache_manager
+                                         or not profile["hybrid_kv_cache_manager"]),
         num_gpu_blocks_override=args.num_gpu_blocks_override,
     )
     # Bad input raises ValueError here (exit 2); a shortfall is a message (exit 1).
@@ -72,8 +85,15 @@ def run(args: argparse.Namespace) -> int:
             print(shortfall, file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     cap = kv_cache_capacity(spec, available, **kwargs)
+    log_lines = list(_C.kv_log_lines_for(version, "", cap.num_blocks, cap.num_tokens, cap.max_concurrency,
+                                         cap.block_size, cap.bytes_per_block, cap.max_model_len, len(cap.groups)))
+    version_line = (f"vLLM {profile['version']} rules ({source}"
+                    + (f": asked {version}" if source == "asked" else "") + ")")
     if args.json:
         print_json({"fits": True, "model": spec.name, "max_model_len_defaulted": defaulted,
+                    "vllm_version": {"planned_with": profile["version"], "asked": args.vllm_version,
+                                     "source": source},
+                    "vllm_log_lines": log_lines,
                     "generic_estimate_reason": spec.generic_estimate_reason, "caveats": spec.caveats,
                     **cap.to_dict()})
         return EXIT_OK
@@ -84,8 +104,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"caveat: {caveat}")
     if note:
         print(note)
+    print(version_line)
     print(f"Available KV cache memory: {format_gib(cap.available_bytes)} GiB (tightest worker)")
-    for line in cap.log_lines:
+    for line in log_lines:
         print(line)
     print(f"num_gpu_blocks: {cap.num_blocks:,} (block size {cap.block_size}, KV dtype {cap.kv_cache_dtype})")
     print(f"Bytes per block: {cap.bytes_per_block:,} ({format_gib(cap.kv_cache_bytes)} GiB allocated)")

@@ -93,7 +93,7 @@ def add_setting(parser: argparse.ArgumentParser, flag: str, name: str, *aliases:
     _fields(parser)[name] = flag
 
 
-def add_fraction(parser: argparse.ArgumentParser, flag: str, name: str, default: float, help: str) -> None:
+def add_fraction(parser: argparse.ArgumentParser, flag: str, name: str, default: float | None, help: str) -> None:
     parser.add_argument(flag, dest=name, default=default, metavar="FRACTION", help=help,
                         type=typed(flag, lambda t, f: V.fraction(_float(t, f), f)))
     _fields(parser)[name] = flag
@@ -161,3 +161,29 @@ def add_engine_settings(parser: argparse.ArgumentParser, *, max_model_len_help: 
     add_setting(parser, "--block-size", "block_size", help="tokens per KV block (default: vLLM's)")
     add_text(parser, "--dtype", "dtype", default="auto", help="vLLM --dtype: auto, float16, bfloat16, float32")
     add_text(parser, "--kv-cache-dtype", "kv_cache_dtype", default="auto", help="vLLM --kv-cache-dtype")
+
+
+def add_speculative_config(parser: argparse.ArgumentParser) -> None:
+    """vLLM's --speculative-config JSON (checked by planner/speculative.py)."""
+    parser.add_argument("--speculative-config", dest="speculative_config", default=None, metavar="JSON",
+                        type=typed("--speculative-config", lambda t, f: V.text(t, f)),
+                        help='vLLM --speculative-config, e.g. \'{"method": "eagle3", "model": '
+                             '"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}\' (methods: ngram, '
+                             'draft_model, eagle, eagle3, mtp; docs/speculative_decoding.md)')
+    _fields(parser)["speculative_config"] = "--speculative-config"
+
+
+def add_vllm_version(parser: argparse.ArgumentParser) -> None:
+    """Which vLLM release to plan for, and the settings whose defaults depend on it."""
+    add_text(parser, "--vllm-version", "vllm_version", metavar="X.Y[.Z]",
+             help="the vLLM release to plan for (0.19, 0.10.2); default: the installed vllm, else the newest "
+                  "known (see docs/vllm_versions.md)")
+    parser.add_argument("--usage-context", dest="usage_context", default="server",
+                        type=typed("--usage-context", lambda t, f: V.text(t, f, allowed=("server", "offline"))),
+                        help="server (vllm serve, the default) or offline (the LLM class): vLLM's scheduler "
+                             "defaults differ")
+    parser.add_argument("--allow-long-max-model-len", dest="allow_long_max_model_len", action="store_true",
+                        default=None, help="as VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (also read from the environment): "
+                                           "accept a --max-model-len above the model's derived maximum")
+    _fields(parser).update(vllm_version="--vllm-version", usage_context="--usage-context",
+                           allow_long_max_model_len="--allow-long-max-model-len")

@@ -31,16 +31,23 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options.add_gib(p, "--free-memory-gib", "free_memory_bytes", "--free-gib", allow_zero=True,
                     help="free memory at start-up (default: total minus the idle CUDA context)")
     options.add_setting(p, "--gpu-count", "gpu_count", help="GPUs available")
-    options.add_fraction(p, "--gpu-memory-utilization", "gpu_memory_utilization", 0.92,
-                         "vLLM --gpu-memory-utilization, in (0, 1]")
+    options.add_fraction(p, "--gpu-memory-utilization", "gpu_memory_utilization", None,
+                         "vLLM --gpu-memory-utilization, in (0, 1] (default: the release's, 0.9; 0.92 from 0.21)")
     options.add_engine_settings(p, max_model_len_help="default: the model's limit (vLLM's default)")
-    options.add_setting(p, "--max-num-seqs", "max_num_seqs", default=256)
-    options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens", default=8192)
+    options.add_setting(p, "--max-num-seqs", "max_num_seqs",
+                        help="default: vLLM's for the release, GPU and --usage-context")
+    options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens",
+                        help="default: vLLM's for the release, GPU and --usage-context")
+    options.add_vllm_version(p)
+    options.add_speculative_config(p)
     options.add_text(p, "--quantization", "quantization", "-q")
     p.add_argument("--enforce-eager", action="store_true")
     options.add_bytes(p, "--kv-cache-memory-bytes", "kv_cache_memory_bytes", "vLLM --kv-cache-memory-bytes")
-    p.add_argument("--cudagraph-not-in-budget", action="store_true",
-                   help="vLLM < 0.21 behaviour (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)")
+    p.add_argument("--cudagraph-not-in-budget", action="store_const", const=False, default=None,
+                   dest="cudagraph_memory_in_budget",
+                   help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (default: the release's; off before 0.21)")
+    p.add_argument("--cudagraph-in-budget", action="store_const", const=True, dest="cudagraph_memory_in_budget",
+                   help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 on a release before 0.21")
     options.add_json(p)
     p.set_defaults(func=run)
 
@@ -80,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
         block_size=args.block_size, enforce_eager=args.enforce_eager,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
-        cudagraph_memory_in_budget=not args.cudagraph_not_in_budget)
+        cudagraph_memory_in_budget=args.cudagraph_memory_in_budget, vllm_version=args.vllm_version,
+        usage_context=args.usage_context, allow_long_max_model_len=args.allow_long_max_model_len,
+        speculative_config=args.speculative_config)
     live: dict[str, Any] | None = _live_snapshot(p.requested_bytes)
     if args.json:
         out = p.to_dict()

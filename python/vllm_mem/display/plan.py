@@ -22,6 +22,7 @@ from ._html import (
     muted,
     para,
     size,
+    size_and_share,
     table,
 )
 
@@ -140,7 +141,7 @@ def plan_html(plan: StartupPlan) -> str:
 
     kv = plan.kv_cache
     if kv is not None:
-        body.append(para("".join(f"<div>{code(line)}</div>" for line in kv.log_lines)))
+        body.append(para("".join(f"<div>{code(line)}</div>" for line in (plan.kv_log_lines or kv.log_lines))))
     body.append(para(f"Largest max_model_len that fits: <b>{plan.max_model_len_that_fits:,}</b>"
                      + muted(f" (asked: {plan.max_model_len:,})")))
 
@@ -153,8 +154,14 @@ def plan_html(plan: StartupPlan) -> str:
         body.append(details(f"{len(ranks)} pipeline ranks", table(
             ["rank", "layers", "weights", "activation + non-torch + graphs", "KV cache", "blocks"], rows,
             numeric=(2, 3, 4, 5))))
-    body.append(facts([("free at start-up", esc(size(plan.free_memory_bytes))
+    # A multimodal model's tower + projector is inside "weights" (vLLM loads it with the model):
+    # shown beside it so a reader sees what the image path costs.
+    vision = [("vision encoder (in weights)", esc(size_and_share(plan.vision_encoder_bytes, total))
+               + muted(" tower + projector"))] if plan.vision_encoder_bytes else []
+    body.append(facts([*vision, ("free at start-up", esc(size(plan.free_memory_bytes))
                         + (muted(" (assumed)") if plan._p.free_memory_assumed else "")),
+                       ("vLLM version", esc(f"{plan.vllm_version} ({plan.vllm_version_source})")),
+                       *([("dtype", esc(plan.dtype_note))] if plan.dtype_note else []),
                        *([("--kv-cache-memory-bytes", code(str(plan.kv_cache_memory_bytes_suggestion)))]
-                         if plan.kv_cache_memory_bytes_suggestion > 0 else [])]))
+                         if plan.kv_cache_memory_bytes_suggestion else [])]))
     return frame(title, "".join(body), verdict=plan.fits)

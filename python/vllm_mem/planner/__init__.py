@@ -7,7 +7,8 @@ uses); this package converts arguments and presents results:
 - ``evaluate``: :func:`plan`, the call;
 - ``result``: :class:`StartupPlan` (figures, verdict, levers), :class:`PlanSuggestion`,
   :class:`RankPlan`;
-- ``render``: the text report, plain data (``to_dict``) and notebook HTML.
+- ``render``: the text report, plain data (``to_dict``) and notebook HTML;
+- ``versions``: which vLLM release a plan is for (:func:`vllm_versions` lists them).
 
 Examples
 --------
@@ -21,5 +22,6 @@ from __future__ import annotations
 
 from .evaluate import plan
 from .result import FAILURE_PHASES, PlanSuggestion, RankPlan, StartupPlan
+from .versions import vllm_versions
 
-__all__ = ["FAILURE_PHASES", "PlanSuggestion", "RankPlan", "StartupPlan", "plan"]
+__all__ = ["FAILURE_PHASES", "PlanSuggestion", "RankPlan", "StartupPlan", "plan", "vllm_versions"]

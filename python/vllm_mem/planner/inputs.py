@@ -10,6 +10,8 @@ from .. import _limits as L
 from .. import _validate as V
 from ..catalog import lookup_gpu
 from ..model_spec import ConfigSource, ModelSpec
+from .versions import allow_long_from_env, choose_vllm_version
+from .versions import usage_context as versions_usage_context
 
 SpecSource = Union[ModelSpec, ConfigSource]
 
@@ -36,12 +38,12 @@ def plan_inputs(
     gpu_name: str = "",
     free_memory_bytes: int | None = None,
     gpu_count: int | None = None,
-    gpu_memory_utilization: float = 0.92,
+    gpu_memory_utilization: float | None = None,
     max_model_len: int | None = None,
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
-    max_num_seqs: int = 256,
-    max_num_batched_tokens: int = 8192,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
     dtype: str = "auto",
     quantization: str | None = None,
     kv_cache_dtype: str = "auto",
@@ -51,10 +53,14 @@ def plan_inputs(
     cudagraph_capture_sizes: Sequence[int] | None = None,
     max_cudagraph_capture_size: int | None = None,
     kv_cache_memory_bytes: int | None = None,
-    cudagraph_memory_in_budget: bool = True,
+    cudagraph_memory_in_budget: bool | None = None,
+    vllm_version: str | None = None,
+    usage_context: str = "server",
+    allow_long_max_model_len: bool | None = None,
 ) -> Any:
     """Checked conversion of the plan keywords to the core's PlanInputs. The defaults mirror
-    :func:`plan`'s, so the fixed part of a sweep (its ``base``) plans the same as ``plan()``."""
+    :func:`plan`'s, so the fixed part of a sweep (its ``base``) plans the same as ``plan()``.
+    ``None`` leaves a setting to the vLLM release (:mod:`.versions`): the core fills it."""
     i = _C.PlanInputs()
     i.total_memory_bytes = V.size_bytes(total_memory_bytes, "total_memory_bytes", low=1)
     i.gpu_name = gpu_name
@@ -66,12 +72,13 @@ def plan_inputs(
     else:
         i.free_memory_bytes = -1  # the core's "not given": total minus the idle baseline
     i.gpu_count = V.optional_setting("gpu_count", gpu_count) or 0
-    i.gpu_memory_utilization = V.fraction(gpu_memory_utilization, "gpu_memory_utilization")
+    if gpu_memory_utilization is not None:
+        i.gpu_memory_utilization = V.fraction(gpu_memory_utilization, "gpu_memory_utilization")
     i.max_model_len = V.optional_setting("max_model_len", max_model_len) or 0
     i.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
     i.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
-    i.max_num_seqs = V.setting("max_num_seqs", max_num_seqs)
-    i.max_num_batched_tokens = V.setting("max_num_batched_tokens", max_num_batched_tokens)
+    i.max_num_seqs = V.optional_setting("max_num_seqs", max_num_seqs) or 0  # 0: the release's default
+    i.max_num_batched_tokens = V.optional_setting("max_num_batched_tokens", max_num_batched_tokens) or 0
     i.dtype = V.dtype(dtype)
     i.quantization = V.optional_text(quantization, "quantization") or ""
     i.kv_cache_dtype = V.kv_cache_dtype(kv_cache_dtype)
@@ -86,5 +93,10 @@ def plan_inputs(
         i.max_cudagraph_capture_size = V.setting("max_cudagraph_capture_size", max_cudagraph_capture_size)
     if kv_cache_memory_bytes is not None:
         i.kv_cache_memory_bytes = V.size_bytes(kv_cache_memory_bytes, "kv_cache_memory_bytes", low=1)
-    i.cudagraph_memory_in_budget = V.flag(cudagraph_memory_in_budget, "cudagraph_memory_in_budget")
+    if cudagraph_memory_in_budget is not None:
+        i.cudagraph_memory_in_budget = V.flag(cudagraph_memory_in_budget, "cudagraph_memory_in_budget")
+    i.vllm_version, i.vllm_version_source = choose_vllm_version(vllm_version)
+    i.usage_context = versions_usage_context(usage_context)
+    i.allow_long_max_model_len = (allow_long_from_env() if allow_long_max_model_len is None
+                                  else V.flag(allow_long_max_model_len, "allow_long_max_model_len"))
     return i

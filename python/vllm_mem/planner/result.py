@@ -67,10 +67,19 @@ class RankPlan:
     kv_bytes_per_block: int
     kv_bytes_per_request: int
     num_blocks: int
+    #: speculative decoding: the drafter's part of weights_bytes and of the KV pool
+    draft_weights_bytes: int = 0
+    draft_kv_bytes_per_block: int = 0
+    draft_kv_cache_bytes: int = 0
+    #: a multimodal model's vision tower and projector: part of weights_bytes
+    vision_encoder_bytes: int = 0
 
 
 class StartupPlan:
     """The evaluated plan (see :func:`plan`). ``str(plan)`` is the report."""
+
+    # Every figure is read from the core's plan on access: building one costs three stores.
+    __slots__ = ("_p", "_spec", "_suggestions")
 
     def __init__(self, native: Any, spec: ModelSpec) -> None:
         self._p = native
@@ -95,6 +104,22 @@ class StartupPlan:
     @property
     def weights_bytes(self) -> int:
         return int(self._p.weights_bytes)
+
+    @property
+    def draft_weights_bytes(self) -> int:
+        """The speculative drafter's weights on the tightest GPU (part of ``weights_bytes``)."""
+        return int(self._p.ranks[self._p.tightest_pp_rank].draft_weights_bytes)
+
+    @property
+    def vision_encoder_bytes(self) -> int:
+        """A multimodal model's vision tower and projector on the tightest GPU (part of
+        ``weights_bytes``; 0 for a text model)."""
+        return int(self._p.ranks[self._p.tightest_pp_rank].vision_encoder_bytes)
+
+    @property
+    def draft_kv_cache_bytes(self) -> int:
+        """The drafter's attention layers' share of the KV pool on the tightest GPU."""
+        return int(self._p.ranks[self._p.tightest_pp_rank].draft_kv_cache_bytes)
 
     @property
     def activation_peak_bytes(self) -> int:
@@ -136,11 +161,50 @@ class StartupPlan:
         return [RankPlan(r.pp_rank, r.first_layer, r.end_layer, r.weights_bytes,
                          r.activation_peak_bytes, r.non_torch_bytes, r.cudagraph_bytes,
                          r.available_kv_cache_bytes, r.kv_bytes_per_block, r.kv_bytes_per_request,
-                         r.num_blocks) for r in self._p.ranks]
+                         r.num_blocks, r.draft_weights_bytes, r.draft_kv_bytes_per_block,
+                         r.draft_kv_cache_bytes, r.vision_encoder_bytes) for r in self._p.ranks]
 
     @property
     def tightest_pp_rank(self) -> int:
         return int(self._p.tightest_pp_rank)
+
+    # --- which vLLM ---------------------------------------------------------------------------
+    @property
+    def vllm_version(self) -> str:
+        """The release whose rules planned this (``"0.19.0"``: the newest profile <= the asked or
+        installed version)."""
+        return str(self._p.inputs.resolved_vllm_version)
+
+    @property
+    def vllm_version_source(self) -> str:
+        """Why that release: ``"asked"``, ``"installed"`` or ``"newest known"``."""
+        return str(self._p.inputs.vllm_version_source) or "newest known"
+
+    @property
+    def vllm_version_note(self) -> str:
+        return str(self._p.inputs.vllm_version_note)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings vLLM would run with once the release's defaults are filled in."""
+        i = self._p.inputs
+        return {"gpu_memory_utilization": i.gpu_memory_utilization, "max_model_len": i.max_model_len,
+                "max_num_seqs": i.max_num_seqs, "max_num_batched_tokens": i.max_num_batched_tokens,
+                "dtype": i.dtype, "cudagraph_memory_in_budget": bool(i.cudagraph_memory_in_budget),
+                "vllm_engine": i.vllm_engine, "usage_context": i.usage_context,
+                "hybrid_kv_cache_manager": bool(i.hybrid_kv_cache_manager)}
+
+    @property
+    def dtype_note(self) -> str:
+        """Set when ``dtype="auto"`` serves the checkpoint in another dtype (bfloat16 as float16 on
+        GPUs below compute capability 8.0)."""
+        return str(self._p.inputs.dtype_note)
+
+    @property
+    def kv_log_lines(self) -> list[str]:
+        """vLLM's KV capacity lines as the planned release words and rounds them (empty when the
+        plan does not fit)."""
+        return list(self._p.kv_log_lines)
 
     # --- the verdict --------------------------------------------------------------------------
     @property
@@ -173,9 +237,12 @@ class StartupPlan:
         return list(self._suggestions)
 
     @property
-    def kv_cache_memory_bytes_suggestion(self) -> int:
+    def kv_cache_memory_bytes_suggestion(self) -> int | None:
         """The ``--kv-cache-memory-bytes`` value vLLM would suggest "to fit into requested
-        memory" (150 MiB buffer), from the estimates."""
+        memory" (150 MiB buffer), from the estimates; ``None`` when that value would not start
+        (it holds no ``max_model_len`` request, or the plan fails before the KV cache)."""
+        if not self._p.kv_cache_memory_suggestion_fits:
+            return None
         return int(self._p.kv_cache_memory_suggestion.to_requested_limit_bytes)
 
     @property

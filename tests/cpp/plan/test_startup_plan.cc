@@ -28,11 +28,15 @@ const ModelSpec& Llama() {
   static const ModelSpec spec = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
   return spec;
 }
+// The scheduler sizes these tests were written for, pinned: unset, they follow the release
+// and the GPU (test_vllm_version_profile.cc).
 PlanInputs H100(double util, int64_t max_model_len) {
   PlanInputs in;
   in.total_memory_bytes = LookupGpu("H100-80GB").total_memory_bytes;
   in.gpu_memory_utilization = util;
   in.max_model_len = max_model_len;
+  in.max_num_seqs = 256;
+  in.max_num_batched_tokens = 8192;
   return in;
 }
 const PlanSuggestion* Find(const std::vector<PlanSuggestion>& s, const std::string& lever) {
@@ -209,7 +213,7 @@ TEST(StartupPlan, BadInputNamesTheField) {
     return "";
   };
   EXPECT_EQ(field_of(H100(1.5, 8192)), "gpu_memory_utilization");
-  EXPECT_EQ(field_of(H100(0.0, 8192)), "gpu_memory_utilization");
+  EXPECT_EQ(field_of(H100(-0.1, 8192)), "gpu_memory_utilization");  // 0: the release's default
   EXPECT_EQ(field_of(H100(0.9, -5)), "max_model_len");
   PlanInputs in = H100(0.9, 8192);
   in.tensor_parallel_size = 3;  // 32 heads
@@ -218,7 +222,7 @@ TEST(StartupPlan, BadInputNamesTheField) {
   in.gpu_count = 2;
   EXPECT_EQ(field_of(in), "tensor_parallel_size");
   in = H100(0.9, 8192);
-  in.max_num_seqs = 0;
+  in.max_num_seqs = -1;  // 0: the release's default
   EXPECT_EQ(field_of(in), "max_num_seqs");
   in = H100(0.9, 8192);
   in.kv_cache_memory_bytes = -1;
@@ -247,8 +251,9 @@ TEST(StartupPlan, CalibrationAvailableKvWithinThreePercent) {
     p.dtype = row.Find("dtype")->AsString();
     p.kv_cache_dtype = row.Find("kv_cache_dtype")->AsString();
     if (row.Find("quantization")->IsString()) p.quantization = row.Find("quantization")->AsString();
-    p.cudagraph_memory_in_budget = false;
+    p.vllm_version = row.Find("vllm_version")->AsString();  // 0.19.0: graphs not in the budget
     const StartupPlan plan = EvaluatePlan(spec, p);
+    EXPECT_FALSE(plan.inputs.cudagraph_memory_in_budget.value());
     const JsonValue& obs = *row.Find("observed");
     // The suggestion line's worker: the rank whose weights match its weight figure.
     const double w = obs.Find("free_line_weights_gib")->AsNumber().value;

@@ -40,6 +40,8 @@ struct GpuInfo {
   int64_t figure_uncertainty_bytes = 0;  //!< +- bound implied by figure_source
   std::string source_note;         //!< where the figure comes from, or the estimation rule
   std::vector<std::string> aliases;  //!< other spellings (matched after normalisation)
+  std::string compute_capability;  //!< NVIDIA "8.0", "9.0"; "" for AMD
+  bool supports_bfloat16 = true;   //!< false below compute capability 8.0 (V100, T4)
 };
 
 /*! \brief All catalog entries, NVIDIA first, in a stable order. */

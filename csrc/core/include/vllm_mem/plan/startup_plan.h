@@ -21,9 +21,12 @@
 #include "vllm_mem/plan/activation_estimate.h"
 #include "vllm_mem/plan/cudagraph_estimate.h"
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/non_torch_estimate.h"
+#include "vllm_mem/plan/speculative_decoding.h"
 #include "vllm_mem/plan/startup_budget.h"
+#include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace vllm_mem {
 
@@ -41,12 +44,12 @@ struct PlanInputs {
   int64_t free_memory_bytes = -1;     //!< at start-up; -1: total minus the idle baseline
   std::string gpu_name;               //!< for the report only
   int64_t gpu_count = 0;              //!< GPUs available; 0: not limited
-  double gpu_memory_utilization = 0.92;
-  int64_t max_model_len = 0;          //!< 0: the model's max_position_embeddings
+  double gpu_memory_utilization = 0.0;  //!< 0: the vLLM version's default (0.9; 0.92 from v0.21)
+  int64_t max_model_len = 0;          //!< 0: the model's derived maximum (rope scaling included)
   int64_t tensor_parallel_size = 1;
   int64_t pipeline_parallel_size = 1;
-  int64_t max_num_seqs = 256;
-  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 0;           //!< 0: vLLM's default for the version, GPU and usage context
+  int64_t max_num_batched_tokens = 0; //!< 0: likewise
   std::string dtype = "auto";
   std::string quantization;           //!< vLLM --quantization; empty: the checkpoint's own
   std::string kv_cache_dtype = "auto";
@@ -58,10 +61,27 @@ struct PlanInputs {
   int64_t kv_cache_memory_bytes = 0;  //!< --kv-cache-memory-bytes; 0: profile
   /*! VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: the graph estimate is subtracted from the KV
    *  budget (default since vLLM v0.21; v0.19 logged it without subtracting). */
-  bool cudagraph_memory_in_budget = true;
+  std::optional<bool> cudagraph_memory_in_budget;  //!< unset: the version's default
+  // ---- which vLLM (vllm_version_profile.h): ResolveForVersion fills the defaults above ----
+  std::string vllm_version;         //!< "0.19", "0.10.2"; "": the newest known release
+  std::string vllm_version_source;  //!< for reports: "asked", "installed", "newest known"
+  std::string usage_context = "server";  //!< "server" (vllm serve) or "offline" (the LLM class)
+  std::string vllm_engine;          //!< "v0" / "v1"; "": what the release runs by default
+  bool allow_long_max_model_len = false;  //!< VLLM_ALLOW_LONG_MAX_MODEL_LEN
+  double sampler_bytes_per_logit = 0.0;   //!< 0: the release's (Triton top-k/top-p or not)
+  // ---- filled by ResolveForVersion (inputs of EvaluatePlan's result) ----
+  std::string resolved_vllm_version;  //!< the profile used ("0.19.0")
+  std::string vllm_version_note;      //!< which profile and why, one line
+  bool hybrid_kv_cache_manager = true;
+  bool hybrid_align_to_user_block_size = true;  //!< the kv_cache area's rule of that name
+  KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
+  std::string dtype_note;             //!< set when "auto" resolved differently than the checkpoint
   /*! The checkpoint's weight bytes read from its safetensors headers (vllm_mem.hub); 0: from
    *  the config. Split over TP/PP ranks in the config path's proportions (EvaluatePlan). */
   int64_t checkpoint_weights_bytes = 0;  // 0: from the config
+  /*! vLLM's --speculative-config: the drafter's weights and KV layers join the plan and
+   *  num_speculative_tokens reshapes the capture sizes (speculative_decoding.h). */
+  std::optional<SpeculativeConfig> speculative;
   ActivationConstants activation_constants;
   NonTorchConstants non_torch_constants;
   CudagraphConstants cudagraph_constants;
@@ -83,7 +103,11 @@ std::string FailurePhaseName(FailurePhase phase);  //!< "", "free_memory", "weig
 struct RankPlan {
   int64_t pp_rank = 0;
   int64_t first_layer = 0, end_layer = 0;
-  int64_t weights_bytes = 0;
+  int64_t weights_bytes = 0;             //!< with the drafter's (vLLM's "Model loading took")
+  int64_t draft_weights_bytes = 0;       //!< the speculative drafter's part of weights_bytes
+  int64_t vision_encoder_bytes = 0;      //!< a multimodal model's vision tower + projector part of weights_bytes
+  int64_t draft_kv_bytes_per_block = 0;  //!< the drafter's layers' part of kv_bytes_per_block
+  int64_t draft_kv_cache_bytes = 0;      //!< num_blocks x draft_kv_bytes_per_block
   int64_t activation_peak_bytes = 0;
   int64_t non_torch_bytes = 0;
   int64_t cudagraph_bytes = 0;          //!< estimated graph pool (whether or not in the budget)
@@ -124,17 +148,26 @@ struct StartupPlan {
    *  attention or MLA): block counts then follow from bytes per block alone (plan_sweep.h). */
   bool kv_single_group = false;
   KvCacheMemorySuggestion kv_cache_memory_suggestion;  //!< predicted --kv-cache-memory values
+  /*! The suggested --kv-cache-memory-bytes (to the requested limit) would start: it holds one
+   *  max_model_len request on every rank and the phases before the KV cache pass. */
+  bool kv_cache_memory_suggestion_fits = false;
   std::string request_memory_error;  //!< vLLM's free-memory ValueError text, when it applies
   std::string cudagraph_line;        //!< vLLM's CUDA-graph INFO line, as it would print
+  std::vector<std::string> kv_log_lines;  //!< vLLM's KV capacity lines in the release's wording
 };
 
 /*! \brief KV options (vLLM's settings) derived from plan inputs: one definition. */
 KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& inputs);
 
-/*! \brief Evaluates one plan. InvalidArgument (naming the field) for bad inputs: utilization
+/*! \brief Evaluates one plan for the vLLM release inputs.vllm_version names (the defaults it
+ *  leaves unset resolved with ResolveForVersion). InvalidArgument (naming the field) for bad inputs: utilization
  *  outside (0, 1], non-positive lengths, TP x PP above gpu_count, TP not dividing the heads,
- *  a negative budget or memory figure. A plan that does not fit is a result, not an error. */
-StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs);
+ *  a negative budget or memory figure. A plan that does not fit is a result, not an error.
+ *  \p kv_layouts: the model's cached KV layouts (kv_cache_layout.h) when the caller keeps
+ *  them for \p spec, so repeated plans skip rebuilding the layers' specs and groups; the
+ *  result is the same either way. */
+StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs,
+                         const KvCacheLayoutCache* kv_layouts = nullptr);
 
 /*! \brief The human-readable report (vLLM's terms, GiB and fraction of the device, sources,
  *  verdict). \p suggestions_text is appended as the "what to change" section. */

@@ -1,0 +1,138 @@
+/*!
+ * \file vllm_mem/plan/vllm_version_profile.h
+ * \brief Which vLLM release a plan is for, and the start-up rules of that release: defaults
+ *        (gpu_memory_utilization, scheduler sizes by GPU and usage context), whether the
+ *        CUDA-graph estimate is in the KV budget, the engine's budget arithmetic, the sampler's
+ *        transient memory, the KV-cache manager and the wording of vLLM's log lines.
+ *
+ * The rules are data (plan/vllm_versions.json, compiled in), each change with its source; a
+ * version resolves to the newest profile not newer than it. docs/vllm_versions.md has the table.
+ */
+#ifndef VLLM_MEM_PLAN_VLLM_VERSION_PROFILE_H_
+#define VLLM_MEM_PLAN_VLLM_VERSION_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vllm_mem/kv_cache/kv_cache_capacity.h"
+
+namespace vllm_mem {
+
+struct ModelSpec;
+struct PlanInputs;
+
+/*! \brief A release number: major.minor.patch (pre-release and local suffixes dropped). */
+struct VllmVersion {
+  int64_t major = 0, minor = 0, patch = 0;
+  bool operator<(const VllmVersion& o) const;
+  bool operator<=(const VllmVersion& o) const { return !(o < *this); }
+};
+
+/*! \brief Parses "0.19", "0.19.1", "v0.10.2", "0.11.0rc1", "0.20.1.dev12+g3e372c5", "0.9.2+cu128".
+ *  InvalidArgument (field "vllm_version") naming the value and the allowed form otherwise. */
+VllmVersion ParseVllmVersion(std::string_view text);
+std::string VllmVersionString(const VllmVersion& v);  //!< "0.19.0"
+
+/*! \brief max_num_seqs / max_num_batched_tokens vLLM picks for one kind of GPU. A tier matches
+ *  when the device has at least min_memory_bytes and its name (lower-cased) contains one of
+ *  name_contains_any (when given) and none of name_contains_none. */
+struct BatchDefaultTier {
+  int64_t min_memory_bytes = 0;
+  std::vector<std::string> name_contains_any;
+  std::vector<std::string> name_contains_none;
+  int64_t server_max_num_seqs = 0, server_max_num_batched_tokens = 0;
+  int64_t offline_max_num_seqs = 0, offline_max_num_batched_tokens = 0;
+};
+
+/*! \brief V0 engine scheduler defaults (SchedulerConfig / _set_default_args_v0). */
+struct V0BatchDefaults {
+  int64_t max_num_seqs = 256;
+  int64_t min_batched_tokens = 2048;              //!< max(max_model_len, this) without chunked prefill
+  int64_t chunked_prefill_above_tokens = 32768;   //!< V0 turned chunked prefill on above this
+  int64_t chunked_prefill_batched_tokens = 2048;  //!< its token budget then
+};
+
+/*! \brief One rule's value in a profile, for listings: name, value as text, source. */
+struct VersionRuleNote {
+  std::string rule;
+  std::string value;
+  std::string since;    //!< the release that introduced this value
+  std::string release;  //!< "tagged" (read from a release note/tag) or "inferred" (merge date)
+  std::string source;
+};
+
+/*! \brief The rules of one vLLM release line. */
+struct VllmVersionProfile {
+  std::string version;  //!< "0.19.0": the first release these rules apply to
+  std::string date;     //!< release date where read, else ""
+  std::string note;
+  std::string engine;   //!< "v0" or "v1": what a plain `vllm serve` runs
+  bool v0_engine_available = false;
+  double gpu_memory_utilization = 0.9;
+  bool cudagraph_memory_in_budget = false;
+  std::vector<BatchDefaultTier> batch_tiers;  //!< V1; the first matching tier wins
+  V0BatchDefaults v0_batch;
+  double sampler_bytes_per_logit = 13.0;
+  KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
+  bool hybrid_kv_cache_manager = true;
+  int64_t default_block_size = 16;
+  bool hybrid_align_to_user_block_size = true;  //!< PR 37467 (kv_cache: KvCacheOptions)
+  bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
+  std::vector<VersionRuleNote> rules;      //!< every rule with its value and source
+};
+
+/*! \brief All profiles, oldest first. */
+const std::vector<VllmVersionProfile>& VllmVersionProfiles();
+
+/*! \brief The answer to "which profile plans version X". */
+struct VersionLookup {
+  const VllmVersionProfile* profile = nullptr;
+  std::string asked;   //!< the normalised asked version ("0.19.0"); "" when none was asked
+  bool newer_than_known = false;  //!< the asked version is newer than the newest profile
+  std::string note;    //!< one line for reports: which profile and why
+};
+
+/*! \brief The newest profile <= \p version ("" : the newest profile). A version older than the
+ *  oldest profile is InvalidArgument("vllm_version"); a newer one uses the newest and says so. */
+VersionLookup LookupVllmVersion(std::string_view version);
+
+/*! \brief The scheduler defaults vLLM picks: V1 by GPU tier and usage context ("server" for
+ *  `vllm serve` / the API server, "offline" for the LLM class), V0 from max_model_len; then
+ *  vLLM's clamps (tokens <= max_num_seqs x max_model_len, seqs <= tokens). Either figure the
+ *  user gave (> 0) is kept. */
+struct BatchDefaults {
+  int64_t max_num_seqs = 0;
+  int64_t max_num_batched_tokens = 0;
+};
+BatchDefaults ResolveBatchDefaults(const VllmVersionProfile& profile, const std::string& engine,
+                                   const std::string& usage_context, int64_t total_memory_bytes,
+                                   const std::string& gpu_name, int64_t max_model_len, int64_t max_num_seqs,
+                                   int64_t max_num_batched_tokens);
+
+/*! \brief vLLM's derived maximum length (_get_and_verify_max_len): max_position_embeddings,
+ *  times the rope scaling factor except for su/longrope/llama3 and Gemma-3, with yarn scaling
+ *  original_max_position_embeddings (the rotary cache rows the model reader derived). 0 when
+ *  the config gives none. */
+int64_t DerivedMaxModelLen(const ModelSpec& spec);
+
+/*! \brief vLLM's refusal of a max_model_len above DerivedMaxModelLen, as vLLM words it for
+ *  \p profile; "" when \p max_model_len is allowed (or \p allow_long is set). */
+std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelSpec& spec, int64_t max_model_len,
+                                 bool allow_long);
+
+/*! \brief \p inputs with every default the user left unset filled from \p profile: engine,
+ *  gpu_memory_utilization (0), cudagraph_memory_in_budget (unset), max_num_seqs and
+ *  max_num_batched_tokens (0), max_model_len (0: DerivedMaxModelLen), the sampler constant,
+ *  the KV manager and log format, dtype "auto" on a GPU without bfloat16. Refuses (InvalidArgument)
+ *  a max_model_len above the derived maximum unless allow_long_max_model_len, and engine "v0" for
+ *  a release without it. */
+PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs);
+
+/*! \brief "usage_context": "server" or "offline"; InvalidArgument otherwise. */
+void ValidateUsageContext(const std::string& usage_context);
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_PLAN_VLLM_VERSION_PROFILE_H_

@@ -1,0 +1,448 @@
+/*!
+ * \file core/plan/vllm_version_profile.cc
+ * \brief vLLM release profiles read from plan/vllm_versions.json, version lookup, and the
+ *        defaults each release fills in.
+ */
+#include "vllm_mem/plan/vllm_version_profile.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/base/checked_math.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/base/json.h"
+#include "vllm_mem/base/units.h"
+#include "vllm_mem/model/dtype.h"
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/startup_plan.h"
+
+namespace vllm_mem {
+namespace {
+
+// The version data file (plan/vllm_versions.json) as the string constant kVllmVersionsJson
+// (generated vllm_versions_data.inc), parsed once on first use.
+#include "vllm_versions_data.inc"
+
+constexpr const char* kAllowedForm =
+    "a vLLM release as MAJOR.MINOR or MAJOR.MINOR.PATCH (e.g. \"0.19\", \"0.10.2\", \"v0.21.0\"; a fourth number and "
+    "rc/dev/+local suffixes are ignored)";
+
+// A malformed data file is a build defect (tests read every profile), not the caller's error.
+[[noreturn]] void Bad(const std::string& what) { throw std::logic_error("vllm_versions.json: " + what); }
+
+const JsonValue& Member(const JsonValue& obj, const char* key, const std::string& where) {
+  const JsonValue* v = obj.Find(key);
+  if (v == nullptr) Bad(where + " has no '" + key + "'");
+  return *v;
+}
+
+std::string Str(const JsonValue& v, const std::string& where) {
+  if (!v.IsString()) Bad(where + " must be a string");
+  return v.AsString();
+}
+
+int64_t Int(const JsonValue& v, const std::string& where) {
+  if (!v.IsNumber() || !v.AsNumber().integer) Bad(where + " must be an integer");
+  return *v.AsNumber().integer;
+}
+
+std::string ValueText(const JsonValue& v) {
+  if (v.IsBool()) return v.AsBool() ? "true" : "false";
+  if (v.IsString()) return v.AsString();
+  if (v.IsNumber()) return v.AsNumber().integer ? std::to_string(*v.AsNumber().integer) : PythonFloatRepr(v.AsNumber().value);
+  if (v.IsArray()) {
+    std::string out;
+    for (const JsonValue& e : v.AsArray()) {
+      if (!out.empty()) out += "; ";
+      if (!e.IsObject()) { out += ValueText(e); continue; }
+      std::string cond;
+      if (const JsonValue* m = e.Find("min_memory_gib")) cond += ">=" + ValueText(*m) + " GiB";
+      for (const char* key : {"name_contains_any", "name_contains_none"}) {
+        if (const JsonValue* n = e.Find(key); n != nullptr && n->IsArray()) {
+          std::string names;
+          for (const JsonValue& x : n->AsArray()) names += (names.empty() ? "" : "/") + ValueText(x);
+          cond += std::string(cond.empty() ? "" : " ") + (std::string(key) == "name_contains_any" ? "" : "not ") + names;
+        }
+      }
+      const auto pair = [](const JsonValue* p) {
+        return p != nullptr && p->IsArray() && p->AsArray().size() == 2
+                   ? ValueText(p->AsArray()[0]) + "/" + ValueText(p->AsArray()[1])
+                   : std::string("?");
+      };
+      out += (cond.empty() ? std::string("other GPUs") : cond) + ": server " + pair(e.Find("server")) + ", offline " +
+             pair(e.Find("offline"));
+    }
+    return out + " (max_num_seqs/max_num_batched_tokens)";
+  }
+  if (v.IsObject()) {
+    std::string out;
+    for (const auto& [k, x] : v.AsObject()) out += (out.empty() ? "" : ", ") + k + "=" + ValueText(x);
+    return out;
+  }
+  return "null";
+}
+
+KvLogFormat ParseLogFormat(const std::string& s) {
+  if (s == "v0_blocks") return KvLogFormat::kV0Blocks;
+  if (s == "v1_block_tokens") return KvLogFormat::kBlockTokens;
+  if (s == "v1_grouped_tokens") return KvLogFormat::kGroupedTokens;
+  if (s == "v1_combined_line") return KvLogFormat::kCombinedLine;
+  Bad("kv_log_format '" + s + "'");
+}
+
+std::vector<BatchDefaultTier> ParseTiers(const JsonValue& v) {
+  if (!v.IsArray() || v.AsArray().empty()) Bad("batch_defaults value must be a non-empty list");
+  std::vector<BatchDefaultTier> tiers;
+  for (const JsonValue& e : v.AsArray()) {
+    BatchDefaultTier t;
+    if (const JsonValue* m = e.Find("min_memory_gib")) t.min_memory_bytes = CheckedMul(Int(*m, "min_memory_gib"), kGiB, "min_memory_gib");
+    for (const char* key : {"name_contains_any", "name_contains_none"}) {
+      if (const JsonValue* n = e.Find(key)) {
+        if (!n->IsArray()) Bad(std::string(key) + " must be a list");
+        auto& dst = std::string(key) == "name_contains_any" ? t.name_contains_any : t.name_contains_none;
+        for (const JsonValue& x : n->AsArray()) dst.push_back(Str(x, key));
+      }
+    }
+    const auto pair = [](const JsonValue& p, const char* key) {
+      if (!p.IsArray() || p.AsArray().size() != 2) Bad(std::string(key) + " must be [max_num_seqs, max_num_batched_tokens]");
+      return std::pair<int64_t, int64_t>{Int(p.AsArray()[0], key), Int(p.AsArray()[1], key)};
+    };
+    std::tie(t.server_max_num_seqs, t.server_max_num_batched_tokens) = pair(Member(e, "server", "tier"), "server");
+    std::tie(t.offline_max_num_seqs, t.offline_max_num_batched_tokens) = pair(Member(e, "offline", "tier"), "offline");
+    tiers.push_back(std::move(t));
+  }
+  return tiers;
+}
+
+void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  if (rule == "engine") {
+    p.engine = Str(v, rule);
+    if (p.engine != "v0" && p.engine != "v1") Bad("engine '" + p.engine + "'");
+  } else if (rule == "v0_engine_available") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.v0_engine_available = v.AsBool();
+  } else if (rule == "gpu_memory_utilization") {
+    if (!v.IsNumber()) Bad(rule + " must be a number");
+    p.gpu_memory_utilization = v.AsNumber().value;
+  } else if (rule == "cudagraph_memory_in_budget") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.cudagraph_memory_in_budget = v.AsBool();
+  } else if (rule == "batch_defaults") {
+    p.batch_tiers = ParseTiers(v);
+  } else if (rule == "v0_batch_defaults") {
+    p.v0_batch.max_num_seqs = Int(Member(v, "max_num_seqs", rule), rule);
+    p.v0_batch.min_batched_tokens = Int(Member(v, "min_batched_tokens", rule), rule);
+    p.v0_batch.chunked_prefill_above_tokens = Int(Member(v, "chunked_prefill_above_tokens", rule), rule);
+    p.v0_batch.chunked_prefill_batched_tokens = Int(Member(v, "chunked_prefill_batched_tokens", rule), rule);
+  } else if (rule == "sampler_bytes_per_logit") {
+    if (!v.IsNumber()) Bad(rule + " must be a number");
+    p.sampler_bytes_per_logit = v.AsNumber().value;
+  } else if (rule == "kv_log_format") {
+    p.kv_log_format = ParseLogFormat(Str(v, rule));
+  } else if (rule == "hybrid_kv_cache_manager") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.hybrid_kv_cache_manager = v.AsBool();
+  } else if (rule == "hybrid_align_to_user_block_size") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.hybrid_align_to_user_block_size = v.AsBool();
+  } else if (rule == "default_block_size") {
+    p.default_block_size = Int(v, rule);
+  } else if (rule == "max_model_len_message") {
+    const std::string s = Str(v, rule);
+    if (s != "short" && s != "with_warning") Bad(rule + " '" + s + "'");
+    p.long_max_model_len_warning = s == "with_warning";
+  } else if (rule == "worker_budget") {
+    // Follows the engine: recorded for the table only.
+  } else {
+    Bad("unknown rule '" + rule + "'");
+  }
+}
+
+std::vector<VllmVersionProfile> BuildProfiles() {
+  const JsonValue doc = ParseJson(kVllmVersionsJson, "vllm_versions.json");
+  const JsonValue& releases = Member(doc, "releases", "document");
+  const JsonValue& rules = Member(doc, "rules", "document");
+  if (!releases.IsArray() || !rules.IsObject()) Bad("'releases' must be a list and 'rules' an object");
+  std::vector<VllmVersionProfile> out;
+  for (const JsonValue& r : releases.AsArray()) {
+    VllmVersionProfile p;
+    const VllmVersion version = ParseVllmVersion(Str(Member(r, "version", "release"), "version"));
+    p.version = VllmVersionString(version);
+    if (const JsonValue* d = r.Find("date")) p.date = Str(*d, "date");
+    if (const JsonValue* n = r.Find("note")) p.note = Str(*n, "note");
+    if (!out.empty() && !(ParseVllmVersion(out.back().version) < version)) Bad("releases must be in increasing order");
+    for (const auto& [name, rule] : rules.AsObject()) {
+      const JsonValue& changes = Member(rule, "changes", name);
+      if (!changes.IsArray()) Bad(name + ".changes must be a list");
+      const JsonValue* chosen = nullptr;
+      for (const JsonValue& c : changes.AsArray()) {
+        if (ParseVllmVersion(Str(Member(c, "since", name), "since")) <= version) chosen = &c;
+      }
+      if (chosen == nullptr) Bad(name + " has no value for " + p.version);
+      const JsonValue& value = Member(*chosen, "value", name);
+      Apply(p, name, value);
+      p.rules.push_back({name, ValueText(value), VllmVersionString(ParseVllmVersion(Str(Member(*chosen, "since", name), "since"))),
+                         Str(Member(*chosen, "release", name), "release"), Str(Member(*chosen, "source", name), "source")});
+    }
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) Bad("no releases");
+  return out;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool TierMatches(const BatchDefaultTier& t, int64_t total_memory_bytes, const std::string& name_lower) {
+  if (total_memory_bytes < t.min_memory_bytes) return false;
+  if (!t.name_contains_any.empty() &&
+      std::none_of(t.name_contains_any.begin(), t.name_contains_any.end(),
+                   [&](const std::string& n) { return name_lower.find(n) != std::string::npos; })) {
+    return false;
+  }
+  return std::none_of(t.name_contains_none.begin(), t.name_contains_none.end(),
+                      [&](const std::string& n) { return name_lower.find(n) != std::string::npos; });
+}
+
+}  // namespace
+
+bool VllmVersion::operator<(const VllmVersion& o) const {
+  if (major != o.major) return major < o.major;
+  if (minor != o.minor) return minor < o.minor;
+  return patch < o.patch;
+}
+
+VllmVersion ParseVllmVersion(std::string_view text) {
+  const auto bad = [&]() -> InvalidArgument {
+    return InvalidArgument("vllm_version", "must be " + std::string(kAllowedForm) + ", got " +
+                                               EchoValue(text));
+  };
+  std::string_view s = text;
+  if (!s.empty() && (s.front() == 'v' || s.front() == 'V')) s.remove_prefix(1);
+  VllmVersion v;
+  int64_t* parts[3] = {&v.major, &v.minor, &v.patch};
+  size_t i = 0;
+  int n = 0;
+  for (; n < 3; ++n) {
+    if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) {
+      if (n < 2) throw bad();
+      break;
+    }
+    int64_t x = 0;
+    size_t digits = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      if (++digits > 6) throw bad();  // no release number has more than a few digits
+      x = x * 10 + (s[i] - '0');
+      ++i;
+    }
+    *parts[n] = x;
+    if (i < s.size() && s[i] == '.' && n < 2) {
+      ++i;
+      continue;
+    }
+    ++n;
+    break;
+  }
+  if (n < 2) throw bad();
+  // What may follow: a PEP 440 pre/dev/post release or a local version ("rc1", ".dev12+g3e372c5").
+  std::string_view rest = s.substr(i);
+  // A fourth number is a post-release of the patch (vLLM shipped 0.10.1.1): same rules.
+  if (n == 3 && rest.size() >= 2 && rest[0] == '.' && std::isdigit(static_cast<unsigned char>(rest[1]))) {
+    size_t k = 1;
+    while (k < rest.size() && std::isdigit(static_cast<unsigned char>(rest[k]))) {
+      if (k > 6) throw bad();
+      ++k;
+    }
+    rest.remove_prefix(k);
+  }
+  if (!rest.empty()) {
+    const char c = rest.front();
+    const bool allowed = c == '.' || c == '+' || c == '-' || std::isalpha(static_cast<unsigned char>(c));
+    if (!allowed || rest.size() > 64) throw bad();
+    for (char ch : rest) {
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '+' || ch == '-' || ch == '_')) throw bad();
+    }
+    if (c == '.' && (rest.size() < 2 || std::isdigit(static_cast<unsigned char>(rest[1])))) throw bad();  // "0.19.1.2.3"
+  }
+  return v;
+}
+
+std::string VllmVersionString(const VllmVersion& v) {
+  return std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
+}
+
+const std::vector<VllmVersionProfile>& VllmVersionProfiles() {
+  static const std::vector<VllmVersionProfile> kProfiles = BuildProfiles();
+  return kProfiles;
+}
+
+VersionLookup LookupVllmVersion(std::string_view version) {
+  const auto& profiles = VllmVersionProfiles();
+  VersionLookup out;
+  if (version.empty()) {
+    out.profile = &profiles.back();
+    out.note = "vLLM " + out.profile->version + " rules (the newest known release)";
+    return out;
+  }
+  const VllmVersion asked = ParseVllmVersion(version);
+  out.asked = VllmVersionString(asked);
+  for (const auto& p : profiles) {
+    if (ParseVllmVersion(p.version) <= asked) out.profile = &p;
+  }
+  if (out.profile == nullptr) {
+    throw InvalidArgument("vllm_version", EchoValue(version) +
+                                              " is older than the oldest profile (" + profiles.front().version +
+                                              "); see vllm_mem.vllm_versions()");
+  }
+  const VllmVersion newest = ParseVllmVersion(profiles.back().version);
+  out.newer_than_known = newest < asked && (asked.major != newest.major || asked.minor != newest.minor);
+  if (out.newer_than_known) {
+    out.note = "vLLM " + out.asked + " is newer than the newest known release (" + profiles.back().version +
+               "): planned with " + profiles.back().version + "'s rules";
+  } else {
+    out.note = "vLLM " + out.asked + " planned with the rules of " + out.profile->version;
+  }
+  return out;
+}
+
+void ValidateUsageContext(const std::string& usage_context) {
+  if (usage_context != "server" && usage_context != "offline") {
+    throw InvalidArgument("usage_context", "must be \"server\" (vllm serve, the OpenAI API server) or \"offline\" "
+                                           "(the LLM class), got " + EchoValue(usage_context));
+  }
+}
+
+BatchDefaults ResolveBatchDefaults(const VllmVersionProfile& profile, const std::string& engine,
+                                   const std::string& usage_context, int64_t total_memory_bytes,
+                                   const std::string& gpu_name, int64_t max_model_len, int64_t max_num_seqs,
+                                   int64_t max_num_batched_tokens) {
+  ValidateUsageContext(usage_context);
+  BatchDefaults d{max_num_seqs, max_num_batched_tokens};
+  if (engine == "v0") {
+    // SchedulerConfig.__post_init__: chunked prefill (on by default above 32K tokens) keeps the
+    // 2048-token budget; without it a whole prompt must fit: max(max_model_len, 2048).
+    const V0BatchDefaults& v0 = profile.v0_batch;
+    if (d.max_num_seqs == 0) d.max_num_seqs = v0.max_num_seqs;
+    if (d.max_num_batched_tokens == 0) {
+      d.max_num_batched_tokens = max_model_len > v0.chunked_prefill_above_tokens
+                                     ? v0.chunked_prefill_batched_tokens
+                                     : std::max(max_model_len, v0.min_batched_tokens);
+    }
+    return d;
+  }
+  const std::string name = Lower(gpu_name.empty() ? std::string() : gpu_name);
+  const BatchDefaultTier* tier = nullptr;
+  for (const BatchDefaultTier& t : profile.batch_tiers) {
+    if (TierMatches(t, total_memory_bytes, name)) {
+      tier = &t;
+      break;
+    }
+  }
+  if (tier == nullptr) throw std::logic_error("vllm_versions.json: no batch_defaults tier matches (the last must be unconditional)");
+  const bool server = usage_context == "server";
+  // 0 is "not set"; a negative figure is kept for ValidateInputs to refuse by name.
+  const bool tokens_given = d.max_num_batched_tokens != 0;
+  const bool seqs_given = d.max_num_seqs != 0;
+  if (!tokens_given) d.max_num_batched_tokens = server ? tier->server_max_num_batched_tokens : tier->offline_max_num_batched_tokens;
+  if (!seqs_given) d.max_num_seqs = server ? tier->server_max_num_seqs : tier->offline_max_num_seqs;
+  // _set_default_max_num_seqs_and_batched_tokens_args: a default token budget never exceeds
+  // what max_num_seqs requests of max_model_len can use, and default seqs never exceed tokens.
+  if (!tokens_given && max_model_len > 0 && d.max_num_seqs > 0) {
+    d.max_num_batched_tokens = std::min(d.max_num_batched_tokens, CheckedMul(d.max_num_seqs, max_model_len, "max_num_batched_tokens"));
+  }
+  if (!seqs_given && d.max_num_batched_tokens > 0) d.max_num_seqs = std::min(d.max_num_seqs, d.max_num_batched_tokens);
+  return d;
+}
+
+int64_t DerivedMaxModelLen(const ModelSpec& spec) {
+  // No length key at all: vLLM assumes 2048 (and warns).
+  if (spec.max_position_embeddings <= 0) return 2048;
+  // Gemma-3's max_position_embeddings is already the scaled length (vLLM skips the factor).
+  if (spec.model_type.find("gemma3") != std::string::npos) return spec.max_position_embeddings;
+  // The reader applied the same scaling to the rotary cache rows vLLM's get_rope allocates:
+  // yarn -> original x factor, linear/dynamic -> positions x factor, llama3/longrope/su -> none.
+  return spec.traits.rope_cache_positions > 0 ? spec.traits.rope_cache_positions : spec.max_position_embeddings;
+}
+
+std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelSpec& spec, int64_t max_model_len,
+                                 bool allow_long) {
+  // No length key in the config: vLLM takes the asked length as it is (2048 only as a default).
+  if (allow_long || spec.max_position_embeddings <= 0) return "";
+  const int64_t derived = DerivedMaxModelLen(spec);
+  if (max_model_len <= derived) return "";
+  // A scaled length is a Python float in vLLM's message ("131072.0").
+  const bool scaled = derived != spec.max_position_embeddings && spec.max_position_embeddings > 0;
+  std::string msg = "User-specified max_model_len (" + std::to_string(max_model_len) +
+                    ") is greater than the derived max_model_len (max_position_embeddings=" + std::to_string(derived) +
+                    (scaled ? ".0" : "") + " or model_max_length=None in model's config.json).";
+  if (profile.long_max_model_len_warning) {
+    return msg +
+           " To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
+           "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
+           "encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute position "
+           "encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.";
+  }
+  return msg +
+         " This may lead to incorrect model outputs or CUDA errors. To allow overriding this maximum, set the env var "
+         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1";
+}
+
+PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs) {
+  PlanInputs in = inputs;
+  in.resolved_vllm_version = profile.version;
+  ValidateUsageContext(in.usage_context);
+  if (in.vllm_engine.empty()) in.vllm_engine = profile.engine;
+  if (in.vllm_engine != "v0" && in.vllm_engine != "v1") {
+    throw InvalidArgument("vllm_engine", "must be \"v0\" or \"v1\", got " + EchoValue(in.vllm_engine));
+  }
+  if (in.vllm_engine == "v0" && !profile.v0_engine_available) {
+    throw InvalidArgument("vllm_engine", "\"v0\": vLLM " + profile.version +
+                                             " has no V0 engine (removed in 0.11.0); use a vllm_version below 0.11");
+  }
+  if (in.gpu_memory_utilization == 0.0) in.gpu_memory_utilization = profile.gpu_memory_utilization;
+  // V0 captured its graphs after allocating the KV cache: never in the budget.
+  if (!in.cudagraph_memory_in_budget.has_value()) {
+    in.cudagraph_memory_in_budget = in.vllm_engine == "v1" && profile.cudagraph_memory_in_budget;
+  }
+  if (in.max_model_len == 0) {
+    in.max_model_len = DerivedMaxModelLen(spec);
+  } else {
+    const std::string refusal = LongMaxModelLenError(profile, spec, in.max_model_len, in.allow_long_max_model_len);
+    if (!refusal.empty()) throw InvalidArgument("max_model_len", refusal);
+  }
+  const BatchDefaults b =
+      ResolveBatchDefaults(profile, in.vllm_engine, in.usage_context, in.total_memory_bytes,
+                           in.gpu_name, in.max_model_len,
+                           in.max_num_seqs, in.max_num_batched_tokens);
+  in.max_num_seqs = b.max_num_seqs;
+  in.max_num_batched_tokens = b.max_num_batched_tokens;
+  in.activation_constants.sampler_bytes_per_logit =
+      in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
+  in.hybrid_kv_cache_manager = in.vllm_engine == "v1" && profile.hybrid_kv_cache_manager;
+  in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
+  in.kv_log_format = in.vllm_engine == "v0" ? KvLogFormat::kV0Blocks : profile.kv_log_format;
+  // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16
+  // checkpoint in float16 (CudaPlatform.supported_dtypes; _resolve_auto_dtype).
+  if ((in.dtype.empty() || in.dtype == "auto") && spec.dtype == DType::kBFloat16 && !in.gpu_name.empty()) {
+    const GpuInfo* gpu = nullptr;
+    try {
+      gpu = &LookupGpu(in.gpu_name);
+    } catch (const InvalidArgument&) {
+      gpu = nullptr;  // not a catalog GPU: its capability is unknown, keep the checkpoint's dtype
+    }
+    if (gpu != nullptr && !gpu->supports_bfloat16) {
+      in.dtype = "float16";
+      in.dtype_note = "dtype auto: the bfloat16 checkpoint is served as float16 on " + gpu->name +
+                      " (compute capability " + gpu->compute_capability + " < 8.0 has no bfloat16), as vLLM does";
+    }
+  }
+  return in;
+}
+
+}  // namespace vllm_mem

@@ -1,0 +1,77 @@
+"""Which vLLM release a plan is for: the asked version, else the installed one, else the newest
+profile (the rules live in ``csrc/core/plan/vllm_versions.json``; docs/vllm_versions.md).
+
+vLLM itself is never imported: its version comes from the installed distribution's metadata,
+so planning stays cheap and creates no CUDA context.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from .. import _C
+from .. import _validate as V
+
+#: Where the planned version came from, as reports say it.
+VERSION_SOURCES = ("asked", "installed", "newest known")
+
+USAGE_CONTEXTS = ("server", "offline")
+
+
+@functools.lru_cache(maxsize=1)
+def installed_vllm_version() -> str | None:
+    """The installed vllm distribution's version (``importlib.metadata``; read once per process,
+    as a process does not change its vllm), or ``None``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return None
+    except Exception:  # a broken installation's metadata: plan for the newest instead
+        return None
+
+
+def choose_vllm_version(vllm_version: Any) -> tuple[str, str]:
+    """``(version, source)``: the asked version, else the installed one, else ``""`` (the core
+    uses the newest profile). The format is checked by the core (``vllm_version``)."""
+    if vllm_version is not None:
+        text = V.text(vllm_version, "vllm_version", max_chars=64, what="a vLLM version such as '0.19' or '0.10.2'")
+        if not text:  # the core reads "" as "the newest": an empty answer is not a version
+            raise V.bad_value("vllm_version", "a vLLM release as MAJOR.MINOR or MAJOR.MINOR.PATCH", text)
+        return text, "asked"
+    installed = installed_vllm_version()
+    if installed:
+        return installed, "installed"
+    return "", "newest known"
+
+
+def allow_long_from_env() -> bool:
+    """vLLM's ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` as vllm/envs.py reads it ("1" or "true")."""
+    return os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
+
+
+def usage_context(value: Any) -> str:
+    return V.text(value, "usage_context", allowed=USAGE_CONTEXTS)
+
+
+def vllm_versions() -> list[dict[str, Any]]:
+    """Every vLLM release profile, oldest first: ``version``, ``date``, ``note`` and ``rules``
+    (each with ``rule``, ``value``, ``since``, ``release`` ("tagged" or "inferred") and
+    ``source``).
+
+    Examples
+    --------
+    >>> import vllm_mem
+    >>> [p["version"] for p in vllm_mem.vllm_versions()][:3]
+    ['0.7.0', '0.8.0', '0.8.4']
+    """
+    return list(_C.vllm_version_profiles())
+
+
+def resolve_vllm_version(vllm_version: str) -> tuple[str, str, bool, str]:
+    """``(profile version, asked version, newer than known, note)`` for ``vllm_version``
+    (``""``: the newest profile). ValueError naming ``vllm_version`` for an unknown format."""
+    return tuple(_C.lookup_vllm_version(vllm_version))  # type: ignore[return-value]

@@ -1,0 +1,245 @@
+// vLLM release profiles (plan/vllm_versions.json): parsing, lookup, and the defaults each
+// release fills in. Every expected value below names the vLLM source it comes from.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/startup_plan.h"
+#include "vllm_mem/plan/vllm_version_profile.h"
+
+namespace vllm_mem {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+ModelSpec Bundled(const std::string& file) {
+  return ModelSpec::FromHfConfigText(ReadFile(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file));
+}
+const ModelSpec& Llama() {
+  static const ModelSpec spec = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  return spec;
+}
+const VllmVersionProfile& Profile(const std::string& v) { return *LookupVllmVersion(v).profile; }
+int64_t Total(const std::string& gpu) { return LookupGpu(gpu).total_memory_bytes; }
+
+BatchDefaults Defaults(const std::string& version, const std::string& gpu, const std::string& usage,
+                       int64_t max_model_len = 8192) {
+  const VllmVersionProfile& p = Profile(version);
+  return ResolveBatchDefaults(p, p.engine, usage, Total(gpu), gpu, max_model_len, 0, 0);
+}
+
+}  // namespace
+
+TEST(VllmVersion, ParsesReleaseSpellings) {
+  EXPECT_EQ(VllmVersionString(ParseVllmVersion("0.19")), "0.19.0");
+  EXPECT_EQ(VllmVersionString(ParseVllmVersion("v0.10.2")), "0.10.2");
+  EXPECT_EQ(VllmVersionString(ParseVllmVersion("0.11.0rc1")), "0.11.0");
+  EXPECT_EQ(VllmVersionString(ParseVllmVersion("0.20.1.dev12+g3e372c5")), "0.20.1");
+  EXPECT_EQ(VllmVersionString(ParseVllmVersion("0.9.2+cu128")), "0.9.2");
+  EXPECT_EQ(VllmVersionString(ParseVllmVersion("0.10.1.1")), "0.10.1");  // a post-release vLLM shipped
+  for (const char* bad : {"", "0", "latest", "0.x", "1..2", "0.19.1.2.3", "0.19 ", "-0.19", "0.1234567"}) {
+    try {
+      ParseVllmVersion(bad);
+      ADD_FAILURE() << bad;
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.field(), "vllm_version") << bad;
+      EXPECT_NE(std::string(e.what()).find("MAJOR.MINOR"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(VllmVersion, EveryReleaseLineHasAProfileWithSources) {
+  std::set<std::string> lines;
+  for (const auto& p : VllmVersionProfiles()) {
+    const VllmVersion v = ParseVllmVersion(p.version);
+    lines.insert(std::to_string(v.major) + "." + std::to_string(v.minor));
+    EXPECT_FALSE(p.rules.empty());
+    for (const auto& r : p.rules) {
+      EXPECT_FALSE(r.source.empty()) << p.version << " " << r.rule;
+      EXPECT_TRUE(r.release == "tagged" || r.release == "inferred") << r.rule;
+    }
+  }
+  for (int minor = 7; minor <= 28; ++minor) EXPECT_TRUE(lines.count("0." + std::to_string(minor))) << minor;
+}
+
+TEST(VllmVersion, LookupPicksTheNewestProfileNotAfterTheVersion) {
+  EXPECT_EQ(Profile("0.19.1").version, "0.19.0");
+  EXPECT_EQ(Profile("0.8.3").version, "0.8.0");   // before PR #16158
+  EXPECT_EQ(Profile("0.8.4").version, "0.8.4");
+  EXPECT_EQ(Profile("0.10.2").version, "0.10.0");
+  EXPECT_EQ(Profile("").version, VllmVersionProfiles().back().version);
+  const VersionLookup newer = LookupVllmVersion("0.99");
+  EXPECT_TRUE(newer.newer_than_known);
+  EXPECT_EQ(newer.profile, &VllmVersionProfiles().back());
+  EXPECT_NE(newer.note.find("newer than the newest known"), std::string::npos);
+  EXPECT_FALSE(LookupVllmVersion("0.28.3").newer_than_known);  // a patch of the newest line
+  EXPECT_THROW(LookupVllmVersion("0.5.4"), InvalidArgument);     // older than any profile
+}
+
+TEST(VllmVersion, UtilizationAndGraphBudgetChangeAt021) {
+  // PR #38284: 0.9 -> 0.92 and VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on, both from v0.21.0.
+  EXPECT_EQ(Profile("0.20").gpu_memory_utilization, 0.9);
+  EXPECT_FALSE(Profile("0.20").cudagraph_memory_in_budget);
+  EXPECT_EQ(Profile("0.21").gpu_memory_utilization, 0.92);
+  EXPECT_TRUE(Profile("0.21").cudagraph_memory_in_budget);
+  EXPECT_EQ(Profile("0.8").gpu_memory_utilization, 0.9);
+}
+
+TEST(VllmVersion, SchedulerDefaultsByReleaseGpuAndUsage) {
+  // get_batch_defaults (PR #17885): >= 70 GiB and not an A100 -> 1024 seqs, 8192 server / 16384 LLM.
+  EXPECT_EQ(Defaults("0.19", "H100-80GB", "server").max_num_seqs, 1024);
+  EXPECT_EQ(Defaults("0.19", "H100-80GB", "server").max_num_batched_tokens, 8192);
+  EXPECT_EQ(Defaults("0.19", "H100-80GB", "offline").max_num_batched_tokens, 16384);
+  EXPECT_EQ(Defaults("0.19", "A100-80GB", "server").max_num_seqs, 256);
+  EXPECT_EQ(Defaults("0.19", "A100-80GB", "server").max_num_batched_tokens, 2048);
+  EXPECT_EQ(Defaults("0.19", "A100-80GB", "offline").max_num_batched_tokens, 8192);
+  EXPECT_EQ(Defaults("0.19", "L40S", "server").max_num_batched_tokens, 2048);
+  EXPECT_EQ(Defaults("0.19", "MI300X", "server").max_num_batched_tokens, 8192);
+  // PR #17073 (0.8.5): by memory alone, so an A100-80GB got the large defaults.
+  EXPECT_EQ(Defaults("0.8.5", "A100-80GB", "server").max_num_seqs, 1024);
+  // PR #12369 / #16158: by name; before 0.8.4 every GPU got 1024 sequences in V1.
+  EXPECT_EQ(Defaults("0.8.0", "L40S", "server").max_num_seqs, 1024);
+  EXPECT_EQ(Defaults("0.8.4", "L40S", "server").max_num_seqs, 256);
+  EXPECT_EQ(Defaults("0.8.4", "MI300X", "server").max_num_batched_tokens, 2048);  // not named
+  // PR #51726 (0.28): >= 160 GiB -> 16384 server tokens; it catches the MI300X too (issue #53961).
+  EXPECT_EQ(Defaults("0.28", "B200-180GB", "server").max_num_batched_tokens, 16384);
+  EXPECT_EQ(Defaults("0.28", "MI300X", "server").max_num_batched_tokens, 16384);
+  EXPECT_EQ(Defaults("0.28", "H200-141GB", "server").max_num_batched_tokens, 8192);
+  // V0 (0.7): max(max_model_len, 2048), 2048 with chunked prefill above 32K, 256 sequences.
+  EXPECT_EQ(Defaults("0.7", "H100-80GB", "server", 8192).max_num_batched_tokens, 8192);
+  EXPECT_EQ(Defaults("0.7", "H100-80GB", "server", 1024).max_num_batched_tokens, 2048);
+  EXPECT_EQ(Defaults("0.7", "H100-80GB", "server", 131072).max_num_batched_tokens, 2048);
+  EXPECT_EQ(Defaults("0.7", "H100-80GB", "server").max_num_seqs, 256);
+  // The clamps of _set_default_max_num_seqs_and_batched_tokens_args: tokens <= seqs x len.
+  EXPECT_EQ(Defaults("0.19", "H100-80GB", "server", 4).max_num_batched_tokens, 4096);
+  // A figure the user gave is kept.
+  const VllmVersionProfile& p = Profile("0.19");
+  EXPECT_EQ(ResolveBatchDefaults(p, "v1", "server", Total("H100-80GB"), "H100-80GB", 8192, 64, 0).max_num_seqs, 64);
+  EXPECT_THROW(ResolveBatchDefaults(p, "v1", "batch", Total("H100-80GB"), "", 8192, 0, 0), InvalidArgument);
+}
+
+TEST(VllmVersion, SamplerFigureFollowsTheTritonTopKTopP) {
+  EXPECT_EQ(Profile("0.16").sampler_bytes_per_logit, 38.0);
+  EXPECT_EQ(Profile("0.17").sampler_bytes_per_logit, 13.0);  // PR #33538, v0.17.0 release note
+  EXPECT_EQ(Profile("0.19").sampler_bytes_per_logit, ActivationConstants{}.sampler_bytes_per_logit);
+}
+
+TEST(VllmVersion, PlanAppliesTheRelease) {
+  PlanInputs in;
+  in.total_memory_bytes = Total("H100-80GB");
+  in.gpu_name = "H100-80GB";
+  in.max_model_len = 8192;
+  in.vllm_version = "0.19";
+  const StartupPlan v19 = EvaluatePlan(Llama(), in);
+  EXPECT_EQ(v19.inputs.resolved_vllm_version, "0.19.0");
+  EXPECT_EQ(v19.inputs.gpu_memory_utilization, 0.9);
+  EXPECT_EQ(v19.inputs.max_num_seqs, 1024);
+  EXPECT_EQ(v19.inputs.max_num_batched_tokens, 8192);
+  EXPECT_FALSE(v19.inputs.cudagraph_memory_in_budget.value());
+  EXPECT_EQ(v19.requested_bytes, static_cast<int64_t>(std::ceil(85029158912.0 * 0.9)));
+  EXPECT_EQ(v19.available_kv_cache_bytes,
+            v19.requested_bytes - v19.weights_bytes - v19.activation_peak_bytes - v19.non_torch_bytes);
+  ASSERT_EQ(v19.kv_log_lines.size(), 2u);
+  EXPECT_EQ(v19.kv_log_lines[0].rfind("GPU KV cache size: ", 0), 0u);
+  in.vllm_version = "0.21";
+  const StartupPlan v21 = EvaluatePlan(Llama(), in);
+  EXPECT_TRUE(v21.inputs.cudagraph_memory_in_budget.value());
+  EXPECT_EQ(v21.available_kv_cache_bytes, v21.requested_bytes - v21.weights_bytes - v21.activation_peak_bytes -
+                                              v21.non_torch_bytes - v21.cudagraph_bytes);
+  ASSERT_EQ(v21.kv_log_lines.size(), 1u);  // one combined line from 0.20
+  EXPECT_NE(v21.kv_log_lines[0].find(", Maximum concurrency for 8,192 tokens per request: "), std::string::npos);
+  // The Triton sampler (0.17) shrinks the profile-run peak against 0.16's PyTorch sort.
+  in.vllm_version = "0.16";
+  EXPECT_GT(EvaluatePlan(Llama(), in).activation_peak_bytes, v19.activation_peak_bytes);
+}
+
+TEST(VllmVersion, KvRulesReachTheKvOptions) {
+  PlanInputs in;
+  in.total_memory_bytes = Total("H100-80GB");
+  in.max_model_len = 8192;
+  in.vllm_version = "0.19";
+  const StartupPlan v19 = EvaluatePlan(Llama(), in);
+  EXPECT_FALSE(KvOptionsFor(Llama(), v19.inputs).kv_tokens_from_concurrency);  // issue 40691 on v0.19.0
+  EXPECT_TRUE(KvOptionsFor(Llama(), v19.inputs).hybrid_align_to_user_block_size);
+  in.vllm_version = "0.17";
+  EXPECT_FALSE(KvOptionsFor(Llama(), EvaluatePlan(Llama(), in).inputs).hybrid_align_to_user_block_size);
+  in.vllm_version = "0.21";
+  EXPECT_TRUE(KvOptionsFor(Llama(), EvaluatePlan(Llama(), in).inputs).kv_tokens_from_concurrency);
+  in.vllm_version = "0.9";
+  EXPECT_TRUE(KvOptionsFor(Llama(), EvaluatePlan(Llama(), in).inputs).disable_hybrid_kv_cache_manager);
+}
+
+TEST(VllmVersion, V0EngineBudgetAndWording) {
+  PlanInputs in;
+  in.total_memory_bytes = Total("A100-80GB");
+  in.gpu_name = "A100-80GB";
+  in.max_model_len = 8192;
+  in.vllm_version = "0.7.3";
+  const StartupPlan p = EvaluatePlan(Llama(), in);
+  EXPECT_EQ(p.inputs.vllm_engine, "v0");
+  EXPECT_EQ(p.requested_bytes, static_cast<int64_t>(std::floor(static_cast<double>(Total("A100-80GB")) * 0.9)));
+  EXPECT_EQ(p.inputs.max_num_seqs, 256);
+  EXPECT_EQ(p.inputs.max_num_batched_tokens, 8192);
+  EXPECT_FALSE(p.inputs.hybrid_kv_cache_manager);
+  ASSERT_TRUE(p.fits);
+  ASSERT_EQ(p.kv_log_lines.size(), 2u);
+  EXPECT_EQ(p.kv_log_lines[0], "# GPU blocks: " + std::to_string(p.kv_cache->num_blocks) + ", # CPU blocks: " +
+                                   std::to_string((int64_t{4} << 30) / p.kv_cache->bytes_per_block));
+  EXPECT_NE(p.kv_log_lines[1].find("for 8192 tokens per request"), std::string::npos);  // no separators in V0
+  // V0 is selectable up to 0.10 (VLLM_USE_V1=0), not after its removal in 0.11.
+  in.vllm_version = "0.10";
+  in.vllm_engine = "v0";
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.vllm_engine, "v0");
+  in.vllm_version = "0.11";
+  EXPECT_THROW(EvaluatePlan(Llama(), in), InvalidArgument);
+}
+
+TEST(VllmVersion, MaxModelLenAboveTheDerivedMaximumIsRefused) {
+  PlanInputs in;
+  in.total_memory_bytes = Total("H100-80GB");
+  in.vllm_version = "0.19";
+  EXPECT_EQ(DerivedMaxModelLen(Llama()), 131072);  // llama3 rope scaling: not multiplied
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.max_model_len, 131072);  // the default
+  in.max_model_len = 131073;
+  try {
+    EvaluatePlan(Llama(), in);
+    ADD_FAILURE();
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.field(), "max_model_len");
+    EXPECT_NE(std::string(e.what()).find("User-specified max_model_len (131073) is greater than the derived "
+                                         "max_model_len (max_position_embeddings=131072 or model_max_length=None "
+                                         "in model's config.json)."),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"), std::string::npos);
+  }
+  in.allow_long_max_model_len = true;
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.max_model_len, 131073);
+}
+
+TEST(VllmVersion, BfloatCheckpointsServedAsHalfWithoutBfloatSupport) {
+  EXPECT_FALSE(LookupGpu("T4").supports_bfloat16);
+  EXPECT_FALSE(LookupGpu("V100-32GB").supports_bfloat16);
+  EXPECT_TRUE(LookupGpu("A10").supports_bfloat16);
+  PlanInputs in;
+  in.total_memory_bytes = Total("V100-32GB");
+  in.gpu_name = "V100-32GB";
+  in.max_model_len = 4096;
+  const StartupPlan p = EvaluatePlan(Llama(), in);
+  EXPECT_EQ(p.inputs.dtype, "float16");
+  EXPECT_NE(p.inputs.dtype_note.find("compute capability 7.0"), std::string::npos);
+  in.dtype = "bfloat16";  // asked explicitly: kept (vLLM then refuses on the device; not a default)
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.dtype, "bfloat16");
+}
+
+}  // namespace vllm_mem

@@ -1,0 +1,232 @@
+"""Planning for a chosen vLLM release: the profiles (csrc/core/plan/vllm_versions.json), how the
+version is chosen (asked > installed > newest known), and the defaults and wording each release
+applies. The expected figures cite the vLLM source of the rule (docs/vllm_versions.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+import vllm_mem
+from vllm_mem import _C, cli
+from vllm_mem.planner import versions
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+H100 = 85029158912
+
+
+@pytest.fixture(autouse=True)
+def _no_installed_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's own vllm (if any) must not decide these tests' versions."""
+    monkeypatch.setattr(versions, "installed_vllm_version", lambda: None)
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+
+
+def test_every_release_line_from_0_7_to_the_newest_has_a_sourced_profile() -> None:
+    profiles = vllm_mem.vllm_versions()
+    lines = {".".join(p["version"].split(".")[:2]) for p in profiles}
+    assert {f"0.{m}" for m in range(7, 29)} <= lines
+    for p in profiles:
+        names = {r["rule"] for r in p["rules"]}
+        assert {"gpu_memory_utilization", "cudagraph_memory_in_budget", "batch_defaults", "sampler_bytes_per_logit",
+                "kv_log_format", "hybrid_kv_cache_manager", "default_block_size", "engine"} <= names
+        for r in p["rules"]:
+            assert r["source"] and r["release"] in ("tagged", "inferred"), (p["version"], r)
+
+
+@pytest.mark.parametrize(("asked", "planned"), [("0.19", "0.19.0"), ("0.19.1", "0.19.0"), ("v0.10.2", "0.10.0"),
+                                                ("0.8.3", "0.8.0"), ("0.21.0rc2", "0.21.0"),
+                                                ("0.20.1.dev12+g3e372c5", "0.20.0")])
+def test_a_version_resolves_to_the_newest_profile_not_after_it(asked: str, planned: str) -> None:
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version=asked)
+    assert (p.vllm_version, p.vllm_version_source) == (planned, "asked")
+
+
+@pytest.mark.parametrize("bad", ["latest", "0", "19", "0.x", "0.19.1.2.3", "", "0.19 beta"])
+def test_unknown_version_forms_are_refused_with_the_allowed_form(bad: str) -> None:
+    with pytest.raises(ValueError, match=r"^vllm_version.*MAJOR\.MINOR"):
+        vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=bad)
+
+
+def test_a_version_of_the_wrong_type_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="^vllm_version"):
+        vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=0.19)  # type: ignore[arg-type]
+
+
+def test_a_newer_version_than_known_uses_the_newest_and_says_so() -> None:
+    newest = vllm_mem.vllm_versions()[-1]["version"]
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.99")
+    assert p.vllm_version == newest
+    assert "newer than the newest known release" in p.vllm_version_note
+    assert "newer than the newest known release" in p.report()
+
+
+def test_default_version_is_the_installed_one_else_the_newest(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
+    assert (p.vllm_version, p.vllm_version_source) == (vllm_mem.vllm_versions()[-1]["version"], "newest known")
+    monkeypatch.setattr(versions, "installed_vllm_version", lambda: "0.10.1.1")
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
+    assert (p.vllm_version, p.vllm_version_source) == ("0.10.0", "installed")
+    assert "vLLM 0.10.0 rules (installed)" in p.report()
+    assert p.to_dict()["vllm_version"] == {"planned_with": "0.10.0", "asked": "0.10.1.1", "source": "installed",
+                                          "note": p.vllm_version_note}
+
+
+def test_installed_version_is_read_from_metadata_without_importing_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+    import sys
+
+    monkeypatch.undo()  # the real function
+    versions.installed_vllm_version.cache_clear()
+    monkeypatch.setattr(importlib.metadata, "version",
+                        lambda name: "0.9.2" if name == "vllm" else (_ for _ in ()).throw(KeyError(name)))
+    try:
+        assert versions.installed_vllm_version() == "0.9.2"
+        assert "vllm" not in sys.modules
+    finally:
+        versions.installed_vllm_version.cache_clear()
+
+
+def test_graph_budget_and_utilization_change_at_0_21() -> None:
+    """PR #38284 (v0.21.0): gpu_memory_utilization 0.9 -> 0.92 and the CUDA-graph estimate
+    subtracted from the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default '1')."""
+    v20 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.20")
+    v21 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.21")
+    assert v20.settings["gpu_memory_utilization"] == 0.9 and v21.settings["gpu_memory_utilization"] == 0.92
+    assert v20.requested_bytes == math.ceil(H100 * 0.9) and v21.requested_bytes == math.ceil(H100 * 0.92)
+    assert v20.available_kv_cache_bytes == (v20.requested_bytes - v20.weights_bytes - v20.activation_peak_bytes
+                                            - v20.non_torch_bytes)
+    assert v21.available_kv_cache_bytes == (v21.requested_bytes - v21.weights_bytes - v21.activation_peak_bytes
+                                            - v21.non_torch_bytes - v21.cudagraph_bytes)
+    assert v21.cudagraph_bytes > 0
+    # Set by hand, either way, on any release.
+    forced = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.20",
+                           cudagraph_memory_in_budget=True)
+    assert forced.available_kv_cache_bytes == v20.available_kv_cache_bytes - v20.cudagraph_bytes
+
+
+@pytest.mark.parametrize(("version", "gpu", "usage", "seqs", "tokens"), [
+    ("0.19", "H100-80GB", "server", 1024, 8192),     # get_batch_defaults: >= 70 GiB, not an A100
+    ("0.19", "H100-80GB", "offline", 1024, 16384),   # the LLM class
+    ("0.19", "A100-80GB", "server", 256, 2048),      # PR #17885: A100 excluded
+    ("0.19", "A100-80GB", "offline", 256, 8192),
+    ("0.19", "L40S", "server", 256, 2048),
+    ("0.8.5", "A100-80GB", "server", 1024, 8192),    # PR #17073: by memory, A100 included
+    ("0.8.0", "L40S", "server", 1024, 2048),         # PR #12369: 1024 sequences everywhere
+    ("0.8.4", "L40S", "server", 256, 2048),          # PR #16158: back to 256 off H100/H200
+    ("0.28", "B200-180GB", "server", 1024, 16384),   # PR #51726: >= 160 GiB tier
+    ("0.7", "H100-80GB", "server", 256, 8192),       # V0: max(max_model_len, 2048)
+])
+def test_scheduler_defaults_by_release_gpu_and_usage(version: str, gpu: str, usage: str, seqs: int,
+                                                      tokens: int) -> None:
+    p = vllm_mem.plan(LLAMA, gpu=gpu, max_model_len=8192, vllm_version=version, usage_context=usage)
+    assert (p.settings["max_num_seqs"], p.settings["max_num_batched_tokens"]) == (seqs, tokens)
+
+
+def test_given_scheduler_settings_are_kept() -> None:
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19", max_num_seqs=64)
+    assert (p.settings["max_num_seqs"], p.settings["max_num_batched_tokens"]) == (64, 8192)
+
+
+def test_usage_context_is_checked() -> None:
+    with pytest.raises(ValueError, match="^usage_context"):
+        vllm_mem.plan(LLAMA, gpu="H100-80GB", usage_context="batch")
+
+
+def test_the_sampler_peak_shrinks_with_the_triton_top_k_top_p_of_0_17() -> None:
+    """PR #33538 (v0.17.0 release note): the Triton top-k/top-p replaced the PyTorch sort, whose
+    transient took ~38 bytes per logit against 13 (calibrated on v0.19)."""
+    before = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.16")
+    after = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.17")
+    rows, vocab = 1024, 128256
+    assert before.ranks[0].activation_peak_bytes - after.ranks[0].activation_peak_bytes == \
+        pytest.approx((38 - 13) * rows * vocab, abs=16)
+
+
+def test_kv_log_lines_in_each_releases_wording() -> None:
+    v19 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19")
+    v21 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.21")
+    v09 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.9")
+    assert v19.kv_cache is not None and v21.kv_cache is not None and v09.kv_cache is not None
+    # 0.10-0.19: two lines, tokens = blocks // groups x block size (issue #40691 on v0.19.0).
+    assert v19.kv_log_lines == [f"GPU KV cache size: {v19.kv_cache.num_blocks * 16:,} tokens",
+                                f"Maximum concurrency for 8,192 tokens per request: "
+                                f"{v19.kv_cache.num_blocks / 512:.2f}x"]
+    # 0.20+: one line, tokens = int(concurrency x max_model_len) (update_kv_cache_capacity).
+    assert v21.kv_log_lines == [f"GPU KV cache size: {v21.kv_cache.num_tokens:,} tokens, Maximum concurrency "
+                                f"for 8,192 tokens per request: {v21.kv_cache.max_concurrency:.2f}x"]
+    # 0.8-0.9 (PR #13596): tokens = blocks x block size, concurrency = tokens / max_model_len.
+    assert v09.kv_log_lines[0] == f"GPU KV cache size: {v09.kv_cache.num_blocks * 16:,} tokens"
+    assert "GPU KV cache size" in v19.report() and v19.kv_log_lines[1] in v19.report()
+
+
+def test_v019_grouped_token_count_for_a_hybrid_model_differs_from_the_later_one() -> None:
+    """Gemma-2 (sliding window every other layer) has two KV groups: 0.19 printed
+    num_blocks // 2 x 16 tokens, later releases int(concurrency x max_model_len)."""
+    spec = "google/gemma-2-9b-it"
+    if spec not in vllm_mem.bundled_model_configs():
+        pytest.skip("no bundled Gemma-2 config")
+    p = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19")
+    assert p.kv_cache is not None and len(p.kv_cache.groups) == 2
+    assert p.kv_log_lines[0] == f"GPU KV cache size: {p.kv_cache.num_blocks // 2 * 16:,} tokens"
+
+
+def test_v0_engine_budget_and_words() -> None:
+    """vllm/worker/worker.py (V0): total x utilization with no free-memory check, graphs captured
+    after the KV cache, '# GPU blocks' lines."""
+    p = vllm_mem.plan(LLAMA, gpu="A100-80GB", max_model_len=8192, vllm_version="0.7")
+    assert p.settings["vllm_engine"] == "v0" and not p.settings["hybrid_kv_cache_manager"]
+    assert p.requested_bytes == math.floor(p.total_memory_bytes * 0.9)
+    assert p.kv_log_lines[0].startswith("# GPU blocks: ")
+    assert "for 8192 tokens per request" in p.kv_log_lines[1]
+    # A free-memory shortfall is no failure for V0 (it had no such check).
+    short = vllm_mem.plan(LLAMA, gpu="A100-80GB", max_model_len=8192, vllm_version="0.7",
+                          free_memory_bytes=50 << 30)
+    assert short.failure_phase != "free_memory"
+
+
+def test_dtype_auto_serves_bfloat16_as_float16_below_compute_capability_8() -> None:
+    p = vllm_mem.plan(LLAMA, gpu="T4", max_model_len=2048, tensor_parallel_size=4, gpu_count=4)
+    assert p.settings["dtype"] == "float16"
+    assert "compute capability 7.5" in p.dtype_note and p.dtype_note in p.report()
+    assert p.to_dict()["dtype_note"] == p.dtype_note
+    a10 = vllm_mem.plan(LLAMA, gpu="A10", max_model_len=2048)
+    assert a10.settings["dtype"] == "auto" and a10.dtype_note == ""
+    assert vllm_mem.lookup_gpu("V100-32GB").supports_bfloat16 is False
+
+
+def test_cli_plan_and_kv_take_the_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["plan", LLAMA, "--gpu", "H100-80GB", "--max-model-len", "8192", "--vllm-version", "0.19",
+                     "--usage-context", "offline", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["vllm_version"]["planned_with"] == "0.19.0" and out["vllm_version"]["source"] == "asked"
+    assert out["inputs"]["max_num_batched_tokens"] == 16384 and out["inputs"]["usage_context"] == "offline"
+    assert out["inputs"]["gpu_memory_utilization"] == 0.9
+    assert cli.main(["plan", LLAMA, "--gpu", "H100-80GB", "--vllm-version", "banana"]) == 2
+    assert "--vllm-version" in capsys.readouterr().err
+    assert cli.main(["kv", LLAMA, "--available-gib", "20", "--max-model-len", "8192", "--vllm-version", "0.21"]) == 0
+    text = capsys.readouterr().out
+    assert "vLLM 0.21.0 rules (asked" in text and ", Maximum concurrency for 8,192 tokens per request:" in text
+    assert cli.main(["kv", LLAMA, "--available-gib", "20", "--max-model-len", "8192", "--vllm-version", "0.19"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("GPU KV cache size: ") and line.endswith(" tokens") for line in lines)
+
+
+def test_sweep_takes_the_releases_defaults() -> None:
+    cols: Any = vllm_mem.sweep(LLAMA, gpus=["H100-80GB"], vllm_version="0.19", as_frame=False)
+    assert list(cols["gpu_memory_utilization"]) == [0.9]
+    assert list(cols["max_num_seqs"]) == [1024] and list(cols["max_num_batched_tokens"]) == [8192]
+    assert list(cols["max_model_len"]) == [131072]  # the model's derived maximum
+    # vLLM picks them per GPU: each row gets its GPU's, and equals plan() on that GPU.
+    mixed: Any = vllm_mem.sweep(LLAMA, gpus=["H100-80GB", "L40S"], max_model_len=8192, vllm_version="0.19",
+                                as_frame=False)
+    assert list(mixed["max_num_seqs"]) == [1024, 256] and list(mixed["max_num_batched_tokens"]) == [8192, 2048]
+    l40s = vllm_mem.plan(LLAMA, gpu="L40S", max_model_len=8192, vllm_version="0.19")
+    assert mixed["available_kv_cache_bytes"][1] == l40s.available_kv_cache_bytes
+
+
+def test_bindings_agree_with_the_plan() -> None:
+    assert _C.resolve_batch_defaults("0.19", "", "server", H100, "H100-80GB", 8192) == (1024, 8192)
+    assert _C.vllm_profile_settings("0.20")["cudagraph_memory_in_budget"] is False
