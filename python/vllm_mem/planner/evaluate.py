@@ -6,11 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _C
+from . import versions
 from .inputs import SpecSource, gpu_total, plan_inputs, spec_of
 from .result import StartupPlan
 from .speculative import speculative_config as speculative
-from . import versions
-
 
 #: Catalog lookups by the spelling asked (the catalog is compiled in, so an answer never
 #: changes): plan() in a loop skips the fuzzy name matching. Bounded: spellings are user input.
