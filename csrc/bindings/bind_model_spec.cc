@@ -7,6 +7,7 @@
 #include "bindings/bind.h"
 #include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/model/vision_encoder.h"
 
 namespace py = pybind11;
 
@@ -44,6 +45,19 @@ void BindModelSpec(py::module_& m) {
       .def_readonly("group_size", &QuantizationSpec::group_size)
       .def_readonly("zero_point", &QuantizationSpec::zero_point);
 
+  py::class_<VisionEncoderSpec>(m, "VisionEncoderSpec")
+      .def_readonly("config_class", &VisionEncoderSpec::config_class)
+      .def_property_readonly("encoder", [](const VisionEncoderSpec& v) { return VisionEncoderKindName(v.encoder); })
+      .def_readonly("hidden_size", &VisionEncoderSpec::hidden_size)
+      .def_readonly("intermediate_size", &VisionEncoderSpec::intermediate_size)
+      .def_readonly("num_layers", &VisionEncoderSpec::num_layers)
+      .def_readonly("loaded_layers", &VisionEncoderSpec::loaded_layers)
+      .def_readonly("num_heads", &VisionEncoderSpec::num_heads)
+      .def_readonly("patch_size", &VisionEncoderSpec::patch_size)
+      .def_readonly("image_size", &VisionEncoderSpec::image_size)
+      .def_readonly("text_hidden_size", &VisionEncoderSpec::text_hidden_size)
+      .def_property_readonly("num_parameters", [](const VisionEncoderSpec& v) { return VisionEncoderParameters(v); });
+
   py::class_<ModelSpec>(m, "ModelSpec")
       .def_static(
           "from_json",
@@ -69,6 +83,7 @@ void BindModelSpec(py::module_& m) {
       .def_readonly("mla", &ModelSpec::mla)
       .def_readonly("moe", &ModelSpec::moe)
       .def_readonly("quantization", &ModelSpec::quantization)
+      .def_readonly("vision", &ModelSpec::vision)
       .def_readonly("layers", &ModelSpec::layers);
 
   m.def("supported_model_types", &SupportedModelTypes,

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "bindings/bind.h"
+#include "bindings/fast_call.h"
+#include "vllm_mem/base/limits.h"
 #include "vllm_mem/model/approximations.h"
 #include "vllm_mem/model/weights.h"
 
@@ -18,12 +20,13 @@ namespace vllm_mem::bindings {
 namespace {
 
 WeightOptions MakeOptions(const std::string& dtype, const std::optional<std::string>& quantization,
-                          int64_t tp, int64_t pp) {
+                          int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
   WeightOptions o;
   o.dtype = dtype;
   o.quantization = quantization.value_or("");
   o.tensor_parallel_size = tp;
   o.pipeline_parallel_size = pp;
+  o.mxfp4_backend = mxfp4_backend;
   return o;
 }
 
@@ -39,6 +42,7 @@ py::dict RankToDict(const RankWeights& r) {
   d["norm_bytes"] = r.norm_bytes;
   d["quantization_overhead_bytes"] = r.quantization_overhead_bytes;
   d["buffer_bytes"] = r.buffer_bytes;
+  d["vision_encoder_bytes"] = r.vision_encoder_bytes;
   d["total_bytes"] = r.total_bytes;
   return d;
 }
@@ -46,6 +50,7 @@ py::dict RankToDict(const RankWeights& r) {
 py::dict BreakdownToDict(const WeightBreakdown& b) {
   py::dict d;
   d["num_parameters"] = b.num_parameters;
+  d["vision_encoder_parameters"] = b.vision_encoder_parameters;
   d["dtype"] = b.dtype;
   d["quantization"] = b.quantization.empty() ? py::object(py::none()) : py::object(py::str(b.quantization));
   d["fullest_rank_bytes"] = b.fullest_rank_bytes;
@@ -56,24 +61,54 @@ py::dict BreakdownToDict(const WeightBreakdown& b) {
   return d;
 }
 
+/*! weight_bytes(spec, dtype, quantization, tp, pp) positionally, with _weight_args' bounds;
+ *  None for anything else (the caller's checked path raises what it raises). */
+PyObject* WeightBytesFast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return fast::Guarded([&]() -> PyObject* {
+    if (nargs != 5) {
+      PyErr_SetString(PyExc_TypeError, "_weight_bytes_fast takes 5 positional arguments");
+      return nullptr;
+    }
+    WeightOptions o;
+    if (!fast::Text(args[1], &o.dtype) || !fast::OptionalText(args[2], &o.quantization) ||
+        !fast::Int(args[3], 1, kMaxTensorParallelSize, &o.tensor_parallel_size) ||
+        !fast::Int(args[4], 1, kMaxPipelineParallelSize, &o.pipeline_parallel_size)) {
+      return nullptr;
+    }
+    const auto& spec = py::handle(args[0]).cast<const ModelSpec&>();
+    return PyLong_FromLongLong(WeightBytes(spec, o));
+  });
+}
+
+PyMethodDef kWeightBytesFastDef = {
+    "_weight_bytes_fast", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&WeightBytesFast)),
+    METH_FASTCALL,
+    "weight_bytes(spec, dtype, quantization, tp, pp) positionally, or None when an argument is not a plain "
+    "in-range value (the caller then runs its checked path)."};
+
 }  // namespace
 
 void BindWeights(py::module_& m) {
   m.def("num_parameters", &NumParameters, py::arg("spec"),
-        "Parameter count of the checkpoint (tied embeddings counted once)");
+        "Parameter count of the checkpoint (tied embeddings counted once, a multimodal checkpoint's vision "
+        "tower and projector included)");
   m.def(
       "weight_bytes",
       [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,
-         int64_t tp, int64_t pp) { return WeightBytes(spec, MakeOptions(dtype, quantization, tp, pp)); },
+         int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
+        return WeightBytes(spec, MakeOptions(dtype, quantization, tp, pp, mxfp4_backend));
+      },
       py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
-      py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1,
+      py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1, py::arg("mxfp4_backend") = "triton",
       "Weight bytes of the fullest GPU (vLLM's 'Model loading took')");
   m.def(
       "weight_breakdown",
       [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,
-         int64_t tp, int64_t pp) { return BreakdownToDict(ComputeWeights(spec, MakeOptions(dtype, quantization, tp, pp))); },
+         int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
+        return BreakdownToDict(ComputeWeights(spec, MakeOptions(dtype, quantization, tp, pp, mxfp4_backend)));
+      },
       py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
-      py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1,
+      py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1, py::arg("mxfp4_backend") = "triton",
       "Weight bytes per component and per pipeline rank");
 
   m.def("rule_of_thumb_kv_cache_bytes",
@@ -89,6 +124,7 @@ void BindWeights(py::module_& m) {
         return py::make_tuple(r.low_bytes, r.high_bytes);
       },
       py::arg("weight_bytes"));
+  fast::AddFunction(m, &kWeightBytesFastDef);
 }
 
 }  // namespace vllm_mem::bindings

@@ -81,6 +81,11 @@ def _weight_args(dtype: Any, quantization: Any, tensor_parallel_size: Any,
             V.setting("pipeline_parallel_size", pipeline_parallel_size))
 
 
+#: vLLM's MXFP4 MoE kernels (mxfp4.py get_mxfp4_backend), which pad the expert weights
+#: differently (csrc/core/include/vllm_mem/model/weights.h WeightOptions::mxfp4_backend).
+MXFP4_BACKENDS = ("triton", "marlin", "flashinfer_trtllm", "flashinfer_cutlass")
+
+
 class ModelSpec:
     """Dimensions, per-layer attention kinds, MLA, MoE and quantization of one model.
 
@@ -280,6 +285,20 @@ class ModelSpec:
     def layers(self) -> list[_C.LayerSpec]:
         return list(self._spec.layers)
 
+    @property
+    def vision(self) -> _C.VisionEncoderSpec | None:
+        """The vision tower and projector of a multimodal checkpoint whose tower has rules
+        (SigLIP, CLIP, Pixtral, Llama-4, Qwen2.5-VL, MoonViT); ``None`` for a text model, or
+        when the tower is only a caveat (:attr:`caveats`)."""
+        return self._spec.vision
+
+    @property
+    def vision_encoder_parameters(self) -> int:
+        """Parameters of the vision tower and projector (part of :meth:`num_parameters`; 0 for
+        a text model)."""
+        vision = self._spec.vision
+        return 0 if vision is None else int(vision.num_parameters)
+
     # --- weights ------------------------------------------------------------------------------
     def num_parameters(self) -> int:
         """Parameter count of the checkpoint (embeddings counted once when tied)."""
@@ -291,15 +310,25 @@ class ModelSpec:
         quantization: str | None = None,
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
+        mxfp4_backend: str = "triton",
     ) -> int:
         """Bytes of weights on the fullest GPU, as vLLM's "Model loading took X GiB" reports.
 
         ``dtype`` is vLLM's ``--dtype`` (``auto`` keeps the checkpoint dtype, fp32 served as
         bf16); ``quantization`` is vLLM's ``--quantization`` (``None`` uses the checkpoint's
-        ``quantization_config``).
+        ``quantization_config``). ``mxfp4_backend`` is the MXFP4 MoE kernel vLLM picks for the
+        GPU (:data:`MXFP4_BACKENDS`; "triton" on Hopper, "marlin" on GPUs without FP4): it sets
+        how far an MXFP4 checkpoint's expert weights are padded, and nothing else.
         """
-        return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
-                                                             pipeline_parallel_size)))
+        if mxfp4_backend != "triton":  # the fast path runs the default backend only
+            return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                                 pipeline_parallel_size),
+                                       mxfp4_backend=_mxfp4_backend(mxfp4_backend)))
+        n = _C._weight_bytes_fast(self._spec, dtype, quantization, tensor_parallel_size, pipeline_parallel_size)
+        if n is None:  # not plain in-range values: the checked path raises what the fast one leaves
+            n = _C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                          pipeline_parallel_size))
+        return n
 
     def weight_breakdown(
         self,
@@ -307,10 +336,14 @@ class ModelSpec:
         quantization: str | None = None,
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
+        mxfp4_backend: str = "triton",
     ) -> dict[str, Any]:
-        """Weights per component and per pipeline rank (bytes), for reports."""
+        """Weights per component and per pipeline rank (bytes), for reports; a multimodal
+        model's vision tower and projector are ``vision_encoder_bytes`` of each rank (every
+        pipeline rank builds them) and ``vision_encoder_parameters`` of the whole."""
         return dict(_C.weight_breakdown(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
-                                                                  pipeline_parallel_size)))
+                                                                  pipeline_parallel_size),
+                                        mxfp4_backend=_mxfp4_backend(mxfp4_backend)))
 
     def __repr__(self) -> str:
         extra = []
@@ -337,6 +370,10 @@ class ModelSpec:
         from .display import model_spec_html  # imported on first display only
 
         return model_spec_html(self)
+
+
+def _mxfp4_backend(value: Any) -> str:
+    return V.text(value, "mxfp4_backend", allowed=MXFP4_BACKENDS)
 
 
 def _weights_source(value: Any) -> bool:
