@@ -102,8 +102,8 @@ class UtilizationAssignment:
 
 
 _PLAN_DEFAULTS: dict[str, Any] = {
-    "max_num_seqs": 256,
-    "max_num_batched_tokens": 8192,
+    "max_num_seqs": None,            # None: vLLM's default for the release and the GPU (vllm_versions.md)
+    "max_num_batched_tokens": None,
     "dtype": "auto",
     "quantization": "",
     "kv_cache_dtype": "auto",
@@ -164,8 +164,9 @@ def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
     return _C.stage_demand_for(
         spec._spec, need.stage_id, devices, need.concurrency, reference_total_bytes,
         need.max_model_len or 0, need.tensor_parallel_size, need.pipeline_parallel_size,
-        V.setting("max_num_seqs", opts["max_num_seqs"], where + "max_num_seqs"),
-        V.setting("max_num_batched_tokens", opts["max_num_batched_tokens"], where + "max_num_batched_tokens"),
+        V.optional_setting("max_num_seqs", opts["max_num_seqs"], where + "max_num_seqs") or 0,
+        V.optional_setting("max_num_batched_tokens", opts["max_num_batched_tokens"],
+                           where + "max_num_batched_tokens") or 0,
         V.dtype(opts["dtype"], where + "dtype"), V.optional_text(opts["quantization"], where + "quantization") or "",
         V.kv_cache_dtype(opts["kv_cache_dtype"], where + "kv_cache_dtype"),
         V.optional_setting("block_size", opts["block_size"] or None, where + "block_size") or 0,
