@@ -227,6 +227,14 @@ def test_sweep_takes_the_releases_defaults() -> None:
     assert mixed["available_kv_cache_bytes"][1] == l40s.available_kv_cache_bytes
 
 
+def test_a_v0_sweep_row_is_the_v0_plan() -> None:
+    cols: Any = vllm_mem.sweep(LLAMA, gpus=["A100-80GB"], max_model_len=8192, vllm_version="0.7",
+                               free_memory_bytes=50 << 30, as_frame=False)
+    p = vllm_mem.plan(LLAMA, gpu="A100-80GB", max_model_len=8192, vllm_version="0.7", free_memory_bytes=50 << 30)
+    assert cols["requested_bytes"][0] == p.requested_bytes == math.floor(p.total_memory_bytes * 0.9)
+    assert cols["available_kv_cache_bytes"][0] == p.available_kv_cache_bytes and bool(cols["fits"][0]) == p.fits
+
+
 def test_bindings_agree_with_the_plan() -> None:
     assert _C.resolve_batch_defaults("0.19", "", "server", H100, "H100-80GB", 8192) == (1024, 8192)
     assert _C.vllm_profile_settings("0.20")["cudagraph_memory_in_budget"] is False
