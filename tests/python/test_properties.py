@@ -86,7 +86,8 @@ def configs(draw: Any) -> dict[str, Any]:
         original = config[key]
         config[key] = draw(st.one_of(
             junk,
-            st.integers(min_value=0, max_value=2 * original) if isinstance(original, int)
+            # a negative published value (Mistral-3's vision_feature_layer -1) bounds the range below
+            st.integers(min_value=min(0, 2 * original), max_value=max(0, 2 * original)) if isinstance(original, int)
             and not isinstance(original, bool) else st.just(original),
         ))
     return config
