@@ -1,0 +1,133 @@
+// Speculative decoding through EvaluatePlan: the drafter's weights and KV layers in the plan,
+// the capture sizes; hand arithmetic from vLLM's formulas in the comments (the rules themselves:
+// test_speculative_decoding.cc).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "vllm_mem/base/json.h"
+#include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/speculative_decoding.h"
+#include "vllm_mem/plan/startup_plan.h"
+
+namespace vllm_mem {
+namespace {
+
+std::string ConfigText(const std::string& file) {
+  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+ModelSpec Bundled(const std::string& file) { return ModelSpec::FromHfConfigText(ConfigText(file)); }
+const ModelSpec& Llama8B() {
+  static const ModelSpec s = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  return s;
+}
+const ModelSpec& DeepSeekV3() {
+  static const ModelSpec s = Bundled("deepseek-ai--DeepSeek-V3.json");
+  return s;
+}
+SpeculativeConfig Eagle3() {
+  SpeculativeConfig c;
+  c.method = "eagle3";
+  c.num_speculative_tokens = 3;
+  c.draft = Bundled("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B.json");
+  ReadSpeculativeConfigFields(ParseJson(ConfigText("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B.json")), false, c);
+  return c;
+}
+SpeculativeConfig Draft1B() {
+  SpeculativeConfig c;
+  c.method = "draft_model";
+  c.num_speculative_tokens = 4;
+  c.draft = Bundled("meta-llama--Llama-3.2-1B-Instruct.json");
+  return c;
+}
+SpeculativeConfig Mtp() {
+  SpeculativeConfig c;
+  c.method = "mtp";
+  c.num_speculative_tokens = 1;
+  ReadSpeculativeConfigFields(ParseJson(ConfigText("deepseek-ai--DeepSeek-V3.json")), true, c);
+  return c;
+}
+
+PlanInputs H100() {
+  PlanInputs in;
+  in.total_memory_bytes = LookupGpu("H100-80GB").total_memory_bytes;
+  in.gpu_memory_utilization = 0.9;
+  in.max_model_len = 8192;
+  return in;
+}
+
+// The KV pool grows by the drafter's layers (one block table, vLLM's single group):
+//   Llama-3.1-8B page (block 16, bf16) = 16 * 8 heads * 128 * 2 (K, V) * 2 B = 65,536 per layer;
+//   32 layers = 2,097,152 per block; the EAGLE-3 head's one layer (8 x 128) adds 65,536.
+//   Llama-3.2-1B: 16 * 8 * 64 * 2 * 2 = 32,768 per layer x 16 layers = 524,288 per block
+//   (vLLM: UniformTypeKVCacheSpecs, a block costs the sum of pages).
+//   DeepSeek-V3 MLA page (block 64) = 64 * (512 + 64) * 2 B = 73,728; the MTP layer adds one.
+TEST(SpeculativeDecoding, KvPoolGrowsByTheDrafterLayers) {
+  PlanInputs in = H100();
+  const StartupPlan base = EvaluatePlan(Llama8B(), in);
+  in.speculative = Eagle3();
+  const StartupPlan eagle = EvaluatePlan(Llama8B(), in);
+  EXPECT_EQ(base.ranks[0].kv_bytes_per_block, 2097152);
+  EXPECT_EQ(eagle.ranks[0].kv_bytes_per_block, 2097152 + 65536);
+  EXPECT_EQ(eagle.ranks[0].draft_kv_bytes_per_block, 65536);
+  EXPECT_EQ(eagle.ranks[0].draft_weights_bytes, 424689664LL * 2 + 256000);
+  EXPECT_EQ(eagle.ranks[0].weights_bytes, base.ranks[0].weights_bytes + eagle.ranks[0].draft_weights_bytes);
+  EXPECT_EQ(eagle.ranks[0].num_blocks, eagle.ranks[0].available_kv_cache_bytes / (2097152 + 65536));
+  EXPECT_EQ(eagle.ranks[0].draft_kv_cache_bytes, eagle.ranks[0].num_blocks * 65536);
+
+  in.speculative = Draft1B();
+  const StartupPlan draft = EvaluatePlan(Llama8B(), in);
+  EXPECT_EQ(draft.ranks[0].kv_bytes_per_block, 2097152 + 524288);
+  EXPECT_EQ(draft.ranks[0].draft_kv_bytes_per_block, 524288);
+
+  PlanInputs ds = H100();
+  ds.total_memory_bytes = int64_t{141} << 30;
+  ds.tensor_parallel_size = 8;
+  ds.max_model_len = 4096;
+  const StartupPlan ds_base = EvaluatePlan(DeepSeekV3(), ds);
+  ds.speculative = Mtp();
+  const StartupPlan ds_mtp = EvaluatePlan(DeepSeekV3(), ds);
+  EXPECT_EQ(ds_base.ranks[0].kv_bytes_per_block, 61 * 73728);
+  EXPECT_EQ(ds_mtp.ranks[0].kv_bytes_per_block, 62 * 73728);
+  EXPECT_EQ(ds_mtp.ranks[0].draft_kv_bytes_per_block, 73728);
+}
+
+// n-gram: no weights, no KV; only the capture sizes change (multiples of 1 + K).
+TEST(SpeculativeDecoding, NgramOnlyChangesTheBatch) {
+  PlanInputs in = H100();
+  in.max_num_seqs = 256;
+  in.max_num_batched_tokens = 8192;
+  const StartupPlan base = EvaluatePlan(Llama8B(), in);
+  SpeculativeConfig ngram;
+  ngram.method = "ngram";
+  ngram.num_speculative_tokens = 3;
+  in.speculative = ngram;
+  const StartupPlan p = EvaluatePlan(Llama8B(), in);
+  EXPECT_EQ(p.ranks[0].weights_bytes, base.ranks[0].weights_bytes);
+  EXPECT_EQ(p.ranks[0].kv_bytes_per_block, base.ranks[0].kv_bytes_per_block);
+  EXPECT_EQ(p.ranks[0].draft_weights_bytes, 0);
+  const auto& sizes = p.ranks[0].cudagraph.capture_sizes;
+  EXPECT_EQ(sizes.front(), 4);
+  for (int64_t s : sizes) EXPECT_EQ(s % 4, 0) << s;
+  // FULL decode graphs: sizes in [4, 256 * 4] -> all 49 of them (vs 51 without speculation).
+  EXPECT_EQ(p.ranks[0].cudagraph.num_full_graphs, 49);
+  const std::string report = FormatPlanReport(Llama8B(), p, "llama", "");
+  EXPECT_NE(report.find("speculative decoding: ngram"), std::string::npos);
+}
+
+TEST(SpeculativeDecoding, ReportLabelsTheDrafterTerms) {
+  PlanInputs in = H100();
+  in.speculative = Eagle3();
+  const StartupPlan p = EvaluatePlan(Llama8B(), in);
+  const std::string report = FormatPlanReport(Llama8B(), p, "llama", "");
+  EXPECT_NE(report.find("of which drafter "), std::string::npos);
+  EXPECT_NE(report.find("of which drafter KV"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vllm_mem

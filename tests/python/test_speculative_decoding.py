@@ -1,0 +1,143 @@
+"""Speculative decoding in vllm_mem.plan (docs/speculative_decoding.md). The figures are derived
+by hand from vLLM's source (the file is named at each test) or published (DeepSeek-V3's
+README_WEIGHTS.md); tests/cpp/plan/test_speculative_decoding.cc covers the core directly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import vllm_mem
+from vllm_mem import _C
+from vllm_mem.model_spec import ModelSpec
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+EAGLE3 = {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}
+
+
+def _plan(speculative=None, model=LLAMA, **kw):
+    kw.setdefault("max_model_len", 8192)
+    kw.setdefault("max_num_seqs", 256)
+    kw.setdefault("max_num_batched_tokens", 8192)
+    return vllm_mem.plan(model, "H100-80GB", speculative_config=speculative, **kw)
+
+
+def _rank(p):
+    return p._p.ranks[0]  # the core's rank (with the cudagraph estimate)
+
+
+def test_eagle3_head_weights_and_kv_share() -> None:
+    # llama_eagle3.py (bf16): 424,689,664 parameters (qkv over 2H, o, MLP, 4 norms, fc 3H->H,
+    # lm_head over draft_vocab_size 32000) + the int64 d2t map of 32000 entries.
+    base, p = _plan(), _plan(EAGLE3)
+    rb, r = _rank(base), _rank(p)
+    assert r.draft_weights_bytes == 424_689_664 * 2 + 32_000 * 8
+    assert r.weights_bytes == rb.weights_bytes + r.draft_weights_bytes
+    # One more layer of 16 tokens x 8 KV heads x 128 x (K, V) x 2 bytes = 65,536 per block.
+    assert rb.kv_bytes_per_block == 32 * 65_536
+    assert r.kv_bytes_per_block == 33 * 65_536
+    assert r.draft_kv_bytes_per_block == 65_536
+    assert r.draft_kv_cache_bytes == r.num_blocks * 65_536
+    text = p.report()
+    assert "of which drafter " in text and "of which drafter KV" in text
+
+
+def test_draft_model_pairing_kv_as_vllm_sums_the_pages() -> None:
+    # Llama-3.2-1B beside Llama-3.1-8B: nothing shared (draft_model.py); its 16 layers of
+    # 16 x 8 x 64 x 2 x 2 = 32,768 bytes add 524,288 per block (UniformTypeKVCacheSpecs).
+    p = _plan({"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4})
+    r = _rank(p)
+    assert r.draft_kv_bytes_per_block == 524_288
+    draft = ModelSpec.from_hf_config("meta-llama/Llama-3.2-1B-Instruct")
+    assert draft.num_parameters() == 1_235_814_400  # the model card's 1.24B
+    assert r.draft_weights_bytes == draft.weight_bytes()
+
+
+def test_method_inferred_from_the_name_as_vllm() -> None:
+    c = vllm_mem.planner.speculative.speculative_config(
+        {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2}, LLAMA)
+    assert c.method == "eagle3" and c.draft_vocab_size == 32000
+
+
+def test_deepseek_v3_mtp_module() -> None:
+    # README_WEIGHTS.md: "11.5B unique parameters (excluding the shared 0.9B Embedding and 0.9B
+    # output Head)"; by hand 11,610,068,224 with eh_proj and the three norms (the C++ test).
+    target = ModelSpec.from_hf_config("deepseek-ai/DeepSeek-V3")
+    c = vllm_mem.planner.speculative.speculative_config({"method": "mtp", "num_speculative_tokens": 1},
+                                                          "deepseek-ai/DeepSeek-V3")
+    assert c.target_num_mtp_layers == 1
+    w = _C.draft_weights(target._spec, c, 8, "auto", "")
+    assert w.num_parameters == 11_610_068_224
+    assert abs(w.num_parameters / 1e9 - 11.5) < 0.15
+    assert w.embedding_shared and w.lm_head_shared
+    p = vllm_mem.plan("deepseek-ai/DeepSeek-V3", "H200", tensor_parallel_size=8, max_model_len=4096,
+                      speculative_config='{"method": "mtp", "num_speculative_tokens": 1}')
+    # MLA page (block 64): 64 x (512 + 64) x 2 bytes = 73,728; 61 + 1 layers.
+    assert _rank(p).kv_bytes_per_block == 62 * 73_728
+
+
+def test_ngram_only_changes_the_capture_sizes() -> None:
+    base, p = _plan(), _plan({"method": "ngram", "num_speculative_tokens": 3})
+    assert _rank(p).weights_bytes == _rank(base).weights_bytes
+    assert _rank(p).kv_bytes_per_block == _rank(base).kv_bytes_per_block
+    sizes = list(_rank(p).cudagraph.capture_sizes)
+    assert sizes[0] == 4 and all(s % 4 == 0 for s in sizes)  # multiples of 1 + K
+    # VllmConfig._set_cudagraph_sizes / adjust_cudagraph_sizes_for_spec_decode:
+    assert _C.spec_decode_capture_sizes([], 0, 4, 8192, 3) == [3, 6, 9, 18, 24]
+
+
+@pytest.mark.parametrize(("config", "error", "words"), [
+    ({"method": "eagle", "num_speculative_tokens": 3}, ValueError,
+     "num_speculative_tokens was provided but without speculative model."),
+    ({"method": "ngram"}, ValueError, "num_speculative_tokens must be provided with speculative model"),
+    ({"method": "ngram", "num_speculative_tokens": 0}, ValueError, "speculative_config.num_speculative_tokens"),
+    ({"method": "ngram", "num_speculative_tokens": "3"}, TypeError, "speculative_config.num_speculative_tokens"),
+    ({**EAGLE3, "draft_tensor_parallel_size": 2}, ValueError,
+     "speculative_draft_tensor_parallel_size=2 cannot be other value than 1 or target model tensor_parallel_size"),
+    ({**EAGLE3, "tensor_parallel_size": 2}, ValueError, "Please pass 'draft_tensor_parallel_size' instead."),
+    ({"method": "draft_model", "model": "Qwen/Qwen3-8B", "num_speculative_tokens": 2}, ValueError,
+     "Target and draft model should have the same vocabulary size."),
+    ({"method": "mtp", "num_speculative_tokens": 1}, ValueError, "'mtp' needs the target's MTP layers"),
+    ({"method": "eagle4", "num_speculative_tokens": 1}, ValueError, "speculative_config.method"),
+    ({"method": "medusa", "model": "x", "num_speculative_tokens": 1}, NotImplementedError, "not modelled"),
+    ({"method": "eagle3", "model": "no/such-model-here", "num_speculative_tokens": 1}, ValueError,
+     "speculative_config.model"),
+    ({"methd": "ngram"}, ValueError, "speculative_config"),
+    ([1, 2], TypeError, "speculative_config"),
+    ("{not json", ValueError, "speculative_config"),
+])
+def test_refusals_name_the_field(config, error, words, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(error) as e:
+        _plan(config, tensor_parallel_size=4 if isinstance(config, dict) and
+              config.get("draft_tensor_parallel_size") == 2 else 1)
+    assert words in str(e.value)
+
+
+def test_pipeline_parallel_is_not_modelled() -> None:
+    with pytest.raises(NotImplementedError):
+        _plan(EAGLE3, pipeline_parallel_size=2)
+
+
+def test_cli_flag(capsys) -> None:
+    from vllm_mem.cli import main
+
+    rc = main(["plan", LLAMA, "--gpu", "H100-80GB", "--max-model-len", "8192",
+               "--speculative-config", json.dumps(EAGLE3), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["ranks"][0]["draft_weights_bytes"] == 424_689_664 * 2 + 32_000 * 8
+
+
+def test_eagle1_head_shares_embedding_and_lm_head() -> None:
+    # llama_eagle.py: one decoder layer without input_layernorm, no final norm, fc 2H -> H; the
+    # head ships no lm_head and vLLM shares the target's embedding (llm_base_proposer.py):
+    # 41,943,040 (attention) + 176,160,768 (MLP) + 4,096 (post norm) + 33,554,432 (fc).
+    p = _plan({"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2})  # "eagle-": eagle
+    assert p._p.inputs.speculative.method == "eagle"
+    assert _rank(p).draft_weights_bytes == 251_662_336 * 2
+    assert _rank(p).draft_kv_bytes_per_block == 65_536
+    own = _plan({"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2,
+                 "eagle_embed_tokens_shared": False, "eagle_lm_head_shared": False})
+    assert _rank(own).draft_weights_bytes == (251_662_336 + 2 * 128_256 * 4_096) * 2
