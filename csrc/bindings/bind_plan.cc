@@ -429,6 +429,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("request_memory_error", &StartupPlan::request_memory_error)
       .def_readonly("cudagraph_line", &StartupPlan::cudagraph_line)
       .def_readonly("kv_log_lines", &StartupPlan::kv_log_lines)
+      .def_readonly("available_kv_line", &StartupPlan::available_kv_line)
       .def_readonly("kv_cache_memory_suggestion_fits", &StartupPlan::kv_cache_memory_suggestion_fits);
   py::class_<PlanSuggestion>(m, "PlanSuggestion")
       .def_readonly("lever", &PlanSuggestion::lever)

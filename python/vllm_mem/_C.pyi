@@ -1174,6 +1174,9 @@ class StartupPlan:
     def available_kv_cache_bytes(self) -> int:
         ...
     @property
+    def available_kv_line(self) -> str:
+        ...
+    @property
     def cudagraph_bytes(self) -> int:
         ...
     @property

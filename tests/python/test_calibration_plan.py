@@ -186,3 +186,22 @@ def test_the_v019_profile_reproduces_the_runs_defaults(calibration_startups: lis
             - r.non_torch_bytes
         checked += 1
     assert checked >= 20  # most of the 25 runs left them to vLLM
+
+
+def test_available_kv_line_rounds_as_v019_printed(calibration_startups: list[dict[str, Any]]) -> None:
+    """v0.19 prints the budget with format_gib ('42.8 GiB', '69.0 GiB', never '42.80'): every
+    printed line is format_gib of its own figure, the 0.19 profile words it so, and the profiles
+    before 0.19 keep the older '%.2f'."""
+    for row in calibration_startups:
+        printed = row["raw_lines"]["available_kv"]
+        gib = row["observed"]["available_kv_cache_memory_gib"]
+        assert printed == f"Available KV cache memory: {vllm_mem.format_gib(round(gib * (1 << 30)))} GiB"
+    spec = vllm_mem.ModelSpec.from_hf_config("meta-llama/Llama-3.1-8B-Instruct")
+    p19 = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19")
+    p18 = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.18")
+    assert p19.available_kv_line == f"Available KV cache memory: {vllm_mem.format_gib(p19.available_kv_cache_bytes)} GiB"
+    assert p18.available_kv_line == f"Available KV cache memory: {p18.available_kv_cache_bytes / (1 << 30):.2f} GiB"
+    p07 = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.7")
+    assert p07.available_kv_line == (f"the rest of the memory reserved for KV Cache is "
+                                     f"{p07.available_kv_cache_bytes / (1 << 30):.2f}GiB.")
+    assert p19.available_kv_line in p19.report()

@@ -393,6 +393,8 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const 
       }
     }
   }
+  plan.available_kv_line =
+      AvailableKvCacheLine(*version.profile, in.vllm_engine, plan.available_kv_cache_bytes);
   // vLLM prints its --kv-cache-memory suggestion whatever it holds; only offer it when it starts.
   {
     const int64_t suggested = plan.kv_cache_memory_suggestion.to_requested_limit_bytes;
@@ -505,6 +507,7 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
     out += "  " + FormatThousands(kv.num_blocks) + " blocks of " + std::to_string(kv.block_size) + " tokens (" +
            kv.kv_cache_dtype + ")\n";
     // vLLM's own lines, in the wording and rounding of the planned release.
+    out += "  " + plan.available_kv_line + "\n";
     for (const std::string& line : plan.kv_log_lines) out += "  " + line + "\n";
   } else {
     out += "  none: the plan does not reach KV-cache allocation\n";

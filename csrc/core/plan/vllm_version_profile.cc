@@ -149,6 +149,10 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "hybrid_align_to_user_block_size") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.hybrid_align_to_user_block_size = v.AsBool();
+  } else if (rule == "available_kv_line") {
+    const std::string f = Str(v, rule);
+    if (f != "fixed2" && f != "format_gib") Bad(rule + " '" + f + "'");
+    p.available_kv_line_format_gib = f == "format_gib";
   } else if (rule == "default_block_size") {
     p.default_block_size = Int(v, rule);
   } else if (rule == "max_model_len_message") {
@@ -309,6 +313,13 @@ VersionLookup LookupVllmVersion(std::string_view version) {
     out.note = "vLLM " + out.asked + " planned with the rules of " + out.profile->version;
   }
   return out;
+}
+
+std::string AvailableKvCacheLine(const VllmVersionProfile& profile, const std::string& engine, int64_t available_bytes) {
+  const double gib = static_cast<double>(available_bytes) / static_cast<double>(kGiB);
+  if (engine == "v0") return "the rest of the memory reserved for KV Cache is " + FormatFixed(gib, 2) + "GiB.";
+  return "Available KV cache memory: " +
+         (profile.available_kv_line_format_gib ? FormatGib(available_bytes) : FormatFixed(gib, 2)) + " GiB";
 }
 
 void ValidateUsageContext(const std::string& usage_context) {

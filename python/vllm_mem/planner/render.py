@@ -57,6 +57,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
                          "source": i.vllm_version_source or "newest known", "note": i.vllm_version_note},
         "dtype_note": i.dtype_note or None,
         "kv_log_lines": list(plan._p.kv_log_lines),
+        "available_kv_line": plan.available_kv_line,
         "total_memory": bytes_entry(total, total),
         "free_memory": bytes_entry(i.free_memory_bytes, total),
         "requested": bytes_entry(plan.requested_bytes, total),

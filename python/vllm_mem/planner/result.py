@@ -201,6 +201,11 @@ class StartupPlan:
         return str(self._p.inputs.dtype_note)
 
     @property
+    def available_kv_line(self) -> str:
+        """vLLM's "Available KV cache memory" line as the planned release rounds it."""
+        return str(self._p.available_kv_line)
+
+    @property
     def kv_log_lines(self) -> list[str]:
         """vLLM's KV capacity lines as the planned release words and rounds them (empty when the
         plan does not fit)."""

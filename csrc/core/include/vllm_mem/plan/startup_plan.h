@@ -154,6 +154,7 @@ struct StartupPlan {
   std::string request_memory_error;  //!< vLLM's free-memory ValueError text, when it applies
   std::string cudagraph_line;        //!< vLLM's CUDA-graph INFO line, as it would print
   std::vector<std::string> kv_log_lines;  //!< vLLM's KV capacity lines in the release's wording
+  std::string available_kv_line;         //!< vLLM's "Available KV cache memory" line, likewise
 };
 
 /*! \brief KV options (vLLM's settings) derived from plan inputs: one definition. */

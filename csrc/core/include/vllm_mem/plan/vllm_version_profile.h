@@ -79,6 +79,7 @@ struct VllmVersionProfile {
   bool hybrid_kv_cache_manager = true;
   int64_t default_block_size = 16;
   bool hybrid_align_to_user_block_size = true;  //!< PR 37467 (kv_cache: KvCacheOptions)
+  bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
   std::vector<VersionRuleNote> rules;      //!< every rule with its value and source
 };
@@ -129,6 +130,11 @@ std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelS
  *  a max_model_len above the derived maximum unless allow_long_max_model_len, and engine "v0" for
  *  a release without it. */
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs);
+
+/*! \brief vLLM's line for the KV budget as \p engine of \p profile prints it: V1 "Available KV cache
+ *  memory: 42.8 GiB" (format_gib, or "%.2f" in older releases); V0 "... the rest of the memory
+ *  reserved for KV Cache is 42.80GiB." (the tail of its memory-profiling message). */
+std::string AvailableKvCacheLine(const VllmVersionProfile& profile, const std::string& engine, int64_t available_bytes);
 
 /*! \brief "usage_context": "server" or "offline"; InvalidArgument otherwise. */
 void ValidateUsageContext(const std::string& usage_context);
