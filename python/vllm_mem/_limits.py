@@ -64,3 +64,7 @@ MAX_SWEEP_ROWS = 1 << 20
 MAX_LIST_ITEMS = MAX_WORLD_SIZE
 #: An error message, whatever it quotes (issue 10).
 MAX_MESSAGE_CHARS = 300
+#: Checkpoint tensors read from safetensors headers (hub.py; Python-only, the core never sees
+#: them): DeepSeek-V3 has ~91k tensors (FP8 weights and their scales); a header listing more is
+#: refused before it is summed.
+MAX_CHECKPOINT_TENSORS = 1 << 22

@@ -35,10 +35,6 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]
 #: Where the repo's safetensors index lives (transformers' SAFE_WEIGHTS_INDEX_NAME).
 _INDEX_FILE = "model.safetensors.index.json"
 
-#: Checkpoint tensors read from headers: DeepSeek-V3's ~91k tensors (FP8 weights and their
-#: scales), with room; a header listing more is refused before it is summed.
-MAX_CHECKPOINT_TENSORS = 1 << 22
-
 #: Bytes per element of the safetensors dtypes (safetensors' Dtype enum). Sub-byte dtypes
 #: (F4 and packed ints) are counted from the data offsets alone.
 _DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
@@ -261,8 +257,8 @@ def sum_safetensors_metadata(metadata: Any, source: str, num_layers: int | None 
     total = params = count = skipped_bytes = skipped = 0
     for file_meta in file_list:
         tensors = file_meta.tensors
-        if count + skipped + len(tensors) > MAX_CHECKPOINT_TENSORS:
-            V.fail("checkpoint", f"{source} lists more than {MAX_CHECKPOINT_TENSORS} tensors")
+        if count + skipped + len(tensors) > L.MAX_CHECKPOINT_TENSORS:
+            V.fail("checkpoint", f"{source} lists more than {L.MAX_CHECKPOINT_TENSORS} tensors")
         for name, info in tensors.items():
             begin, end = (int(x) for x in info.data_offsets)
             stored = end - begin
