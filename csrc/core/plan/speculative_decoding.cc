@@ -128,7 +128,7 @@ ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const Spec
   ResolvedSpeculative r;
   r.method = NormalizeSpeculativeMethod(c.method);
   const bool model_based = r.method != "ngram";
-  if (pp > 1) {
+  if (pp > 1 && model_based) {  // n-gram has nothing to place
     throw Unsupported("speculative_config with pipeline_parallel_size > 1: where vLLM places the drafter's "
                       "weights and KV layers across pipeline stages is not modelled here");
   }

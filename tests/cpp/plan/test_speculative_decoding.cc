@@ -129,6 +129,10 @@ TEST(SpeculativeDecoding, RefusesWhatVllmRefuses) {
   mtp_llama.target_num_mtp_layers = 0;
   EXPECT_NE(message(mtp_llama).find("'mtp' needs the target's MTP layers"), std::string::npos);
   EXPECT_THROW(ResolveSpeculativeConfig(Llama8B(), Eagle3(), 1, 2), Unsupported);  // PP not modelled
+  SpeculativeConfig ngram_pp;
+  ngram_pp.method = "ngram";
+  ngram_pp.num_speculative_tokens = 2;
+  EXPECT_EQ(ResolveSpeculativeConfig(Llama8B(), ngram_pp, 1, 2).uniform_decode_query_len, 3);  // no drafter to place
   SpeculativeConfig qwen_head = Eagle3();
   qwen_head.draft->model_type = "qwen3";  // not a Llama-architecture head
   EXPECT_THROW(ResolveSpeculativeConfig(Llama8B(), qwen_head, 1, 1), Unsupported);

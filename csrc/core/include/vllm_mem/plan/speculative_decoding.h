@@ -81,7 +81,7 @@ struct ResolvedSpeculative {
  *  drafter, draft_tensor_parallel_size other than 1 or the target's, a draft model whose
  *  vocabulary differs, num_speculative_tokens not divisible by n_predict; and what this planner
  *  refuses (field speculative_config.*): MTP on a model without MTP layers, pipeline
- *  parallelism (the drafter's pipeline placement is not modelled). */
+ *  parallelism with a drafter (its pipeline placement is not modelled; n-gram is fine). */
 ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const SpeculativeConfig& config,
                                              int64_t tensor_parallel_size, int64_t pipeline_parallel_size);
 
