@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import vllm_mem
 from vllm_mem import _C
 from vllm_mem.model_spec import ModelSpec

@@ -95,8 +95,9 @@ def speculative_config(value: Any, target: Any) -> Any:
         if isinstance(source, ModelSpec) and source.name and source.name != "<dict>":
             source = source.name  # the bundled name, path or Hub id it was read from
         if isinstance(source, ModelSpec):
-            V.fail(f"{FIELD}.method", "'mtp' reads the MTP layer count from the target's config.json: pass the "
-                                      "model as a name, path or dict (not a ModelSpec), or give speculative_config.model")
+            V.fail(f"{FIELD}.method", "'mtp' reads the MTP layer count from the target's config.json: pass "
+                                      "the model as a name, path or dict (not a ModelSpec), or give "
+                                      "speculative_config.model")
         text, name = _config_text(source, f"{FIELD}.model")
         c = _C.read_speculative_config_fields(text, True, c)
         c.draft_name = name if model is not None else "MTP layers of the target"
