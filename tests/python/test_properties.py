@@ -42,7 +42,10 @@ CLEAN = (ValueError, TypeError)
 
 #: vLLM's own "does not fit" messages, raised verbatim as vLLM raises them (a result, not bad input).
 VLLM_DOES_NOT_FIT = ("To serve at least one request with the model's max seq len",
-                     "No available memory for the cache blocks")
+                     "No available memory for the cache blocks",
+                     # vLLM's max_model_len refusal (vllm/config/model.py, ~560 characters): quoted
+                     # whole after the field name, since users search for its exact text.
+                     "max_model_len: User-specified max_model_len (")
 
 
 def assert_clean(exc: BaseException) -> None:
@@ -276,3 +279,116 @@ def test_properties_use_a_bounded_profile() -> None:
     # The suite's cost is examples x calls: keep the default profile's examples bounded.
     assert settings.default.max_examples <= 2000 and settings.default.deadline is None
     assert math.isfinite(settings.default.max_examples)
+
+
+# --- the positional fast paths equal the checked paths (docs/performance.md) --------------------
+
+_SPECS: dict[str, vllm_mem.ModelSpec] = {}
+
+
+def _spec(model: str) -> vllm_mem.ModelSpec:
+    # One ModelSpec per model for the whole module, so its cached KV layouts are reused across
+    # examples (what the fast path exists for) while every example's result is compared.
+    if model not in _SPECS:
+        _SPECS[model] = vllm_mem.ModelSpec.from_hf_config(model, allow_unknown=True)
+    return _SPECS[model]
+
+
+def _outcome(call: Any) -> Any:
+    """A call's result as plain data, or its exception's type and message."""
+    try:
+        result = call()
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return (type(exc).__name__, str(exc))
+    return result.to_dict() if hasattr(result, "to_dict") else result
+
+
+_fast_ints = st.one_of(st.integers(-2, 70), st.sampled_from([0, 1, 16, 64, 4096, 8192, 32768, 1 << 30, 1 << 31]))
+_fast_values = st.one_of(_fast_ints, st.none(), st.booleans(), st.sampled_from(["auto", "fp8", "bfloat16", "x", ""]),
+                         st.floats(allow_nan=True), st.just([1, 2]))
+
+
+@given(model=st.sampled_from(MODELS), available=st.one_of(st.integers(0, 100 * GIB), st.lists(st.integers(0, 90 * GIB),
+       min_size=1, max_size=4), _fast_values), max_model_len=st.one_of(st.integers(1, 300_000), _fast_values),
+       block_size=st.one_of(st.sampled_from([None, 16, 32, 64, 128]), _fast_values),
+       kv_cache_dtype=st.sampled_from(["auto", "fp8", "fp8_e5m2", "bfloat16", "int9", 3]),
+       tp=st.one_of(st.sampled_from([1, 2, 4, 8]), _fast_values), pp=st.sampled_from([1, 2, 3, 0, True]),
+       batched=st.one_of(st.sampled_from([None, 2048, 8192]), _fast_values), dtype=st.sampled_from(["auto", "float16", "float32", "int8"]),
+       override=st.sampled_from([None, 100, 0]), batches=st.sampled_from([1, 2, 0]), cap=st.sampled_from([True, False, 1]))
+def test_kv_cache_capacity_fast_path_equals_checked_path(model: str, available: Any, max_model_len: Any,
+                                                         block_size: Any, kv_cache_dtype: Any, tp: Any, pp: Any,
+                                                         batched: Any, dtype: Any, override: Any, batches: Any,
+                                                         cap: Any) -> None:
+    from vllm_mem import kv_cache as K
+
+    spec = _spec(model)
+    args = (max_model_len, block_size, kv_cache_dtype, tp, pp, batched, dtype, False, override, batches, cap)
+    fast = _outcome(lambda: vllm_mem.kv_cache_capacity(spec, available, *args))
+    # The checked path as it was before the fast path: Python validation, then the core with a
+    # layout built for this call only.
+    def checked() -> Any:
+        options = K._options(*args)  # kv_cache_capacity checks the settings, then the budgets
+        return K.KvCacheCapacity._from_native(vllm_mem._C.kv_cache_capacity(spec._spec, K._available_list(available),
+                                                                            options))
+
+    assert fast == _outcome(checked)
+
+
+@given(model=st.sampled_from(MODELS), dtype=st.sampled_from(["auto", "float16", "bfloat16", "float32", "fp8", 1, None]),
+       quantization=st.sampled_from([None, "fp8", "awq", "bitsandbytes", "none", "", 4]),
+       tp=st.one_of(st.sampled_from([1, 2, 4, 8, 3]), _fast_values), pp=st.one_of(st.sampled_from([1, 2, 4]), _fast_values))
+def test_weight_bytes_fast_path_equals_checked_path(model: str, dtype: Any, quantization: Any, tp: Any, pp: Any) -> None:
+    from vllm_mem.model_spec import _weight_args
+
+    spec = _spec(model)
+    fast = _outcome(lambda: spec.weight_bytes(dtype, quantization, tp, pp))
+    checked = _outcome(lambda: vllm_mem._C.weight_bytes(spec._spec, *_weight_args(dtype, quantization, tp, pp)))
+    assert fast == checked
+
+
+@given(model=st.sampled_from(MODELS), gpu=st.sampled_from(["H100-80GB", "L4", "H200", "MI300X"]),
+       utilization=st.one_of(st.none(), st.floats(0.05, 1.0), _fast_values), max_model_len=st.one_of(st.none(), st.integers(1, 300_000)),
+       tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2]), seqs=st.one_of(st.none(), st.sampled_from([1, 64, 256, 1024])),
+       batched=st.one_of(st.none(), st.sampled_from([512, 2048, 8192, 16384])),
+       kv_cache_dtype=st.sampled_from(["auto", "fp8", "nope"]), block_size=st.sampled_from([None, 16, 64, 7]),
+       eager=st.booleans(), mode=st.sampled_from(["FULL_AND_PIECEWISE", "PIECEWISE", "FULL", "NONE", "full", "bogus"]),
+       in_budget=st.sampled_from([None, True, False]), kv_memory=st.sampled_from([None, 4 * GIB]),
+       free=st.sampled_from([None, 10 * GIB, 70 * GIB]))
+def test_plan_fast_path_equals_checked_path(model: str, gpu: str, utilization: Any, max_model_len: Any, tp: int,
+                                            pp: int, seqs: Any, batched: Any, kv_cache_dtype: str, block_size: Any,
+                                            eager: bool, mode: str, in_budget: Any, kv_memory: Any, free: Any) -> None:
+    from vllm_mem.planner import evaluate as E
+    from vllm_mem.planner.inputs import gpu_total, plan_inputs
+    from vllm_mem.planner.result import StartupPlan
+
+    spec = _spec(model)
+    kwargs = dict(free_memory_bytes=free, gpu_memory_utilization=utilization, max_model_len=max_model_len,
+                  tensor_parallel_size=tp, pipeline_parallel_size=pp, max_num_seqs=seqs, max_num_batched_tokens=batched,
+                  kv_cache_dtype=kv_cache_dtype, block_size=block_size, enforce_eager=eager, cudagraph_mode=mode,
+                  kv_cache_memory_bytes=kv_memory, cudagraph_memory_in_budget=in_budget)
+    if E._version_dependent():
+        pytest.skip("an installed vllm or VLLM_ALLOW_LONG_MAX_MODEL_LEN: plan() takes the checked path")
+    fast = _outcome(lambda: vllm_mem.plan(spec, gpu, **kwargs))
+
+    def checked() -> StartupPlan:
+        total, name = gpu_total(gpu, None)
+        return StartupPlan(vllm_mem._C.evaluate_plan(spec._spec, plan_inputs(total_memory_bytes=total, gpu_name=name,
+                                                                              **kwargs)), spec)
+
+    assert fast == _outcome(checked)
+
+
+def test_fast_path_bounds_match_the_python_limits() -> None:
+    # bindings/fast_call.h accepts names up to this length; _validate.text() refuses longer ones.
+    assert vllm_mem._C._FAST_NAME_CHARS == L.MAX_NAME_CHARS
+
+
+def test_fast_path_reuses_one_layout_per_setting() -> None:
+    spec = vllm_mem.ModelSpec.from_hf_config("meta-llama/Llama-3.1-8B-Instruct")
+    for available in (GIB, 20 * GIB, 40 * GIB):
+        for length in (1024, 8192):
+            vllm_mem.kv_cache_capacity(spec, available, max_model_len=length)
+    assert spec._sizing.num_kv_layouts == 1
+    vllm_mem.kv_cache_capacity(spec, 20 * GIB, tensor_parallel_size=2)
+    vllm_mem.kv_cache_capacity(spec, 20 * GIB, kv_cache_dtype="fp8")
+    assert spec._sizing.num_kv_layouts == 3
