@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/kv_cache/kv_cache_layout.h"
+#include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
 
@@ -28,6 +30,8 @@ namespace {
 constexpr int kCallsPerBatch = 200;
 // An H100's budget after weights, roughly: what a planner asks about.
 constexpr int64_t kAvailableBytes = int64_t{60} << 30;
+// An H100-80GB as CUDA reports it (the plan's device).
+constexpr int64_t kPlanTotalBytes = 85520809984;
 
 volatile int64_t g_sink = 0;  // keeps the optimizer from dropping the calls
 
@@ -53,10 +57,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int batches = argc > 2 ? std::max(5, std::atoi(argv[2])) : 101;
-  const std::vector<std::string> models = {"meta-llama--Llama-3.1-8B-Instruct", "Qwen--Qwen3-30B-A3B",
-                                           "meta-llama--Llama-3.1-70B-Instruct"};
+  // The models of benchmarks/bench_sizing.py, with its TP sizes.
+  const std::vector<std::pair<std::string, int64_t>> models = {{"meta-llama--Llama-3.1-8B-Instruct", 1},
+                                                               {"Qwen--Qwen3-30B-A3B", 1},
+                                                               {"google--gemma-3-27b-it", 2},
+                                                               {"deepseek-ai--DeepSeek-V3", 8}};
   std::printf("model\tfunction\tmedian_ns\tmin_ns\n");
-  for (const std::string& name : models) {
+  for (const auto& [name, tp] : models) {
     std::ifstream in(std::filesystem::path(argv[1]) / (name + ".json"));
     if (!in) {
       std::fprintf(stderr, "missing config %s\n", name.c_str());
@@ -67,19 +74,38 @@ int main(int argc, char** argv) {
     const vllm_mem::ModelSpec spec = vllm_mem::ModelSpec::FromHfConfigText(text.str());
 
     vllm_mem::WeightOptions w;
-    w.tensor_parallel_size = 2;
+    w.tensor_parallel_size = tp;
     auto [wm, wmin] = Time([&] { return vllm_mem::WeightBytes(spec, w); }, batches);
     std::printf("%s\tweight_bytes\t%.1f\t%.1f\n", name.c_str(), wm, wmin);
 
     vllm_mem::KvCacheOptions k;
     k.max_model_len = 8192;
-    k.tensor_parallel_size = 2;
-    try {
-      auto [km, kmin] = Time(
-          [&] { return vllm_mem::ComputeKvCacheCapacity(spec, {kAvailableBytes}, k).num_blocks; }, batches);
-      std::printf("%s\tkv_cache_capacity\t%.1f\t%.1f\n", name.c_str(), km, kmin);
-    } catch (const std::exception& e) {
-      std::printf("%s\tkv_cache_capacity\tnan\tnan\t# %s\n", name.c_str(), e.what());
+    k.tensor_parallel_size = tp;
+    // The layout built per call (the ModelSpec overloads) and cached (what Python's ModelSpec
+    // keeps): the difference is what kv_cache_layout.h saves per call.
+    const vllm_mem::KvCacheLayoutCache cache(spec);
+    vllm_mem::PlanInputs plan;
+    plan.total_memory_bytes = kPlanTotalBytes;
+    plan.gpu_memory_utilization = 0.92;
+    plan.max_model_len = 8192;
+    plan.tensor_parallel_size = tp;
+    plan.max_num_seqs = 256;
+    plan.max_num_batched_tokens = 8192;
+    plan.cudagraph_memory_in_budget = true;
+    const std::vector<std::pair<const char*, std::function<int64_t()>>> calls = {
+        {"kv_cache_capacity", [&] { return vllm_mem::ComputeKvCacheCapacity(spec, {kAvailableBytes}, k).num_blocks; }},
+        {"kv_cache_capacity_cached",
+         [&] { return vllm_mem::ComputeKvCacheCapacity(cache, {kAvailableBytes}, k).num_blocks; }},
+        {"plan", [&] { return vllm_mem::EvaluatePlan(spec, plan).available_kv_cache_bytes; }},
+        {"plan_cached", [&] { return vllm_mem::EvaluatePlan(spec, plan, &cache).available_kv_cache_bytes; }},
+    };
+    for (const auto& [function, call] : calls) {
+      try {
+        auto [m, low] = Time(call, batches);
+        std::printf("%s\t%s\t%.1f\t%.1f\n", name.c_str(), function, m, low);
+      } catch (const std::exception& e) {
+        std::printf("%s\t%s\tnan\tnan\t# %s\n", name.c_str(), function, e.what());
+      }
     }
   }
   return 0;
