@@ -435,3 +435,21 @@ def test_the_core_refuses_a_negative_checkpoint_figure() -> None:
     inputs.checkpoint_weights_bytes = -1
     with pytest.raises(ValueError, match="checkpoint_weights_bytes"):
         vllm_mem._C.evaluate_plan(ModelSpec.from_hf_config(LLAMA)._spec, inputs)
+
+
+def test_cli_plan_takes_weights_from_headers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A local checkpoint folder: the bundled Llama config and one (sparse) shard holding 20 GB of
+    # BF16 embedding rows, so the headers figure cannot be mistaken for the config's 16.06 GB.
+    from vllm_mem.cli import main
+    (tmp_path / "config.json").write_text(bundled_text(LLAMA))
+    data_bytes = write_safetensors(tmp_path / "model.safetensors",
+                                   {"model.embed_tokens.weight": ("BF16", [10_000_000, 1000])})
+    assert data_bytes == 20_000_000_000
+    assert main(["plan", str(tmp_path), "--gpu", "H100", "--weights-source", "headers", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["weights_source"] == "checkpoint headers"
+    assert out["inputs"]["checkpoint_weights_bytes"] == data_bytes
+    assert main(["plan", str(tmp_path), "--gpu", "H100"]) == 0
+    assert "config: parameters" in capsys.readouterr().out
+    assert main(["plan", str(tmp_path), "--gpu", "H100", "--weights-source", "disk"]) == 2
+    assert "--weights-source" in capsys.readouterr().err

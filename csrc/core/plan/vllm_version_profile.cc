@@ -291,7 +291,7 @@ VersionLookup LookupVllmVersion(std::string_view version) {
   VersionLookup out;
   if (version.empty()) {
     out.profile = &profiles.back();
-    out.note = "vLLM " + out.profile->version + " rules (the newest known release)";
+    out.note = "no vllm_version given and no vllm installed: the newest release vllm_mem knows";
     return out;
   }
   const VllmVersion asked = ParseVllmVersion(version);

@@ -144,8 +144,9 @@ def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: 
     parser.add_argument("config", metavar=metavar, help=help, nargs=nargs)
     _fields(parser)["config"] = metavar
     parser.add_argument("--allow-unknown", action="store_true",
-                        help="size a model family without exact rules (hybrid Mamba / linear attention, an "
-                             "unknown model_type) as a generic transformer; the report labels it GENERIC ESTIMATE")
+                        help="size a model family without exact rules (Zamba2, MiniMax, pure Mamba, an unknown "
+                             "model_type; `vllm-mem models` says which) as a generic transformer; the report "
+                             "labels it GENERIC ESTIMATE")
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -187,3 +188,13 @@ def add_vllm_version(parser: argparse.ArgumentParser) -> None:
                                            "accept a --max-model-len above the model's derived maximum")
     _fields(parser).update(vllm_version="--vllm-version", usage_context="--usage-context",
                            allow_long_max_model_len="--allow-long-max-model-len")
+
+
+def add_weights_source(parser: argparse.ArgumentParser) -> None:
+    """``--weights-source config|headers``: where the weights term comes from (docs/models.md)."""
+    parser.add_argument("--weights-source", dest="weights_source", default="config",
+                        type=typed("--weights-source", lambda t, f: V.text(t, f, allowed=("config", "headers"))),
+                        help="config: parameters counted from config.json (default, offline); headers: summed "
+                             "from the checkpoint's safetensors headers (a local checkpoint folder, or a Hub id "
+                             "read over the network without downloading weights)")
+    _fields(parser)["weights_source"] = "--weights-source"

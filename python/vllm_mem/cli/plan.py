@@ -26,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     options.add_config(p, "CONFIG", "config.json path, a folder holding one, or a bundled model name "
                                     "(e.g. meta-llama/Llama-3.1-8B-Instruct; see `vllm-mem models`)")
+    options.add_weights_source(p)
     options.add_gpu(p, "required unless --total-memory-gib is given")
     options.add_gib(p, "--total-memory-gib", "total_memory_bytes", help="total device memory instead of --gpu")
     options.add_gib(p, "--free-memory-gib", "free_memory_bytes", "--free-gib", allow_zero=True,
@@ -71,7 +72,7 @@ def _live_snapshot(requested_bytes: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = ModelSpec.from_hf_config(args.config, allow_unknown=args.allow_unknown)
+    spec = ModelSpec.from_hf_config(args.config, allow_unknown=args.allow_unknown, weights_source=args.weights_source)
     if args.gpu is None and args.total_memory_bytes is None:
         V.fail("--gpu", "give --gpu NAME|SIZE (see `vllm-mem gpus`) or --total-memory-gib")
     if isinstance(args.gpu, int) and args.total_memory_bytes is not None:
