@@ -310,7 +310,10 @@ VersionLookup LookupVllmVersion(std::string_view version) {
     out.note = "vLLM " + out.asked + " is newer than the newest known release (" + profiles.back().version +
                "): planned with " + profiles.back().version + "'s rules";
   } else {
-    out.note = "vLLM " + out.asked + " planned with the rules of " + out.profile->version;
+    out.note = out.asked == out.profile->version
+                   ? "the release asked for"
+                   : "vLLM " + out.asked + " planned with the rules of " + out.profile->version +
+                         " (the newest profile at or before it)";
   }
   return out;
 }
