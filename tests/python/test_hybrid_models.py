@@ -98,3 +98,15 @@ def test_hybrid_families_are_supported_and_the_rest_still_refused():
         assert model_type in supported
     for model_type in ("zamba2", "minimax_text_01", "mamba"):
         assert model_type not in supported
+
+
+def test_plan_of_a_hybrid_model_reports_the_page_unification():
+    # The whole start-up plan on a hybrid: the KV section prints vLLM's two config-time lines,
+    # and the block size is the unified one (TP 4: 272 tokens), not the attention default 16.
+    plan = vllm_mem.plan(QWEN3_NEXT, gpu="H100", tensor_parallel_size=4, max_model_len=32768)
+    assert plan.fits and plan.kv_cache is not None
+    assert plan.kv_cache.attention_block_size == plan.kv_cache.block_size == 272
+    text = str(plan)
+    assert "Setting attention block size to 272 tokens" in text
+    assert text.index("Setting attention block size") < text.index("Available KV cache memory:")
+    assert "Maximum concurrency for 32,768 tokens per request" in text

@@ -506,7 +506,9 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
     const KvCacheCapacity& kv = *plan.kv_cache;
     out += "  " + FormatThousands(kv.num_blocks) + " blocks of " + std::to_string(kv.block_size) + " tokens (" +
            kv.kv_cache_dtype + ")\n";
-    // vLLM's own lines, in the wording and rounding of the planned release.
+    // vLLM's own lines, in the wording and rounding of the planned release; a hybrid model's
+    // page unification first, as vLLM logs it at config time.
+    for (const std::string& line : kv.hybrid_log_lines) out += "  " + line + "\n";
     out += "  " + plan.available_kv_line + "\n";
     for (const std::string& line : plan.kv_log_lines) out += "  " + line + "\n";
   } else {
