@@ -42,10 +42,7 @@ CLEAN = (ValueError, TypeError)
 
 #: vLLM's own "does not fit" messages, raised verbatim as vLLM raises them (a result, not bad input).
 VLLM_DOES_NOT_FIT = ("To serve at least one request with the model's max seq len",
-                     "No available memory for the cache blocks",
-                     # vLLM's max_model_len refusal (vllm/config/model.py, ~560 characters): quoted
-                     # whole after the field name, since users search for its exact text.
-                     "max_model_len: User-specified max_model_len (")
+                     "No available memory for the cache blocks")
 
 
 def assert_clean(exc: BaseException) -> None:

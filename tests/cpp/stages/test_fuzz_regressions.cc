@@ -421,3 +421,30 @@ TEST(BadInputRefused, LongStringsAreTruncatedInMessages) {
 
 }  // namespace
 }  // namespace vllm_mem
+
+namespace vllm_mem {
+namespace {
+
+// fuzz_model_config / fuzz_stage_config (CI smoke, seed 1): a max_model_len above the model's
+// derived maximum got vLLM's whole refusal, cautionary sentences included: 576 characters with a
+// 19-digit length, past the 300 every message keeps to. Every release's wording now fits.
+TEST(FuzzRegression, LongMaxModelLenRefusalStaysWithinTheMessageBound) {
+  const ModelSpec spec = ModelSpec::FromHfConfigText(Config());
+  for (const char* version : {"0.8", "0.19", ""}) {
+    PlanInputs in;
+    in.total_memory_bytes = int64_t{80} << 30;
+    in.vllm_version = version;
+    in.max_model_len = 7947109126219385905;
+    try {
+      (void)EvaluatePlan(spec, in);
+      FAIL() << "a max_model_len above the derived maximum must be refused";
+    } catch (const InvalidArgument& e) {
+      const std::string text = e.what();
+      EXPECT_LE(text.size(), size_t{300}) << text;  // docs/errors.md; fuzz_common.h kMaxMessageChars
+      EXPECT_NE(text.find("max_model_len"), std::string::npos) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vllm_mem
