@@ -118,10 +118,13 @@ def _fit_constants(rows: list[dict[str, Any]], configs: dict[str, Any]) -> tuple
         if err < best_err:
             best_act, best_err = a, err
     best_cg, best_err = None, float("inf")
-    for fixed_gib, per in itertools.product([0.1, 0.15, 0.2, 0.25, 0.3], [30.0, 37.5, 45.0, 52.5, 60.0]):
+    # The graph mechanism's two constants: the first capture's workspaces and the bytes each
+    # further graph keeps per kernel node (cudagraph_estimate.h); no hidden-size term.
+    for fixed_gib, per_node in itertools.product([0.1, 0.15, 0.2, 0.25, 0.3], [8192.0, 12288.0, 16384.0, 20480.0, 24576.0]):
         c = _C.CudagraphConstants()
         c.first_capture_fixed_bytes = int(fixed_gib * GiB)
-        c.per_graph_bytes_per_layer_hidden = per
+        c.bytes_per_graph_node = per_node
+        c.per_graph_bytes_per_layer_hidden = 0.0
         err = 0.0
         for row in rows:
             plan = plan_for(row, configs, activation=best_act, cudagraph=c)
@@ -154,7 +157,7 @@ def test_leave_one_model_out(held_out: str, calibration_startups: list[dict[str,
         printed = obs["available_kv_cache_memory_gib"] - obs["estimated_cuda_graph_memory_gib"]
         errors_v021.append(r.available_kv_cache_bytes / GiB / printed - 1)
     print(held_out, "refit", activation.hidden_tensors, activation.sampler_bytes_per_logit,
-          cudagraph.first_capture_fixed_bytes / GiB, cudagraph.per_graph_bytes_per_layer_hidden,
+          cudagraph.first_capture_fixed_bytes / GiB, cudagraph.bytes_per_graph_node,
           "worst available-KV error", round(max(abs(e) for e in errors), 4),
           "with graphs", round(max(abs(e) for e in errors_v021), 4))
     assert max(abs(e) for e in errors) <= 0.03
