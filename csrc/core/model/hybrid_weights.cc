@@ -11,6 +11,7 @@
 
 #include "core/base/checked_math.h"
 #include "core/model/parallelism.h"
+#include "core/model/weights_common.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/hybrid_spec.h"
 #include "vllm_mem/model/model_spec.h"
@@ -20,20 +21,11 @@ namespace vllm_mem {
 namespace {
 
 constexpr const char* kField = "weights";
-constexpr int64_t kVocabPadding = 64;  // vLLM's DEFAULT_VOCAB_PADDING_SIZE
 constexpr int64_t kFloat32Bytes = 4;
 
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
-
-int64_t Split(int64_t a, int64_t tp, const std::string& what) {
-  if (a % tp != 0) {
-    throw InvalidArgument("tensor_parallel_size", what + " (" + std::to_string(a) +
-                                                      ") must be divisible by tensor_parallel_size (" +
-                                                      std::to_string(tp) + ")");
-  }
-  return a / tp;
-}
+int64_t Split(int64_t a, int64_t tp, const std::string& what) { return SplitEvenly(a, tp, what); }
 
 /*! Elements of one layer on one rank, by what RankWeights reports, plus float32 elements. */
 struct LayerElements {
@@ -185,12 +177,7 @@ int64_t HybridNumParameters(const ModelSpec& spec) {
 WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions& options) {
   const int64_t tp = options.tensor_parallel_size;
   const int64_t pp = options.pipeline_parallel_size;
-  ValidateParallelism(spec.num_layers, tp, pp);
-  AttentionHeadsPerRank(spec.num_attention_heads, tp);
-  if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
-    throw InvalidArgument("num_hidden_layers", "the spec lists " + std::to_string(spec.layers.size()) +
-                                                   " layers but says " + std::to_string(spec.num_layers));
-  }
+  CheckWeightLayout(spec, options);
   if (spec.quantization || !options.quantization.empty()) {
     throw Unsupported("quantized weights of hybrid (Mamba / linear-attention) models are not modelled yet");
   }
@@ -200,9 +187,7 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   out.num_parameters = HybridNumParameters(spec);
   out.dtype = DTypeName(dtype);
 
-  const int64_t padded_vocab = Mul(CeilDiv(spec.vocab_size, kVocabPadding), kVocabPadding);
-  const int64_t embedding_bytes = Mul(Mul(Split(padded_vocab, tp, "vocab_size padded to a multiple of 64"),
-                                          spec.hidden_size), dt);
+  const int64_t embedding_bytes = Mul(Mul(VocabRowsPerRank(spec.vocab_size, tp), spec.hidden_size), dt);
   const int64_t rotary_dim =
       static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
   const int64_t rope_bytes = UsesRope(spec) ? Mul(Mul(spec.traits.rope_cache_positions, rotary_dim), dt) : 0;
@@ -229,15 +214,7 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
       has_attention = has_attention || spec.layers[static_cast<size_t>(i)].attention != AttentionKind::kNone;
     }
     if (has_attention) r.buffer_bytes = rope_bytes;
-    for (int64_t part : {r.embedding_bytes, r.lm_head_bytes, r.attention_bytes, r.mlp_bytes, r.norm_bytes,
-                         r.quantization_overhead_bytes, r.buffer_bytes}) {
-      r.total_bytes = Add(r.total_bytes, part);
-    }
-    if (r.total_bytes > out.fullest_rank_bytes) {
-      out.fullest_rank_bytes = r.total_bytes;
-      out.fullest_pp_rank = rank;
-    }
-    out.per_pp_rank.push_back(r);
+    AppendRank(r, out);
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "core/model/parallelism.h"
+#include "core/model/weights_common.h"
 #include "vllm_mem/model/vision_encoder.h"
 
 namespace vllm_mem {
@@ -58,16 +59,6 @@ struct Tensors {
 
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
-
-/*! a / tp, or InvalidArgument(tensor_parallel_size) when vLLM's divide() would assert. */
-int64_t SplitEvenly(int64_t a, int64_t tp, const std::string& what) {
-  if (a % tp != 0) {
-    throw InvalidArgument("tensor_parallel_size",
-                          what + " (" + std::to_string(a) + ") must be divisible by tensor_parallel_size (" +
-                              std::to_string(tp) + ")");
-  }
-  return a / tp;
-}
 
 /*! Attention projections of one layer on one rank. */
 void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
@@ -298,12 +289,6 @@ std::optional<QuantizationSpec> ResolveQuantization(const ModelSpec& spec, const
   return online;
 }
 
-/*! Rows of the embedding / LM head on one rank: vocab padded to 64, then split over TP. */
-int64_t VocabRowsPerRank(int64_t vocab, int64_t tp) {
-  const int64_t padded = Mul(CeilDiv(vocab, kVocabPadding), kVocabPadding);
-  return SplitEvenly(padded, tp, "vocab_size padded to a multiple of 64");
-}
-
 /*! The expert padding of vLLM's Mxfp4MoEMethod.create_weights for \p backend
  *  (vllm/model_executor/layers/quantization/mxfp4.py, v0.11-v0.19). */
 ExpertPadding Mxfp4Padding(const std::string& backend) {
@@ -358,13 +343,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   if (spec.hybrid) return ComputeHybridWeights(spec, options);  // hybrid_weights.cc
   const int64_t tp = options.tensor_parallel_size;
   const int64_t pp = options.pipeline_parallel_size;
-  ValidateParallelism(spec.num_layers, tp, pp);
-  // vLLM checks the heads when it builds its config, before any weight is sized.
-  AttentionHeadsPerRank(spec.num_attention_heads, tp);
-  if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
-    throw InvalidArgument("num_hidden_layers", "the spec lists " + std::to_string(spec.layers.size()) +
-                                                   " layers but says " + std::to_string(spec.num_layers));
-  }
+  CheckWeightLayout(spec, options);
   const DType dtype = ResolveModelDType(options.dtype, spec.dtype, "dtype");
   const int64_t dt = DTypeSizeBytes(dtype);
   const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
@@ -420,17 +399,45 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     if (end > begin) r.buffer_bytes = rope_bytes;
     r.vision_encoder_bytes = vision_bytes;
 
-    for (int64_t part : {r.embedding_bytes, r.lm_head_bytes, r.attention_bytes, r.mlp_bytes, r.norm_bytes,
-                         r.quantization_overhead_bytes, r.buffer_bytes, r.vision_encoder_bytes}) {
-      r.total_bytes = Add(r.total_bytes, part);
-    }
-    if (r.total_bytes > out.fullest_rank_bytes) {
-      out.fullest_rank_bytes = r.total_bytes;
-      out.fullest_pp_rank = rank;
-    }
-    out.per_pp_rank.push_back(r);
+    AppendRank(r, out);
   }
   return out;
+}
+
+void CheckWeightLayout(const ModelSpec& spec, const WeightOptions& options) {
+  ValidateParallelism(spec.num_layers, options.tensor_parallel_size, options.pipeline_parallel_size);
+  // vLLM checks the heads when it builds its config, before any weight is sized.
+  AttentionHeadsPerRank(spec.num_attention_heads, options.tensor_parallel_size);
+  if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
+    throw InvalidArgument("num_hidden_layers", "the spec lists " + std::to_string(spec.layers.size()) +
+                                                   " layers but says " + std::to_string(spec.num_layers));
+  }
+}
+
+int64_t SplitEvenly(int64_t a, int64_t tp, const std::string& what) {
+  if (a % tp != 0) {
+    throw InvalidArgument("tensor_parallel_size",
+                          what + " (" + std::to_string(a) + ") must be divisible by tensor_parallel_size (" +
+                              std::to_string(tp) + ")");
+  }
+  return a / tp;
+}
+
+int64_t VocabRowsPerRank(int64_t vocab, int64_t tp) {
+  const int64_t padded = CheckedMul(CeilDiv(vocab, kVocabPadding), kVocabPadding, kField);
+  return SplitEvenly(padded, tp, "vocab_size padded to a multiple of 64");
+}
+
+void AppendRank(RankWeights r, WeightBreakdown& out) {
+  for (int64_t part : {r.embedding_bytes, r.lm_head_bytes, r.attention_bytes, r.mlp_bytes, r.norm_bytes,
+                       r.quantization_overhead_bytes, r.buffer_bytes, r.vision_encoder_bytes}) {
+    r.total_bytes = CheckedAdd(r.total_bytes, part, kField);
+  }
+  if (r.total_bytes > out.fullest_rank_bytes) {
+    out.fullest_rank_bytes = r.total_bytes;
+    out.fullest_pp_rank = r.pp_rank;
+  }
+  out.per_pp_rank.push_back(r);
 }
 
 int64_t WeightBytes(const ModelSpec& spec, const WeightOptions& options) {
