@@ -204,7 +204,9 @@ std::string Lower(std::string s) {
 }
 
 bool TierMatches(const BatchDefaultTier& t, int64_t total_memory_bytes, const std::string& name_lower) {
-  if (total_memory_bytes < t.min_memory_bytes) return false;
+  // A tier without a memory floor matches any figure: a negative or zero total reaches here
+  // before the plan's own checks refuse it by name (fuzz_model_config found the logic_error).
+  if (t.min_memory_bytes > 0 && total_memory_bytes < t.min_memory_bytes) return false;
   if (!t.name_contains_any.empty() &&
       std::none_of(t.name_contains_any.begin(), t.name_contains_any.end(),
                    [&](const std::string& n) { return name_lower.find(n) != std::string::npos; })) {

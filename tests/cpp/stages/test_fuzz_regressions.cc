@@ -448,3 +448,29 @@ TEST(FuzzRegression, LongMaxModelLenRefusalStaysWithinTheMessageBound) {
 
 }  // namespace
 }  // namespace vllm_mem
+
+namespace vllm_mem {
+namespace {
+
+// fuzz_model_config (CI smoke, seed 1): a negative total memory with the scheduler settings left
+// to the release reached the batch-default tiers before the plan's checks, matched none (even
+// the unconditional one compared the total with a 0-byte floor) and threw std::logic_error,
+// which Python would have seen as a RuntimeError. Now the plan refuses the figure by name.
+TEST(FuzzRegression, NegativeTotalMemoryWithReleaseDefaultsIsRefusedByName) {
+  const ModelSpec spec = ModelSpec::FromHfConfigText(Config());
+  for (const int64_t total : {int64_t{-1}, int64_t{0}, -(int64_t{80} << 30)}) {
+    PlanInputs in;
+    in.total_memory_bytes = total;
+    in.max_num_seqs = 0;            // the release's default
+    in.max_num_batched_tokens = 0;  // the release's default
+    try {
+      (void)EvaluatePlan(spec, in);
+      FAIL() << "total_memory_bytes " << total << " must be refused";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("total_memory_bytes"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vllm_mem
