@@ -142,32 +142,6 @@ int64_t LayerSumBytes(const KvRankLayout& rank, const KvRequestShape& shape) {
   return exact ? static_cast<int64_t>(sum) : LayerSumBytesInOrder(rank.layers, shape);
 }
 
-/*! get_kv_cache_config_from_groups reduced to what capacity reports (GetKvCacheConfigFromGroups
- *  without its per-tensor lists): the block count and the bytes of one block id, with the
- *  same errors (the null block when attention-free, Unsupported for a worker without layers
- *  of a grouped model, the tensor-size overflow check). */
-KvCacheWorkerConfig WorkerBlocks(const std::vector<KvCacheGroupSpec>& groups, int64_t available_bytes,
-                                 int64_t num_gpu_blocks_override) {
-  KvCacheWorkerConfig cfg;
-  if (groups.empty()) {
-    cfg.num_blocks = 1;  // the BlockPool's null block
-    return cfg;
-  }
-  cfg.bytes_per_block = WorkerBytesPerBlock(groups);
-  if (cfg.bytes_per_block == 0) {
-    // vLLM divides by zero here (a worker holding no KV layer of a grouped model).
-    throw Unsupported("a worker holds no KV-cache layer of the model's KV-cache groups");
-  }
-  cfg.num_blocks = std::max<int64_t>(FloorDiv(available_bytes, cfg.bytes_per_block), 0);
-  if (num_gpu_blocks_override > 0) cfg.num_blocks = num_gpu_blocks_override;
-  if (groups.size() == 1 && groups.front().uniform_type) {
-    for (const KvCacheSpec& s : groups.front().layer_specs) CheckedMul(PageSizeBytes(s), cfg.num_blocks, "kv_cache_bytes");
-  } else {
-    CheckedMul(PageSizeBytes(groups.front().spec), cfg.num_blocks, "kv_cache_bytes");
-  }
-  return cfg;
-}
-
 /*! The binary search of estimate_max_model_len: the largest L in [1, upper] with fits(L). */
 int64_t LargestFitting(int64_t upper, const std::function<bool(int64_t)>& fits) {
   if (!fits(1)) return 0;
@@ -275,7 +249,7 @@ KvCacheCapacity CapacityOf(const KvPlan& plan, const KvCacheOptions& options) {
   for (const Worker& w : plan.workers) {
     const std::string shortfall = WorkerShortfall(w, plan, options);
     if (!shortfall.empty()) throw InsufficientMemory(shortfall);
-    configs.push_back(WorkerBlocks(w.groups(), w.available_bytes, options.num_gpu_blocks_override));
+    configs.push_back(KvCacheWorkerBlocks(w.groups(), w.available_bytes, options.num_gpu_blocks_override));
     distinct_blocks.push_back(configs.back().num_blocks);
   }
   cap.num_blocks_per_worker.reserve(plan.worker_of.size());

@@ -193,9 +193,8 @@ int64_t WorkerBytesPerBlock(const std::vector<KvCacheGroupSpec>& worker_groups) 
   return CheckedMul(PageSizeBytes(worker_groups.front().spec), GroupSize(worker_groups), "bytes_per_block");
 }
 
-KvCacheWorkerConfig GetKvCacheConfigFromGroups(const std::vector<KvCacheGroupSpec>& worker_groups,
-                                               int64_t available_bytes, int64_t num_gpu_blocks_override) {
-  RequireNonNegative(num_gpu_blocks_override, "num_gpu_blocks_override");
+KvCacheWorkerConfig KvCacheWorkerBlocks(const std::vector<KvCacheGroupSpec>& worker_groups,
+                                        int64_t available_bytes, int64_t num_gpu_blocks_override) {
   KvCacheWorkerConfig cfg;
   if (worker_groups.empty()) {
     cfg.num_blocks = 1;  // the BlockPool's null block
@@ -208,6 +207,23 @@ KvCacheWorkerConfig GetKvCacheConfigFromGroups(const std::vector<KvCacheGroupSpe
   }
   cfg.num_blocks = std::max<int64_t>(FloorDiv(available_bytes, cfg.bytes_per_block), 0);
   if (num_gpu_blocks_override > 0) cfg.num_blocks = num_gpu_blocks_override;
+  // Each KVCacheTensor is page x blocks bytes: checked here so callers that skip the tensor
+  // lists refuse the same overflow.
+  if (SingleUniformType(worker_groups)) {
+    for (const KvCacheSpec& s : worker_groups.front().layer_specs) {
+      CheckedMul(PageSizeBytes(s), cfg.num_blocks, "kv_cache_bytes");
+    }
+  } else {
+    CheckedMul(PageSizeBytes(worker_groups.front().spec), cfg.num_blocks, "kv_cache_bytes");
+  }
+  return cfg;
+}
+
+KvCacheWorkerConfig GetKvCacheConfigFromGroups(const std::vector<KvCacheGroupSpec>& worker_groups,
+                                               int64_t available_bytes, int64_t num_gpu_blocks_override) {
+  RequireNonNegative(num_gpu_blocks_override, "num_gpu_blocks_override");
+  KvCacheWorkerConfig cfg = KvCacheWorkerBlocks(worker_groups, available_bytes, num_gpu_blocks_override);
+  if (worker_groups.empty()) return cfg;
 
   if (SingleUniformType(worker_groups)) {
     const KvCacheGroupSpec& g = worker_groups.front();

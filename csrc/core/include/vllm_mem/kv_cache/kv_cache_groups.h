@@ -65,6 +65,12 @@ struct KvCacheWorkerConfig {
  *  (vLLM's _pool_bytes_per_block): page * group_size, or Σ page for UniformType. */
 int64_t WorkerBytesPerBlock(const std::vector<KvCacheGroupSpec>& worker_groups);
 
+/*! \brief get_kv_cache_config_from_groups without its per-tensor lists: the block count and
+ *  the bytes of one block id, with the same errors (Unsupported for a worker holding no layer of
+ *  a grouped model, the per-tensor size overflow check). What capacity needs on a hot path. */
+KvCacheWorkerConfig KvCacheWorkerBlocks(const std::vector<KvCacheGroupSpec>& worker_groups,
+                                        int64_t available_bytes, int64_t num_gpu_blocks_override = 0);
+
 /*! \brief get_kv_cache_config_from_groups: blocks that fit in \p available_bytes on a worker
  *  holding \p worker_groups (already projected). \p num_gpu_blocks_override > 0 replaces the
  *  count. Attention-free: one block (the null block). */
