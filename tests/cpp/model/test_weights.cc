@@ -11,6 +11,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
@@ -18,11 +19,7 @@ namespace {
 ModelSpec Bundled(const std::string& id) {
   std::string file = id;
   file.replace(file.find('/'), 1, "--");
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file + ".json");
-  EXPECT_TRUE(in.good()) << file;
-  std::stringstream text;
-  text << in.rdbuf();
-  return ModelSpec::FromHfConfigText(text.str());
+  return testing::BundledModel(file + ".json");
 }
 
 WeightOptions Opts(int64_t tp = 1, int64_t pp = 1, std::string dtype = "auto", std::string quant = "") {

@@ -9,16 +9,12 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/base/units.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
-ModelSpec Bundled(const std::string& file) {
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ModelSpec::FromHfConfigText(ss.str());
-}
+ModelSpec Bundled(const std::string& file) { return testing::BundledModel(file); }
 
 ActivationOptions Calib() {
   ActivationOptions o;  // the calibration runs' settings

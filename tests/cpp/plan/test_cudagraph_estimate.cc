@@ -8,16 +8,12 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/base/units.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
-ModelSpec Bundled(const std::string& file) {
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ModelSpec::FromHfConfigText(ss.str());
-}
+ModelSpec Bundled(const std::string& file) { return testing::BundledModel(file); }
 double Gib(int64_t b) { return static_cast<double>(b) / static_cast<double>(kGiB); }
 
 }  // namespace

@@ -9,16 +9,12 @@
 #include "vllm_mem/plan/plan_sweep.h"
 #include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/base/units.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
-ModelSpec Bundled(const std::string& file) {
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ModelSpec::FromHfConfigText(ss.str());
-}
+ModelSpec Bundled(const std::string& file) { return testing::BundledModel(file); }
 
 SweepAxes Grid() {
   SweepAxes a;

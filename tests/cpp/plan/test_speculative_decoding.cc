@@ -11,17 +11,13 @@
 #include "vllm_mem/base/json.h"
 #include "vllm_mem/model/weights.h"
 #include "vllm_mem/plan/speculative_decoding.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
-std::string ConfigText(const std::string& file) {
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-ModelSpec Bundled(const std::string& file) { return ModelSpec::FromHfConfigText(ConfigText(file)); }
+std::string ConfigText(const std::string& file) { return testing::BundledConfigText(file); }
+ModelSpec Bundled(const std::string& file) { return testing::BundledModel(file); }
 const ModelSpec& Llama8B() {
   static const ModelSpec s = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
   return s;

@@ -11,19 +11,12 @@
 #include "vllm_mem/plan/plan_suggestions.h"
 #include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/base/units.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-ModelSpec Bundled(const std::string& file) {
-  return ModelSpec::FromHfConfigText(ReadFile(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file));
-}
+ModelSpec Bundled(const std::string& file) { return testing::BundledModel(file); }
 const ModelSpec& Llama() {
   static const ModelSpec spec = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
   return spec;
@@ -235,7 +228,7 @@ TEST(StartupPlan, BadInputNamesTheField) {
 // The 25 real start-ups (vLLM v0.19: graph estimate logged, not subtracted).
 TEST(StartupPlan, CalibrationAvailableKvWithinThreePercent) {
   std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/tests/data/vllm_startup_logs.calibration.jsonl");
-  const JsonValue configs = ParseJson(ReadFile(std::string(VLLM_MEM_SOURCE_DIR) + "/tests/data/model_configs.calibration.json"));
+  const JsonValue configs = ParseJson(testing::SourceFileText("tests/data/model_configs.calibration.json"));
   std::string line;
   int rows = 0;
   while (std::getline(in, line)) {

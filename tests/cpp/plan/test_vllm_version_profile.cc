@@ -12,19 +12,12 @@
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-ModelSpec Bundled(const std::string& file) {
-  return ModelSpec::FromHfConfigText(ReadFile(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/" + file));
-}
+ModelSpec Bundled(const std::string& file) { return testing::BundledModel(file); }
 const ModelSpec& Llama() {
   static const ModelSpec spec = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
   return spec;

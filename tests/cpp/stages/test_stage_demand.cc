@@ -8,18 +8,14 @@
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/stages/stage_demand.h"
 #include "vllm_mem/plan/startup_plan.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
 constexpr int64_t kH100Bytes = 85029158912;
 
-ModelSpec Llama8B() {
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/meta-llama--Llama-3.1-8B-Instruct.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ModelSpec::FromHfConfigText(text.str());
-}
+ModelSpec Llama8B() { return testing::BundledModel("meta-llama--Llama-3.1-8B-Instruct.json"); }
 
 PlanInputs Inputs() {
   PlanInputs in;

@@ -11,18 +11,14 @@
 #include "vllm_mem/stages/rank_layout.h"
 #include "vllm_mem/base/units.h"
 #include "vllm_mem/model/weights.h"
+#include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
 
 constexpr int64_t kH100Bytes = 85029158912;
 
-ModelSpec Llama8B() {
-  std::ifstream in(std::string(VLLM_MEM_SOURCE_DIR) + "/python/vllm_mem/configs/meta-llama--Llama-3.1-8B-Instruct.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ModelSpec::FromHfConfigText(text.str());
-}
+ModelSpec Llama8B() { return testing::BundledModel("meta-llama--Llama-3.1-8B-Instruct.json"); }
 
 RankLayoutInputs Inputs(int64_t tp, int64_t pp) {
   RankLayoutInputs in;
