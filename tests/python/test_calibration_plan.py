@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import vllm_mem
+from startup_rows import startup_plan_inputs
 from vllm_mem import _C
 
 GiB = float(1 << 30)
-H100 = 85029158912
 
 
 def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
@@ -24,19 +24,9 @@ def plan_for(row: dict[str, Any], configs: dict[str, Any], *,
     """The native plan for one start-up, with the rules of the release that printed it (v0.19:
     the graph estimate is not subtracted) or of ``version``."""
     spec = vllm_mem.ModelSpec.from_hf_config(configs[row["model_config_ref"]])
-    i = _C.PlanInputs()
-    i.vllm_version = version or row["vllm_version"]
-    i.total_memory_bytes = H100
-    i.gpu_name = "H100-80GB"
-    i.gpu_memory_utilization = row["gpu_memory_utilization"]
-    i.max_model_len = row["max_model_len"]
-    i.tensor_parallel_size = row["tensor_parallel_size"]
-    i.pipeline_parallel_size = row["pipeline_parallel_size"]
-    i.max_num_seqs = row["max_num_seqs"]
-    i.max_num_batched_tokens = row["max_num_batched_tokens"]
-    i.dtype = row["dtype"]
-    i.kv_cache_dtype = row["kv_cache_dtype"]
-    i.quantization = row["quantization"] or ""
+    i = startup_plan_inputs(row)
+    if version is not None:
+        i.vllm_version = version
     if activation is not None:
         i.activation_constants = activation
         # The release's sampler figure applies unless one is given: the refit gives one.
@@ -120,7 +110,8 @@ def _fit_constants(rows: list[dict[str, Any]], configs: dict[str, Any]) -> tuple
     best_cg, best_err = None, float("inf")
     # The graph mechanism's two constants: the first capture's workspaces and the bytes each
     # further graph keeps per kernel node (cudagraph_estimate.h); no hidden-size term.
-    for fixed_gib, per_node in itertools.product([0.1, 0.15, 0.2, 0.25, 0.3], [8192.0, 12288.0, 16384.0, 20480.0, 24576.0]):
+    node_grid = [8192.0, 12288.0, 16384.0, 20480.0, 24576.0]
+    for fixed_gib, per_node in itertools.product([0.1, 0.15, 0.2, 0.25, 0.3], node_grid):
         c = _C.CudagraphConstants()
         c.first_capture_fixed_bytes = int(fixed_gib * GiB)
         c.bytes_per_graph_node = per_node
@@ -202,7 +193,8 @@ def test_available_kv_line_rounds_as_v019_printed(calibration_startups: list[dic
     spec = vllm_mem.ModelSpec.from_hf_config("meta-llama/Llama-3.1-8B-Instruct")
     p19 = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19")
     p18 = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.18")
-    assert p19.available_kv_line == f"Available KV cache memory: {vllm_mem.format_gib(p19.available_kv_cache_bytes)} GiB"
+    printed19 = vllm_mem.format_gib(p19.available_kv_cache_bytes)
+    assert p19.available_kv_line == f"Available KV cache memory: {printed19} GiB"
     assert p18.available_kv_line == f"Available KV cache memory: {p18.available_kv_cache_bytes / (1 << 30):.2f} GiB"
     p07 = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, vllm_version="0.7")
     assert p07.available_kv_line == (f"the rest of the memory reserved for KV Cache is "

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 import vllm_mem
+from startup_rows import startup_plan_inputs
 from vllm_mem import _C
 
 GiB = float(1 << 30)
-H100 = 85029158912  # 79.19 GiB as CUDA reports it, the figure every row prints
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
@@ -45,20 +45,8 @@ def _before_constants() -> Any:
 
 def _plan(row: dict[str, Any], cfg: dict[str, Any], cudagraph: Any | None = None) -> Any:
     spec = vllm_mem.ModelSpec.from_hf_config(cfg)
-    i = _C.PlanInputs()
-    if hasattr(i, "vllm_version"):
-        i.vllm_version = row["vllm_version"]  # the release that printed the figures
-    i.total_memory_bytes = H100
-    i.gpu_memory_utilization = row["gpu_memory_utilization"]
-    i.max_model_len = row["max_model_len"]
-    i.tensor_parallel_size = row["tensor_parallel_size"]
-    i.pipeline_parallel_size = row["pipeline_parallel_size"]
-    i.max_num_seqs = row["max_num_seqs"]
-    i.max_num_batched_tokens = row["max_num_batched_tokens"]
-    i.dtype = row["dtype"]
-    i.kv_cache_dtype = row["kv_cache_dtype"]
-    if row.get("max_cudagraph_capture_size"):
-        i.max_cudagraph_capture_size = row["max_cudagraph_capture_size"]
+    # The held-out configs are the base models' (no quantization_config copied).
+    i = startup_plan_inputs(row, with_quantization=False)
     if cudagraph is not None:
         i.cudagraph_constants = cudagraph
     return _C.evaluate_plan(spec._spec, i)
