@@ -34,6 +34,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                   "get_max_shared_memory_bytes", "memory_profiling", "release_device_memory_under_pressure",
                   "torch_memory_stats"),
     "sampler": ("MemorySampler", "MemoryTimeline"),
+    "startup_log": ("StartupLogExplanation", "TermComparison", "explain_startup_log", "read_startup_log"),
+    "vllm_args": ("VllmCommand", "VllmCommandPlan", "parse_vllm_args", "plan_from_vllm_args"),
     "worker_flow": ("AvailableKvCacheMemory", "CudaGraphMemory", "KvCacheMemorySuggestion", "ProcessMemory",
                     "determine_available_kv_cache_memory", "device_processes", "measure_cuda_graph_memory",
                     "request_memory", "suggest_kv_cache_memory_bytes"),
@@ -59,7 +61,9 @@ if TYPE_CHECKING:  # type checkers and IDEs see every name with its real type
     from .planner import *  # noqa: F403
     from .sampler import *  # noqa: F403
     from .stages import *  # noqa: F403
+    from .startup_log import *  # noqa: F403
     from .units import *  # noqa: F403
+    from .vllm_args import *  # noqa: F403
     from .worker_flow import *  # noqa: F403
 
 

@@ -22,7 +22,7 @@ from .. import _validate as V
 from .options import FIELDS_KEY
 
 # Sub-command modules; each defines register(subparsers) and sets args.func.
-_COMMANDS = ("kv", "plan", "gpus", "models", "stages", "snapshot", "completion")
+_COMMANDS = ("kv", "plan", "log", "gpus", "models", "stages", "snapshot", "completion")
 
 EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1
@@ -120,7 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     fields: dict[str, str] = {}
     try:
         parser = build_parser()
-        args = parser.parse_args(arguments)
+        if command == "plan" and "--" in arguments[arguments.index("plan"):]:
+            from .plan_vllm import parse as parse_vllm_command  # plan [FLAGS] -- vllm serve MODEL ...
+
+            args = parse_vllm_command(arguments, _Parser)
+        else:
+            args = parser.parse_args(arguments)
         command = args.command
         fields = getattr(args, FIELDS_KEY, None) or {}
         return int(args.func(args))
