@@ -23,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description="Plan how vLLM will spend GPU memory at start-up for CONFIG: weights, peak "
                     "activation, non-torch and CUDA-graph memory, the KV cache, and whether one "
                     "max_model_len request fits. Exit 0 fits, 1 does not fit, 2 bad input.",
+        epilog="Paste a vLLM command instead of CONFIG and the flags: vllm-mem plan --gpu H100 -- vllm serve MODEL "
+               "[vLLM flags] reads them as vLLM does (docs/vllm_command_line.md).",
     )
     options.add_config(p, "CONFIG", "config.json path, a folder holding one, or a bundled model name "
                                     "(e.g. meta-llama/Llama-3.1-8B-Instruct; see `vllm-mem models`)")
