@@ -9,8 +9,10 @@ vLLM will use, gathers every rank's snapshot into one table on one rank, and war
 GPU has much less free memory than the others (SGLang's check; vLLM has none).
 
 Not imported by ``vllm_mem`` itself; ``torch`` is imported on first use only.
-Snapshots are plain ``dict[str, int]`` (e.g. ``{"free_memory": ..., "total_memory": ...}``),
-so any snapshot class can be passed through its ``__dict__`` / ``to_dict()``.
+Snapshots are ``dict[str, int]`` of byte figures (e.g. ``{"free_memory": ..., "total_memory":
+...}``); a :class:`~vllm_mem.mem_utils.MemorySnapshot` itself, or any snapshot's ``__dict__`` /
+``to_dict()``, is accepted too: its byte fields (ints) are kept and its other fields (timestamp,
+flags, status text, device objects, private attributes) are left out.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from . import _validate as V
 from .stages import MemoryImbalance, check_memory_imbalance
-from .units import format_gib
+from .units import format_gib_text
 
 __all__ = [
     "MemoryImbalanceWarning",
@@ -83,19 +85,44 @@ def reduce_num_blocks(num_blocks: int, group: Any | None = None) -> int:
     return _all_reduce_min(num_blocks, group, "num_blocks")
 
 
-def _plain(snapshot: Mapping[str, Any]) -> dict[str, int]:
+# MemorySnapshot's byte fields: these must be ints wherever they appear (a str or float there is
+# a caller's mistake, not metadata to leave out).
+_BYTE_FIELDS = frozenset(("torch_peak", "free_memory", "total_memory", "cuda_memory", "torch_memory",
+                          "non_torch_memory", "torch_allocated", "cuda_free_memory"))
+# Int fields of a snapshot that are not bytes (the device ordinal): left out like the rest.
+_NOT_BYTES = frozenset(("device",))
+
+
+def _plain(snapshot: Any) -> dict[str, int]:
+    """The byte figures of a snapshot: a mapping, a MemorySnapshot, or any object's ``__dict__``.
+
+    A snapshot's ``__dict__`` also holds a float timestamp, bool flags, the status text and
+    device objects (and private attributes); those are not byte figures and are left out, where
+    they used to raise TypeError. A byte field of the wrong type still raises, naming it.
+    """
+    if not isinstance(snapshot, Mapping):
+        if not hasattr(snapshot, "__dict__"):
+            raise TypeError(f"snapshot: expected a dict of byte figures or a MemorySnapshot, got "
+                            f"{type(snapshot).__name__}")
+        snapshot = vars(snapshot)
     out: dict[str, int] = {}
     for key, value in snapshot.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"snapshot[{key!r}]: expected an int (bytes), got {type(value).__name__}")
-        out[str(key)] = int(value)
+        name = str(key)
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if name in _BYTE_FIELDS and not is_int:
+            raise TypeError(f"snapshot[{name!r}]: expected an int (bytes), got {type(value).__name__}")
+        if is_int and not name.startswith("_") and name not in _NOT_BYTES:
+            out[name] = int(value)
+    if not out:
+        raise TypeError("snapshot: no byte figures (int fields) in it")
     return out
 
 
 def gather_snapshots(
-    snapshot: Mapping[str, int], dst: int = 0, group: Any | None = None
+    snapshot: Mapping[str, int] | Any, dst: int = 0, group: Any | None = None
 ) -> list[dict[str, Any]] | None:
-    """Gather every rank's snapshot (a ``dict`` of ints) to rank ``dst``.
+    """Gather every rank's snapshot (a ``dict`` of ints, or a MemorySnapshot / its ``__dict__``)
+    to rank ``dst``.
 
     Returns, on ``dst``, one row per rank in rank order, each the snapshot plus ``rank`` and
     ``host``; ``None`` on the other ranks. Works over NCCL and gloo alike.
@@ -122,7 +149,7 @@ def snapshot_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str] | None
     header = ["rank", "host", *keys]
     body = [
         [str(r.get("rank", "")), str(r.get("host", ""))]
-        + [format_gib(int(r[k])) + " GiB" if k in r else "-" for k in keys]
+        + [format_gib_text(int(r[k])) + " GiB" if k in r else "-" for k in keys]
         for r in rows
     ]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]

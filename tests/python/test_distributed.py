@@ -109,3 +109,35 @@ def test_needs_an_initialised_group() -> None:
         pytest.skip("a process group is already initialised in this process")
     with pytest.raises(RuntimeError, match="not initialised"):
         reduce_num_blocks(1)
+
+
+def test_gather_takes_a_snapshot_and_its_dict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module's documented usage, gather_snapshots(snapshot.__dict__), raised TypeError on
+    the snapshot's float timestamp (issue 19): byte fields travel, the rest is left out."""
+    from vllm_mem.mem_utils import MemorySnapshot
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    if os.path.exists("/sys/class/net/lo"):
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    snap = MemorySnapshot(torch_peak=GIB, free_memory=70 * GIB, total_memory=80 * GIB,
+                          cuda_memory=10 * GIB, torch_memory=GIB, non_torch_memory=9 * GIB,
+                          timestamp=1.5, device=0, auto_measure=False)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        rows = gather_snapshots(snap.__dict__)
+        assert rows == gather_snapshots(snap)
+        with pytest.raises(TypeError, match="'free_memory'.*str"):
+            gather_snapshots({"free_memory": "70 GiB"})
+        with pytest.raises(TypeError, match="no byte figures"):
+            gather_snapshots({"timestamp": 1.5})
+    finally:
+        dist.destroy_process_group()
+    assert rows is not None
+    (row,) = rows
+    assert row["free_memory"] == 70 * GIB and row["non_torch_memory"] == 9 * GIB
+    assert row["rank"] == 0
+    for left_out in ("timestamp", "auto_measure", "integrated", "torch_status", "device", "device_",
+                     "_index"):
+        assert left_out not in row
+    assert "free_memory" in snapshot_table(rows)
