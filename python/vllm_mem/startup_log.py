@@ -316,7 +316,8 @@ def _engine_args_from_log(args: Mapping[str, Any], notes: list[str]) -> list[str
 
 def explain_startup_log(text: str, *, model: Any = None, gpu: str | None = None,
                         total_memory_bytes: int | None = None, vllm_version: str | None = None,
-                        vllm_args: Sequence[str] | str | None = None, allow_unknown: bool = False) -> StartupLogExplanation:
+                        vllm_args: Sequence[str] | str | None = None,
+                        allow_unknown: bool = False) -> StartupLogExplanation:
     """Explain a vLLM start-up log (its text): plan the same start-up and put each printed
     figure beside the planned one.
 
