@@ -19,14 +19,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 
 from . import _limits as L
 from . import _validate as V
+from ._bounded_json import load_json
 
-__all__ = ["CheckpointWeights", "HubConfig", "checkpoint_weights", "fetch_config", "hub_cache_dir",
-           "is_hub_id", "local_checkpoint_weights", "sum_safetensors_metadata"]
+__all__ = ["CheckpointWeights", "HubConfig", "SafetensorsFile", "SafetensorsTensor", "check_environment",
+           "checkpoint_weights", "fetch_config", "hub_cache_dir", "is_hub_id", "local_checkpoint_weights",
+           "parse_safetensors_header", "sum_safetensors_metadata"]
 
 #: The Hub's repo-id shape, ``org/name`` (huggingface_hub's validate_repo_id: letters, digits,
 #: ``-``, ``_``, ``.``; at most 96 characters each side; no ``--`` or ``..``).
@@ -35,10 +36,16 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]
 #: Where the repo's safetensors index lives (transformers' SAFE_WEIGHTS_INDEX_NAME).
 _INDEX_FILE = "model.safetensors.index.json"
 
-#: Bytes per element of the safetensors dtypes (safetensors' Dtype enum). Sub-byte dtypes
-#: (F4 and packed ints) are counted from the data offsets alone.
-_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
-                "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
+#: Bits per element of every safetensors dtype (the safetensors library's Dtype enum, exact
+#: spelling: "bf16" or "I4" is refused there, so here). Sub-byte dtypes (F4, F6_*) must fill
+#: whole bytes. Packed int4 weights are stored as I32/U8 by the quantizers, not as a dtype.
+_DTYPE_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
+               "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+               "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
+#: Dims of one tensor (safetensors sets no bound; real tensors have at most 5-6) and the u64
+#: range the safetensors library reads dims and offsets into.
+_MAX_TENSOR_RANK = 64
+_MAX_U64 = (1 << 64) - 1
 
 #: Floating dtypes vLLM casts to the model dtype when it loads an unquantized parameter
 #: (vllm/model_executor/model_loader/weight_utils.py default_weight_loader: param.data.copy_).
@@ -46,9 +53,60 @@ _CAST_FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 _SERVED_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
-def _truthy(value: str | None) -> bool:
-    # huggingface_hub's constants._is_true.
-    return value is not None and value.upper() in ("1", "ON", "YES", "TRUE")
+#: huggingface_hub's true and false spellings of a boolean variable (constants._is_true); we
+#: also strip surrounding spaces ("1 " is offline, not silently online) and refuse anything else.
+_ENV_TRUE = ("1", "ON", "YES", "TRUE")
+_ENV_FALSE = ("", "0", "OFF", "NO", "FALSE")
+#: Seconds variables huggingface_hub reads with int() at import (an "abc" would fail that import
+#: with "invalid literal for int()"): a whole number of seconds, up to an hour.
+_ENV_SECONDS = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")
+_ENV_PATHS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+_MAX_ENV_SECONDS = 3600
+#: Connecting to the Hub: a reachable Hub answers in well under this; an unreachable one (no
+#: route, a dead proxy, a firewall that drops packets) is reported after it instead of after
+#: huggingface_hub's retries with back-off (about 24 s).
+HUB_CONNECT_TIMEOUT_S = 1.5
+
+
+def _env_flag(name: str) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return False
+    value = raw.strip().upper()
+    if value in _ENV_TRUE:
+        return True
+    if value in _ENV_FALSE:
+        return False
+    raise V.bad_value(name, "1, ON, YES or TRUE (offline), or 0, OFF, NO, FALSE or empty (online)", raw)
+
+
+def _env_seconds(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit():
+        raise V.bad_value(name, "a whole number of seconds (huggingface_hub reads it with int())", raw)
+    seconds = int(text[:8])
+    if len(text) > 8 or seconds > _MAX_ENV_SECONDS:
+        raise V.bad_value(name, f"at most {_MAX_ENV_SECONDS} seconds", raw)
+    return seconds or default  # huggingface_hub reads 0 as "use the default"
+
+
+def check_environment() -> None:
+    """The Hugging Face variables huggingface_hub reads when it is imported, checked first, each
+    refusal a ValueError naming the variable (huggingface_hub itself fails its own import on a
+    non-integer timeout, and reads an unknown offline value as online)."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        _env_flag(name)
+    for name in _ENV_SECONDS:
+        _env_seconds(name, 10)
+    for name in _ENV_PATHS:
+        if os.environ.get(name):
+            V.path_of(os.environ[name], name)
+    endpoint = os.environ.get("HF_ENDPOINT")
+    if endpoint is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", endpoint):
+        raise V.bad_value("HF_ENDPOINT", "an http:// or https:// URL such as https://huggingface.co", endpoint)
 
 
 def is_hub_id(name: str) -> bool:
@@ -63,6 +121,9 @@ def hub_cache_dir() -> Path:
     """The Hugging Face cache as huggingface_hub resolves it, read from the environment now:
     ``HF_HUB_CACHE``, else ``HF_HOME``/hub, else ``$XDG_CACHE_HOME/huggingface/hub``, else
     ``~/.cache/huggingface/hub`` (huggingface_hub/constants.py)."""
+    for name in _ENV_PATHS:
+        if os.environ.get(name):
+            V.path_of(os.environ[name], name)
     explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
     if explicit:
         return Path(explicit).expanduser()
@@ -74,8 +135,9 @@ def hub_cache_dir() -> Path:
 
 
 def offline() -> bool:
-    """``HF_HUB_OFFLINE`` as huggingface_hub reads it, at the time of the call."""
-    return _truthy(os.environ.get("HF_HUB_OFFLINE"))
+    """``HF_HUB_OFFLINE`` (else ``TRANSFORMERS_OFFLINE``) as huggingface_hub reads it, at the time
+    of the call, with surrounding spaces ignored; an unknown value is a ValueError naming it."""
+    return _env_flag("HF_HUB_OFFLINE") or _env_flag("TRANSFORMERS_OFFLINE")
 
 
 @dataclass(frozen=True)
@@ -96,11 +158,17 @@ class HubConfig:
 
 def _check_args(repo_id: Any, revision: Any, token: Any, local_files_only: Any,
                 field: str = "repo_id") -> tuple[str, str | None, Any, bool]:
+    check_environment()
     repo = V.text(repo_id, field, what="a Hugging Face Hub id (org/name)")
     if not is_hub_id(repo):
         raise V.bad_value(field, "a Hugging Face Hub id of the form org/name (letters, digits, '-', '_', '.')",
                           repo)
     rev = V.optional_text(revision, "revision", what="a branch, tag or commit hash, or None")
+    if rev is not None and not _is_ref_name(rev):
+        # The revision names a file under refs/ in the cache: "../refs/main" or "/etc/x" would
+        # be read from outside the repo's folder.
+        raise V.bad_value("revision", "a branch, tag or commit hash (git's ref-name rules: no '..', no leading "
+                                      "or trailing '/', no spaces or control characters)", rev)
     if token is not None and not isinstance(token, (str, bool)):
         raise V.bad_type("token", "a Hugging Face token (str), True/False or None", token)
     if isinstance(token, str):
@@ -109,8 +177,115 @@ def _check_args(repo_id: Any, revision: Any, token: Any, local_files_only: Any,
     return repo, rev, token, local
 
 
+#: git check-ref-format: what a branch or tag name cannot hold.
+_BAD_REF = re.compile(r"(^|/)\.|\.\.|//|@\{|[\x00-\x20\x7f~^:?*\[\\]|\.lock(/|$)|^/|/$|\.$")
+
+
+def _is_ref_name(rev: str) -> bool:
+    return bool(rev) and rev != "@" and _BAD_REF.search(rev) is None
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def _repo_folder(repo: str) -> Path:
+    return hub_cache_dir() / ("models--" + repo.replace("/", "--"))
+
+
+def _check_cached_ref(repo: str, revision: str | None) -> None:
+    """The cache's refs/<revision> file, read as untrusted before huggingface_hub reads it: a
+    regular file (a FIFO would block the read) of one commit hash (a path there sends the
+    snapshot lookup out of the repo's folder: huggingface_hub's "Invalid pointer path")."""
+    if revision is not None and _COMMIT.fullmatch(revision):
+        return  # a commit hash is looked up under snapshots/, not refs/
+    ref = _repo_folder(repo) / "refs" / (revision or "main")
+    if not os.path.lexists(ref):
+        return
+    where = V.show(str(ref))
+    problem = V.file_problem(ref)
+    if problem is not None:
+        V.fail("revision" if revision else "repo_id", f"the cache's {where} cannot be read: {problem}")
+    text = V.read_text(ref, "revision" if revision else "repo_id", 4096).strip()
+    if not _COMMIT.fullmatch(text):
+        V.fail("revision" if revision else "repo_id",
+               f"the cache's {where} holds {V.show(text)}, not a 40-character commit hash: delete the file "
+               "(or the repo's folder) and fetch again")
+
+
+def _inside_repo(repo: str, path: Path, field: str, what: str) -> Path:
+    """``path`` (a snapshot file, a symlink to blobs/) as a regular file inside the repo's folder."""
+    folder = _repo_folder(repo).resolve()
+    real = path.resolve()
+    if folder not in real.parents:
+        V.fail(field, f"the cache's {what} of {repo} ({V.show(str(path))}) points outside {V.show(str(folder))}")
+    problem = V.file_problem(real)
+    if problem is not None:
+        V.fail(field, f"the cache's {what} of {repo} ({V.show(str(path))}) cannot be read: {problem}")
+    return path
+
+
+class _QuietHub:
+    """huggingface_hub's own warnings while we call it ("Retrying in 1s [Retry 1/5]", "... thrown
+    while requesting HEAD"): every failure becomes our one-line error, so these lines only break
+    the CLI's one-line (or one-JSON-object) stderr. Levels are restored afterwards."""
+
+    _NAMES = ("huggingface_hub.utils._http", "huggingface_hub.file_download", "huggingface_hub.utils._headers")
+
+    def __enter__(self) -> None:
+        import logging
+
+        self._saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in self._NAMES]
+        for logger, _ in self._saved:
+            logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc: object) -> None:
+        for logger, level in self._saved:
+            logger.setLevel(level)
+
+
+def _timeout(read_s: float) -> Any:
+    """A short connect timeout and huggingface_hub's read timeout, in the form of the HTTP
+    library its session uses (httpx/httpx2: a Timeout; requests: a (connect, read) tuple)."""
+    import importlib
+
+    from huggingface_hub import get_session
+
+    library = type(get_session()).__module__.split(".")[0]
+    if library.startswith("httpx"):
+        return importlib.import_module(library).Timeout(read_s, connect=HUB_CONNECT_TIMEOUT_S)
+    return (HUB_CONNECT_TIMEOUT_S, read_s)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A connection-level failure (no answer from the Hub), or the answers huggingface_hub
+    itself falls back to the cache on (429, 5xx)."""
+    from huggingface_hub import errors as E
+
+    if isinstance(exc, E.HfHubHTTPError):
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+        return status is None or status == 429 or status >= 500
+    return not isinstance(exc, (E.EntryNotFoundError, E.HFValidationError))
+
+
+def _probe(repo: str, filename: str, revision: str | None, token: Any) -> None:
+    """One HEAD of the file: no retries and a short connect timeout. Raises what the Hub
+    answered (a missing repo, a gated one) or the connection error."""
+    import inspect
+
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    kwargs: dict[str, Any] = {}
+    if "retry_on_errors" in inspect.signature(get_hf_file_metadata).parameters:
+        kwargs["retry_on_errors"] = False
+    read_s = _env_seconds("HF_HUB_ETAG_TIMEOUT", 10)
+    with _QuietHub():
+        get_hf_file_metadata(hf_hub_url(repo, filename, revision=revision), token=token, timeout=_timeout(read_s),
+                             **kwargs)
+
+
 def _hub_error(repo: str, revision: str | None, exc: BaseException, local: bool, what: str,
-               field: str = "repo_id") -> ValueError:
+               field: str = "repo_id", reason: str = "") -> ValueError:
     """huggingface_hub's exception as one line naming the repo and what to do (most specific
     class first: GatedRepoError is a RepositoryNotFoundError)."""
     from huggingface_hub import errors as E
@@ -126,10 +301,10 @@ def _hub_error(repo: str, revision: str | None, exc: BaseException, local: bool,
         text = f"{repo} has no revision {V.show(revision)}: give a branch, tag or commit hash that exists"
     elif isinstance(exc, E.LocalEntryNotFoundError):
         why = ("HF_HUB_OFFLINE is set" if offline() else "local_files_only=True") if local \
-            else "the Hub could not be reached"
+            else "the Hub could not be reached" + (f" ({reason})" if reason else "")
+        unset = ", unset HF_HUB_OFFLINE," if local and offline() else ""
         text = (f"{what} of {repo}{at} is not in the local cache ({hub_cache_dir()}) and {why}: fetch it "
-                f"once with network access (`hf download {repo} {what}`), unset HF_HUB_OFFLINE, "
-                "or give a local path")
+                f"once with network access (`hf download {repo} {what}`){unset} or give a local path")
     elif isinstance(exc, E.EntryNotFoundError):
         text = f"{repo}{at} has no {what}: not a transformers model repo? give a local config.json path"
     elif isinstance(exc, E.HFValidationError):
@@ -153,8 +328,9 @@ def _is_fetch_error(exc: BaseException) -> bool:
 def _download(repo: str, filename: str, revision: str | None, token: Any, local: bool) -> str:
     from huggingface_hub import hf_hub_download
 
-    return str(hf_hub_download(repo, filename, revision=revision, token=token, local_files_only=local,
-                               cache_dir=hub_cache_dir()))
+    with _QuietHub():
+        return str(hf_hub_download(repo, filename, revision=revision, token=token, local_files_only=local,
+                                   cache_dir=hub_cache_dir(), etag_timeout=_env_seconds("HF_HUB_ETAG_TIMEOUT", 10)))
 
 
 def fetch_config(repo_id: str, revision: str | None = None, token: str | bool | None = None, *,
@@ -164,18 +340,39 @@ def fetch_config(repo_id: str, revision: str | None = None, token: str | bool | 
     repo has one (from the cache only when the config was cached already). ``local_files_only=None`` follows ``HF_HUB_OFFLINE``; ``field`` is the argument
     errors name."""
     repo, rev, tok, local = _check_args(repo_id, revision, token, local_files_only, field)
+    _check_cached_ref(repo, rev)
     from huggingface_hub import try_to_load_from_cache
 
     # A config already cached says nothing about the network; asking the Hub for an index it
     # has never seen would then retry with back-off (about 24 s without a route to the Hub).
-    cached_before = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=hub_cache_dir(),
-                                                      revision=rev), str)
+    with _QuietHub():
+        cached_before = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=hub_cache_dir(),
+                                                          revision=rev), str)
+    if not local:
+        # One HEAD first, no retries: an unreachable Hub is known in about a second (the cached
+        # copy is then used, as huggingface_hub would after its retries), and a missing or gated
+        # repo is its one-line error at once.
+        try:
+            _probe(repo, "config.json", rev, tok)
+        except Exception as exc:
+            if not _is_fetch_error(exc):
+                raise
+            if not _unreachable(exc):
+                raise _hub_error(repo, rev, exc, local, "config.json", field) from None
+            if not cached_before:
+                from huggingface_hub import errors as E
+
+                reason = type(exc).__name__  # ConnectError, ConnectTimeout, ProxyError ...
+                raise _hub_error(repo, rev, E.LocalEntryNotFoundError(reason), local, "config.json", field,
+                                 reason) from None
+            local = True
     try:
         config_path = Path(_download(repo, "config.json", rev, tok, local))
     except Exception as exc:
         if not _is_fetch_error(exc):
             raise
         raise _hub_error(repo, rev, exc, local, "config.json", field) from None
+    _inside_repo(repo, config_path, field, "config.json")
     # snapshots/<commit>/config.json: the folder's name is the commit read.
     commit = config_path.parent.name
     index_path: Path | None = None
@@ -185,6 +382,8 @@ def fetch_config(repo_id: str, revision: str | None = None, token: str | bool | 
         if not _is_fetch_error(exc):
             raise
         index_path = None  # a single-file checkpoint (or not cached offline): the index is optional
+    if index_path is not None:
+        _inside_repo(repo, index_path, field, _INDEX_FILE)
     return HubConfig(repo, rev, commit, config_path, index_path)
 
 
@@ -247,35 +446,130 @@ def _skipped_by_vllm(name: str, num_layers: int | None) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class SafetensorsTensor:
+    """One tensor of a safetensors header, checked as the safetensors library checks it."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int                 #: data_offsets[0], relative to the data section
+    end: int                   #: data_offsets[1]
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for dim in self.shape:
+            n *= dim
+        return n
+
+
+@dataclass(frozen=True)
+class SafetensorsFile:
+    """One file's header: its tensors, and the size of its data section when known (a local
+    file's size, or the Hub's Content-Range) so offsets are checked against it."""
+
+    name: str
+    tensors: dict[str, SafetensorsTensor]
+    data_bytes: int | None = None
+
+
+def _header_fail(file: str, text: str, tensor: str | None = None) -> NoReturn:
+    where = V.show(file) + (f", tensor {V.show(tensor)}" if tensor is not None else "")
+    V.fail("checkpoint", f"{where}: {text}")
+
+
+def _exact_int(value: Any) -> bool:
+    return type(value) is int  # not bool, not float (2.5 would be truncated by int())
+
+
+def _tensor(file: str, name: str, entry: Any) -> SafetensorsTensor:
+    """One header entry, checked field by field: the dtype table, non-negative integer dims,
+    and data offsets that equal dtype x shape (sub-byte dtypes filling whole bytes)."""
+    if not isinstance(entry, dict):
+        _header_fail(file, f"is {type(entry).__name__}, not an object with dtype, shape and data_offsets", name)
+    for key in ("dtype", "shape", "data_offsets"):
+        if key not in entry:
+            _header_fail(file, f"has no {key}", name)
+    dtype = entry["dtype"]
+    if not isinstance(dtype, str) or dtype not in _DTYPE_BITS:
+        _header_fail(file, f"dtype {V.show(dtype)} is not a safetensors dtype ({', '.join(_DTYPE_BITS)})", name)
+    shape = entry["shape"]
+    if not isinstance(shape, list) or len(shape) > _MAX_TENSOR_RANK:
+        _header_fail(file, f"shape {V.show(shape)} is not a list of at most {_MAX_TENSOR_RANK} dims", name)
+    for dim in shape:
+        if not _exact_int(dim) or not 0 <= dim <= _MAX_U64:
+            _header_fail(file, f"shape {V.show(shape)} holds {V.show(dim)}, not a non-negative integer", name)
+    offsets = entry["data_offsets"]
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_exact_int(x) for x in offsets)
+            or not 0 <= offsets[0] <= offsets[1] <= _MAX_U64):
+        _header_fail(file, f"data_offsets {V.show(offsets)} are not [begin, end] with 0 <= begin <= end", name)
+    t = SafetensorsTensor(name, dtype, tuple(shape), offsets[0], offsets[1])
+    bits = t.num_elements * _DTYPE_BITS[dtype]
+    if bits % 8:
+        # safetensors' MisalignedSlice: a sub-byte tensor must fill whole bytes.
+        _header_fail(file, f"{dtype} x {list(shape)} is {bits} bits, not a whole number of bytes", name)
+    if bits // 8 != t.end - t.begin:
+        _header_fail(file, f"spans {t.end - t.begin} bytes, but {dtype} x {list(shape)} is {bits // 8}", name)
+    return t
+
+
+def parse_safetensors_header(header: bytes, file: str, data_bytes: int | None = None) -> SafetensorsFile:
+    """A safetensors header (the JSON after the 8-byte length) checked as the safetensors
+    library checks it before vLLM can load the file: bounded JSON text, strict UTF-8, an object
+    whose names appear once, ``__metadata__`` a string-to-string map, every tensor valid
+    (:func:`_tensor`), and the tensors tiling the data section: sorted by offset, each starts
+    where the previous ends (no gap, no overlap), and the last ends at ``data_bytes`` (when
+    known). Every refusal is a ValueError naming the file and the tensor."""
+    doc = load_json(header, "checkpoint", where=V.show(file) + " header", unique_keys=True)
+    if not isinstance(doc, dict):
+        _header_fail(file, f"the header is JSON {type(doc).__name__}, not an object of tensors")
+    meta = doc.pop("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        _header_fail(file, "__metadata__ is not an object of strings")
+    if len(doc) > L.MAX_CHECKPOINT_TENSORS:
+        _header_fail(file, f"lists more than {L.MAX_CHECKPOINT_TENSORS} tensors")
+    tensors = {name: _tensor(file, name, entry) for name, entry in doc.items()}
+    end = 0
+    previous: str | None = None
+    for t in sorted(tensors.values(), key=lambda t: (t.begin, t.end)):
+        if t.begin < end:
+            _header_fail(file, f"data_offsets [{t.begin}, {t.end}] overlap tensor {V.show(previous)}", t.name)
+        if t.begin > end:
+            _header_fail(file, f"data_offsets [{t.begin}, {t.end}] leave bytes {end}..{t.begin} unclaimed (the "
+                               "safetensors format has no gaps)", t.name)
+        end, previous = t.end, t.name
+    if data_bytes is not None and end != data_bytes:
+        if end > data_bytes:
+            _header_fail(file, f"data_offsets end at byte {end}, beyond the file's {data_bytes} data bytes",
+                         previous)
+        _header_fail(file, f"the tensors end at byte {end} of the file's {data_bytes} data bytes")
+    return SafetensorsFile(file, tensors, data_bytes)
+
+
 def sum_safetensors_metadata(metadata: Any, source: str, num_layers: int | None = None) -> CheckpointWeights:
-    """Sums a ``huggingface_hub`` ``SafetensorsRepoMetadata`` (or a single file's
-    ``SafetensorsFileMetadata``): bytes as stored per tensor from its data offsets, checked
-    against dtype x shape where the dtype has a whole-byte width."""
-    files = getattr(metadata, "files_metadata", None)
-    file_list = list(files.values()) if files is not None else [metadata]
+    """Sums a checkpoint's tensors: a list of :class:`SafetensorsFile` (or a ``huggingface_hub``
+    ``SafetensorsRepoMetadata`` / ``SafetensorsFileMetadata``, whose entries are checked the same
+    way), bytes as stored per tensor from its data offsets. A tensor name in two files is
+    refused: vLLM loads one tensor per name."""
+    files = _as_files(metadata)
     by_dtype: dict[str, dict[str, int]] = {}
     total = params = count = skipped_bytes = skipped = 0
-    for file_meta in file_list:
-        tensors = file_meta.tensors
-        if count + skipped + len(tensors) > L.MAX_CHECKPOINT_TENSORS:
+    seen: dict[str, str] = {}
+    for file in files:
+        if len(seen) + len(file.tensors) > L.MAX_CHECKPOINT_TENSORS:
             V.fail("checkpoint", f"{source} lists more than {L.MAX_CHECKPOINT_TENSORS} tensors")
-        for name, info in tensors.items():
-            begin, end = (int(x) for x in info.data_offsets)
-            stored = end - begin
-            if begin < 0 or stored < 0:
-                V.fail("checkpoint", f"{source}: tensor {V.show(name)} has data offsets {V.show([begin, end])}")
-            n = 1
-            for dim in info.shape:
-                n *= int(dim)
-            width = _DTYPE_BYTES.get(str(info.dtype))
-            if width is not None and n * width != stored:
-                V.fail("checkpoint", f"{source}: tensor {V.show(name)} spans {stored} bytes, but "
-                                     f"{info.dtype} x {list(info.shape)} is {n * width}")
+        for name, t in file.tensors.items():
+            if name in seen:
+                _header_fail(file.name, f"is also in {V.show(seen[name])}: vLLM loads one tensor per name", name)
+            seen[name] = file.name
+            stored = t.end - t.begin
+            n = t.num_elements
             if _skipped_by_vllm(name, num_layers):
                 skipped += 1
                 skipped_bytes += stored
                 continue
-            row = by_dtype.setdefault(str(info.dtype), {"tensors": 0, "parameters": 0, "bytes": 0})
+            row = by_dtype.setdefault(t.dtype, {"tensors": 0, "parameters": 0, "bytes": 0})
             row["tensors"] += 1
             row["parameters"] += n
             row["bytes"] += stored
@@ -284,80 +578,167 @@ def sum_safetensors_metadata(metadata: Any, source: str, num_layers: int | None 
             count += 1
     if count == 0:
         V.fail("checkpoint", f"{source} holds no tensor vLLM loads")
+    if total > L.MAX_DEVICE_BYTES or params > L.MAX_DEVICE_BYTES:
+        V.fail("checkpoint", f"{source} holds {total} bytes ({params} parameters); at most {L.MAX_DEVICE_BYTES} "
+                             "(1 PiB) are planned")
     return CheckpointWeights(source, total, params, count, dict(sorted(by_dtype.items())), skipped_bytes, skipped)
+
+
+def _as_files(metadata: Any) -> list[SafetensorsFile]:
+    if isinstance(metadata, SafetensorsFile):
+        return [metadata]
+    if isinstance(metadata, (list, tuple)) and all(isinstance(f, SafetensorsFile) for f in metadata):
+        return list(metadata)
+    # huggingface_hub's parsed metadata: each entry re-checked as a header entry would be.
+    files = getattr(metadata, "files_metadata", None)
+    named = files.items() if isinstance(files, dict) else [("model.safetensors", metadata)]
+    out = []
+    for file_name, file_meta in named:
+        tensors = getattr(file_meta, "tensors", None)
+        if not isinstance(tensors, dict):
+            _header_fail(str(file_name), "has no tensors table")
+        entries = {name: {"dtype": getattr(info, "dtype", None), "shape": getattr(info, "shape", None),
+                          "data_offsets": list(getattr(info, "data_offsets", ()) or ())}
+                   for name, info in tensors.items()}
+        out.append(SafetensorsFile(str(file_name), {n: _tensor(str(file_name), n, e) for n, e in entries.items()}))
+    return out
+
+
+def _shard_names(index_text_or_path: Path, where: str) -> list[str]:
+    """The shard files a ``model.safetensors.index.json`` names, as vLLM would load them: the
+    ``weight_map`` values are file names in the checkpoint's own folder (vLLM keeps the
+    folder's ``*.safetensors`` files the index names): no path separators, no ``..``, no absolute
+    paths, each ending in ``.safetensors``."""
+    doc = load_json(V.read_text(index_text_or_path, "checkpoint", L.JSON_MAX_BYTES), "checkpoint", where=where,
+                    unique_keys=True)
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict):
+        V.fail("checkpoint", f"{where} has no weight_map object")
+    if len(weight_map) > L.MAX_CHECKPOINT_TENSORS:
+        V.fail("checkpoint", f"{where} lists more than {L.MAX_CHECKPOINT_TENSORS} tensors")
+    shards: set[str] = set()
+    for tensor, shard in weight_map.items():
+        if (not isinstance(shard, str) or not shard.endswith(".safetensors") or "/" in shard or "\\" in shard
+                or shard.startswith(".") or "\x00" in shard or len(shard.encode()) > L.MAX_PATH_COMPONENT_BYTES):
+            V.fail("checkpoint", f"{where}: weight_map[{V.show(tensor)}] is {V.show(shard)}, not a .safetensors "
+                                 "file in the checkpoint's own folder")
+        shards.add(shard)
+    if not shards:
+        V.fail("checkpoint", f"{where} has an empty weight_map")
+    return sorted(shards)
 
 
 def checkpoint_weights(repo_id: str, revision: str | None = None, token: str | bool | None = None, *,
                        num_layers: int | None = None) -> CheckpointWeights:
-    """Weight bytes of a Hub checkpoint from its safetensors headers (``get_safetensors_metadata``:
-    HTTP range requests of each shard's header; no weights downloaded). Needs the network:
-    offline it is a ValueError saying so."""
+    """Weight bytes of a Hub checkpoint from its safetensors headers (HTTP range requests of
+    each shard's header, as huggingface_hub's ``get_safetensors_metadata`` makes them; no weights
+    downloaded), each header checked by :func:`parse_safetensors_header` against the file size
+    the Hub reports. Needs the network: offline it is a ValueError saying so."""
     repo, rev, tok, local = _check_args(repo_id, revision, token, None)
     if local:
         V.fail("weights_source", f"'headers' reads {repo}'s safetensors headers from the Hub, and HF_HUB_OFFLINE "
                                  "is set: unset it, or use weights_source='config'")
-    from huggingface_hub import get_safetensors_metadata
+    from huggingface_hub import errors as E
 
+    source = f"{repo}@{rev}" if rev else repo
     try:
-        meta = get_safetensors_metadata(repo, revision=rev, token=tok)
+        try:
+            index = Path(_download(repo, _INDEX_FILE, rev, tok, False))
+        except E.EntryNotFoundError:
+            shards = ["model.safetensors"]
+        else:
+            shards = _shard_names(index, f"{source}/{_INDEX_FILE}")
+        files = [_remote_header(repo, shard, rev, tok) for shard in shards]
     except Exception as exc:
-        if not _is_fetch_error(exc):
+        if not _is_fetch_error(exc) or isinstance(exc, ValueError) and not isinstance(exc, E.HFValidationError):
             raise
-        from huggingface_hub import errors as E
-
-        if isinstance(exc, getattr(E, "NotASafetensorsRepoError", ())):
+        if isinstance(exc, E.EntryNotFoundError):
             V.fail("weights_source", f"{repo} has no safetensors checkpoint: use weights_source='config'")
         raise _hub_error(repo, rev, exc, local, "the safetensors headers") from None
-    return sum_safetensors_metadata(meta, f"{repo}@{rev}" if rev else repo, num_layers)
+    return sum_safetensors_metadata(files, source, num_layers)
+
+
+#: The first request of a remote header: most headers fit (huggingface_hub reads 100 kB too).
+_FIRST_READ_BYTES = 100_001
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)")
+
+
+def _remote_header(repo: str, shard: str, revision: str | None, token: Any) -> SafetensorsFile:
+    """One shard's header over HTTP range requests, its length bounded before the header is
+    requested and the file's size taken from Content-Range."""
+    from huggingface_hub import get_session, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers, hf_raise_for_status
+
+    url = hf_hub_url(repo, shard, revision=revision)
+    headers = build_hf_headers(token=token)
+    timeout = _timeout(_env_seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10))
+    where = f"{repo}/{shard}"
+
+    def get(first: int, last: int) -> tuple[bytes, int]:
+        with _QuietHub():
+            response = get_session().get(url, headers={**headers, "range": f"bytes={first}-{last}"}, timeout=timeout)
+        if response.status_code >= 400:
+            hf_raise_for_status(response)
+        m = _CONTENT_RANGE.fullmatch(str(response.headers.get("content-range", "")).strip())
+        if response.status_code != 206 or m is None or int(m.group(1)) != first:
+            V.fail("checkpoint", f"{where}: the Hub did not answer a range request (status {response.status_code})")
+        body = bytes(response.content[: last - first + 1])
+        return body, int(m.group(3))
+
+    body, file_bytes = get(0, _FIRST_READ_BYTES - 1)
+    length = _header_length(body, where, file_bytes)
+    header = body[8: 8 + length]
+    if len(header) < length:
+        header += get(8 + len(header), 8 + length - 1)[0]
+    if len(header) != length:
+        _header_fail(where, f"the Hub returned {len(header)} of the header's {length} bytes")
+    return parse_safetensors_header(header, where, file_bytes - 8 - length)
+
+
+def _header_length(prefix: bytes, where: str, file_bytes: int) -> int:
+    """The 8-byte little-endian header length, bounded before the header is read: at most
+    JSON_MAX_BYTES (the one cap on JSON text) and within the file."""
+    if len(prefix) < 8 or file_bytes < 8:
+        _header_fail(where, f"is {file_bytes} bytes, too short for a safetensors file (an 8-byte header length "
+                            "comes first)")
+    length = int.from_bytes(prefix[:8], "little")
+    if length > L.JSON_MAX_BYTES:
+        _header_fail(where, f"declares a header of {length} bytes; at most {L.JSON_MAX_BYTES} are read")
+    if length > file_bytes - 8:
+        _header_fail(where, f"declares a header of {length} bytes, but the file holds {file_bytes - 8} after "
+                            "its length")
+    return length
 
 
 def local_checkpoint_weights(folder: str | os.PathLike[str], num_layers: int | None = None) -> CheckpointWeights:
     """The same sum for a checkpoint on disk: a folder holding ``model.safetensors`` or
-    ``model.safetensors.index.json`` and its shards (only each file's header is read)."""
+    ``model.safetensors.index.json`` and its shards (only each file's header is read; every
+    file must be a regular file in the folder itself)."""
     path = V.path_of(folder, "checkpoint")
     index = path / _INDEX_FILE
-    if V.file_problem(index) is None:
-        doc = json.loads(V.read_text(index, "checkpoint", L.JSON_MAX_BYTES))
-        weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
-        if not isinstance(weight_map, dict):
-            V.fail("checkpoint", f"{V.show(str(index))} has no weight_map")
-        shards = sorted({str(v) for v in weight_map.values()})
-    elif V.file_problem(path / "model.safetensors") is None:
+    if os.path.lexists(index):
+        shards = _shard_names(index, V.show(str(index)))
+    elif os.path.lexists(path / "model.safetensors"):
         shards = ["model.safetensors"]
     else:
         V.fail("checkpoint", f"{V.show(str(path))} holds neither model.safetensors nor {_INDEX_FILE}")
-
-    # The one attribute of huggingface_hub's SafetensorsRepoMetadata that the sum reads.
-    repo = SimpleNamespace(files_metadata={shard: _parse_header(path / shard) for shard in shards})
-    return sum_safetensors_metadata(repo, str(path), num_layers)
+    return sum_safetensors_metadata([_local_header(path / shard) for shard in shards], str(path), num_layers)
 
 
-def _parse_header(file: Path) -> Any:
-    """One safetensors file's header, parsed by huggingface_hub (only the header is read)."""
-    import huggingface_hub
-
-    parse = getattr(huggingface_hub, "parse_local_safetensors_file_metadata", None) or _parse_header_fallback
+def _local_header(file: Path) -> SafetensorsFile:
+    """One file's header: a regular file (a FIFO or a device would block or never end), its
+    length bounded before the header is read, the header checked against the file's size."""
+    where = file.name  # messages name the shard; its folder is the checkpoint the caller gave
+    problem = V.file_problem(file)
+    if problem is not None:
+        _header_fail(where, f"cannot be read: {problem}")
     try:
-        return parse(file)
-    except Exception as exc:
-        from huggingface_hub import errors as E
-
-        if isinstance(exc, (OSError, ValueError, getattr(E, "SafetensorsParsingError", ValueError))):
-            V.fail("checkpoint", f"cannot read the safetensors header of {V.show(str(file))}: {exc}")
-        raise
-
-
-def _parse_header_fallback(file: Path) -> Any:
-    # huggingface_hub before parse_local_safetensors_file_metadata: the same read of the format
-    # (an 8-byte little-endian header length, then that many bytes of JSON) into its own types.
-    from huggingface_hub.utils._safetensors import SafetensorsFileMetadata, TensorInfo
-
-    with open(file, "rb") as f:
-        length = int.from_bytes(f.read(8), "little")
-        if length > L.JSON_MAX_BYTES:
-            raise ValueError(f"header of {length} bytes; at most {L.JSON_MAX_BYTES} are read")
-        header = json.loads(f.read(length))
-    meta = header.pop("__metadata__", {})
-    return SafetensorsFileMetadata(metadata=meta, tensors={
-        k: TensorInfo(dtype=v["dtype"], shape=v["shape"], data_offsets=tuple(v["data_offsets"]))
-        for k, v in header.items()})
+        with open(file, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            length = _header_length(f.read(8), where, size)
+            header = f.read(length)
+    except OSError as exc:
+        _header_fail(where, f"cannot be read: {exc.strerror or type(exc).__name__}")
+    if len(header) != length:
+        _header_fail(where, f"holds {len(header)} of its header's {length} bytes")
+    return parse_safetensors_header(header, where, size - 8 - length)

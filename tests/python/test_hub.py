@@ -226,12 +226,28 @@ def test_hub_failures_are_one_clear_line(monkeypatch: pytest.MonkeyPatch, exc: A
         calls.append({"repo_id": repo_id, "filename": filename, **kwargs})
         raise exc()
 
+    def fake_head(url: str, **kwargs: Any) -> None:  # the one HEAD before the download: reachable
+        calls.append({"url": url, **kwargs})
+
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", fake_head)
     with pytest.raises(ValueError) as info:
         ModelSpec.from_pretrained("acme/gated", revision="dev", token="hf_x")
     assert str(info.value).startswith("repo_id: ") and expected in str(info.value), str(info.value)
     assert len(str(info.value)) <= 300 and info.value.__cause__ is None
-    assert calls[0]["token"] == "hf_x" and calls[0]["revision"] == "dev" and calls[0]["local_files_only"] is False
+    assert calls[0]["url"].endswith("/acme/gated/resolve/dev/config.json") and calls[0]["token"] == "hf_x"
+    assert calls[1]["token"] == "hf_x" and calls[1]["revision"] == "dev" and calls[1]["local_files_only"] is False
+
+    # The same answers from the HEAD itself: the one-line error at once, no download tried.
+    def failing_head(url: str, **kwargs: Any) -> None:
+        raise exc()
+
+    calls.clear()
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", failing_head)
+    with pytest.raises(ValueError) as info:
+        ModelSpec.from_pretrained("acme/gated", revision="dev", token="hf_x")
+    assert str(info.value).startswith("repo_id: ") and expected in str(info.value), str(info.value)
+    assert calls == []
 
 
 def test_arguments_are_checked(cache: Path) -> None:
@@ -316,33 +332,80 @@ def test_header_sum_by_dtype_with_skipped_tensors(tmp_path: Path) -> None:
 def test_header_whose_offsets_disagree_with_its_shape_is_refused(tmp_path: Path) -> None:
     blob = json.dumps({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 30]}}).encode()
     (tmp_path / "model.safetensors").write_bytes(len(blob).to_bytes(8, "little") + blob + bytes(30))
-    with pytest.raises(ValueError, match=r"^checkpoint: .*tensor 'w' spans 30 bytes, but BF16 x \[4, 4\] is 32"):
+    with pytest.raises(ValueError, match=r"^checkpoint: 'model.safetensors', tensor 'w': spans 30 bytes, but BF16 x "
+                                         r"\[4, 4\] is 32$"):
         H.local_checkpoint_weights(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"\xff" * 16)
-    with pytest.raises(ValueError, match=r"^checkpoint: cannot read the safetensors header"):
+    with pytest.raises(ValueError, match=r"^checkpoint: 'model.safetensors': declares a header of 184467\d+ bytes; "
+                                         r"at most 16777216 are read$"):
         H.local_checkpoint_weights(tmp_path)
     with pytest.raises(ValueError, match=r"holds neither model.safetensors nor model.safetensors.index.json"):
         H.local_checkpoint_weights(tmp_path / "elsewhere")
 
 
-def test_hub_headers_are_summed_from_get_safetensors_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The network call is replaced by huggingface_hub's own parse of real header bytes.
+class FakeHub:
+    """The Hub's side of range requests on a repo's files (status 206 and Content-Range, as the
+    Hub answers them), served from files in a folder; ``index`` is hf_hub_download's answer for
+    model.safetensors.index.json (None: the repo has none)."""
+
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch, index: Path | None = None) -> None:
+        self.folder, self.requests, self.index = folder, [], index
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setattr(huggingface_hub, "get_session", lambda: self)
+        monkeypatch.setattr(huggingface_hub, "hf_hub_download", self.download)
+
+    def download(self, repo_id: str, filename: str, **kwargs: Any) -> str:
+        if self.index is None:
+            raise _http_error(E.RemoteEntryNotFoundError, 404)
+        return str(self.index)
+
+    def get(self, url: str, headers: dict[str, str], timeout: Any) -> Any:
+        from types import SimpleNamespace
+
+        self.requests.append((url, headers["range"], headers.get("authorization")))
+        data = (self.folder / url.rsplit("/", 1)[1]).read_bytes()
+        first, last = (int(x) for x in headers["range"].removeprefix("bytes=").split("-"))
+        body = data[first: last + 1]
+        return SimpleNamespace(status_code=206, content=body,
+                               headers={"content-range": f"bytes {first}-{first + len(body) - 1}/{len(data)}"})
+
+
+def test_hub_headers_are_read_with_range_requests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_safetensors(tmp_path / "model.safetensors", {"model.layers.0.w": ("BF16", [1024, 1024]),
                                                        "lm_head.weight": ("F32", [10, 10])})
-    parsed = huggingface_hub.parse_local_safetensors_file_metadata(tmp_path / "model.safetensors")
-    seen: dict[str, Any] = {}
-
-    def fake_metadata(repo_id: str, **kwargs: Any) -> Any:
-        seen.update(repo_id=repo_id, **kwargs)
-        return huggingface_hub.utils.SafetensorsRepoMetadata(
-            metadata=None, sharded=False, weight_map=dict.fromkeys(parsed.tensors, "model.safetensors"),
-            files_metadata={"model.safetensors": parsed})
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", fake_metadata)
+    hub = FakeHub(tmp_path, monkeypatch)
     w = H.checkpoint_weights("acme/m", "v1", "hf_x", num_layers=1)
-    assert seen == {"repo_id": "acme/m", "revision": "v1", "token": "hf_x"}
     assert w.total_bytes == 1024 * 1024 * 2 + 400 and w.source == "acme/m@v1"
+    url, ranged, auth = hub.requests[0]
+    assert url.endswith("/acme/m/resolve/v1/model.safetensors") and ranged == "bytes=0-100000"
+    assert auth == "Bearer hf_x" and len(hub.requests) == 1  # a small header: one request
+    # The same checks as a local file, against the size the Hub reports: a header whose
+    # offsets run past the file (the file is cut short) is refused naming the tensor.
+    data = (tmp_path / "model.safetensors").read_bytes()
+    (tmp_path / "model.safetensors").write_bytes(data[:-1])
+    with pytest.raises(ValueError, match=r"^checkpoint: 'acme/m/model.safetensors', tensor 'lm_head.weight': "
+                                         r"data_offsets end at byte 2097552, beyond the file's 2097551"):
+        H.checkpoint_weights("acme/m", "v1")
+
+
+def test_hub_headers_of_a_sharded_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A header larger than the first read (100,001 bytes) takes a second request for the rest.
+    big = {f"model.layers.0.w{i:05d}": ("BF16", [2]) for i in range(3000)}
+    write_safetensors(tmp_path / "a.safetensors", big)
+    write_safetensors(tmp_path / "b.safetensors", {"lm_head.weight": ("BF16", [4, 4])})
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"lm_head.weight": "b.safetensors", "x": "a.safetensors"}}))
+    hub = FakeHub(tmp_path, monkeypatch, index)
+    w = H.checkpoint_weights("acme/m", num_layers=1)
+    assert w.num_tensors == 3001 and w.total_bytes == 3000 * 4 + 32
+    assert [r[1].split("-")[0] for r in hub.requests] == ["bytes=0", "bytes=100001", "bytes=0"]
+    # An index entry outside the checkpoint's folder is refused before any header is requested.
+    hub.requests.clear()
+    index.write_text(json.dumps({"weight_map": {"lm_head.weight": "../other/b.safetensors"}}))
+    with pytest.raises(ValueError, match=r"weight_map\['lm_head.weight'\] is '../other/b.safetensors', not a "
+                                         r"\.safetensors file in the checkpoint's own folder"):
+        H.checkpoint_weights("acme/m")
+    assert hub.requests == []
 
 
 def _checkpoint_folder(tmp_path: Path, config: dict[str, Any], stored_bytes: int) -> Path:
