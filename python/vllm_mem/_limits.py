@@ -68,3 +68,8 @@ MAX_MESSAGE_CHARS = 300
 #: them): DeepSeek-V3 has ~91k tensors (FP8 weights and their scales); a header listing more is
 #: refused before it is summed.
 MAX_CHECKPOINT_TENSORS = 1 << 22
+#: ``vllm-mem models``: directory entries and seconds a scan of the Hugging Face cache may take
+#: (cli/models.py). A cache holding a few hundred models has a few thousand entries there (refs
+#: and snapshot folders; blobs are never listed); past either bound the scan stops with a warning.
+MAX_CACHE_SCAN_ENTRIES = 1 << 17
+MAX_CACHE_SCAN_SECONDS = 10.0

@@ -40,6 +40,47 @@ def _axis(value: Any, field: str) -> list[Any]:
     return [value]
 
 
+def _run_with_checkpoint(s: Any, axes: Any) -> dict[str, Any]:
+    """The sweep of a spec read with ``weights_source="headers"``: every row takes the
+    checkpoint's bytes as plan() does. Those depend on the row's dtype and quantization (floats
+    cast to the served dtype unless quantized), so each (dtype, quantization) pair with its own
+    figure is a sweep of its own, and the rows are put back in the core's order (TP, PP, dtype,
+    quantization outermost, csrc/core/plan/plan_sweep.cc)."""
+    import numpy as np
+
+    dtypes = list(axes.dtype) or [axes.base.dtype]
+    quants = list(axes.quantization) or [axes.base.quantization]
+    figures = {}
+    for d in dtypes:
+        for q in quants:
+            try:
+                figures[(d, q)] = s._checkpoint_weights_bytes(d, q or None)
+            except (ValueError, NotImplementedError):
+                figures[(d, q)] = 0  # the core refuses the pair: those rows are "invalid"
+    if len(set(figures.values())) == 1:
+        axes.base.checkpoint_weights_bytes = next(iter(figures.values()))
+        return dict(_C.run_sweep(s._spec, axes))
+    parts = []
+    for d in dtypes:
+        for q in quants:
+            axes.dtype, axes.quantization = [d], [q]
+            axes.base.checkpoint_weights_bytes = figures[(d, q)]
+            parts.append(dict(_C.run_sweep(s._spec, axes)))
+    axes.dtype, axes.quantization = dtypes, quants
+    outer = max(1, len(axes.tensor_parallel_size)) * max(1, len(axes.pipeline_parallel_size))
+    raw = dict(parts[0])
+    for key, first in parts[0].items():
+        if isinstance(first, np.ndarray):
+            raw[key] = np.stack([p[key].reshape(outer, -1) for p in parts], axis=1).reshape(-1)
+    pair = np.repeat(np.arange(len(parts)), len(parts[0]["fits"]) // outer)
+    pair = np.tile(pair, outer)
+    raw["dtype_index"] = (pair // len(quants)).astype(parts[0]["dtype_index"].dtype)
+    raw["quantization_index"] = (pair % len(quants)).astype(parts[0]["quantization_index"].dtype)
+    raw["dtype_values"], raw["quantization_values"] = dtypes, quants
+    raw["num_rows"] = sum(int(p["num_rows"]) for p in parts)
+    return raw
+
+
 def sweep(
     spec: SpecSource,
     gpus: OneOrMany[str | int] = "H100-80GB",
@@ -140,8 +181,9 @@ def sweep(
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
         cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version, usage_context=usage)
     axes.base.total_memory_bytes = totals[0]
-    raw = _C.run_sweep(s._spec, axes)
     import numpy as np  # only when a sweep is run: 'import vllm_mem' does not load numpy
+
+    raw = _run_with_checkpoint(s, axes) if s.checkpoint_weights is not None else _C.run_sweep(s._spec, axes)
 
     phase_names = np.array([p or "" for p in _C.failure_phase_names()] + ["invalid"], dtype=object)
     codes = raw["failure_phase"].astype(np.int64)

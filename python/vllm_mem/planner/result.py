@@ -182,6 +182,9 @@ class StartupPlan:
 
     @property
     def vllm_version_note(self) -> str:
+        source = str(self._p.inputs.vllm_version_source)
+        if source.startswith("newest known: "):  # an installed vLLM no profile resolves: say so, not "none installed"
+            return source.removeprefix("newest known: ")
         return str(self._p.inputs.vllm_version_note)
 
     @property

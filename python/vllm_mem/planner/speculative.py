@@ -5,7 +5,6 @@ docs/speculative_decoding.md."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,10 +52,10 @@ def speculative_config(value: Any, target: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as e:
-            raise V.bad_value(FIELD, f"a JSON object ({e.msg} at column {e.colno})", value) from None
+        # Bounded before parsing (size and nesting: deep text would raise RecursionError).
+        from .._bounded_json import load_json
+
+        value = load_json(value, FIELD)
     if not isinstance(value, Mapping):
         raise V.bad_type(FIELD, "a dict (vLLM's --speculative-config JSON)", value)
     if "tensor_parallel_size" in value:

@@ -14,7 +14,8 @@ from typing import Any
 from .. import _C
 from .. import _validate as V
 
-#: Where the planned version came from, as reports say it.
+#: Where the planned version came from, as reports say it ("newest known" may be followed by
+#: ": <why the installed version was not used>").
 VERSION_SOURCES = ("asked", "installed", "newest known")
 
 USAGE_CONTEXTS = ("server", "offline")
@@ -44,8 +45,24 @@ def choose_vllm_version(vllm_version: Any) -> tuple[str, str]:
         return text, "asked"
     installed = installed_vllm_version()
     if installed:
-        return installed, "installed"
+        return _installed_choice(installed)
     return "", "newest known"
+
+
+@functools.lru_cache(maxsize=4)
+def _installed_choice(installed: str) -> tuple[str, str]:
+    """The installed version when a profile resolves it; else the newest profile, with a source
+    that says why. A source build without release tags reports ``0.1.dev1+g<hash>``
+    (setuptools-scm's fallback), which would read as older than every profile: every plan
+    would then fail blaming a ``--vllm-version`` the user never passed."""
+    try:
+        _C.lookup_vllm_version(installed)
+    except ValueError:
+        build = "a source build without release tags" if (".dev" in installed or "+g" in installed) \
+            else "not a release any profile covers"
+        return "", (f"newest known: the installed vLLM's metadata (importlib.metadata 'vllm') reads "
+                    f"{V.clip(installed, 40)!r}, {build}; pass vllm_version (--vllm-version) to choose")
+    return installed, "installed"
 
 
 def allow_long_from_env() -> bool:
