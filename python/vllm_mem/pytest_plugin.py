@@ -28,9 +28,8 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from decimal import Decimal
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
@@ -44,6 +43,10 @@ __all__ = ["GpuMemoryProfiler", "GpuMemoryUsage", "gpu_memory", "gpu_visible", "
 # /dev/nvidiaN on discrete GPUs; /dev/nvgpu* and nvhost-ctrl-gpu on Jetson-class integrated ones.
 _GPU_NODES = ("/dev/nvidia[0-9]*", "/dev/nvgpu*", "/dev/nvhost-ctrl-gpu")
 _DISCRETE_NODES = "/dev/nvidia[0-9]*"
+# WSL2 has no /dev/nvidia* node: the GPU is paravirtualised through /dev/dxg (any vendor's), and
+# NVIDIA's driver is the libcuda.so the host mounts under /usr/lib/wsl/lib.
+_WSL_NODE = "/dev/dxg"
+_WSL_DRIVER = "/usr/lib/wsl/lib/libcuda.so*"
 
 _DEFAULT_INTERVAL_S = 0.0005
 _DEFAULT_TOP = 10
@@ -59,53 +62,21 @@ def gpu_visible() -> bool:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return False
-    return any(glob.glob(pattern) for pattern in _GPU_NODES)
+    return (any(glob.glob(pattern) for pattern in _GPU_NODES)
+            or (os.path.exists(_WSL_NODE) and bool(glob.glob(_WSL_DRIVER))))
 
 
 # ---------------------------------------------------------------------------------------------
 # Sizes
 # ---------------------------------------------------------------------------------------------
 
-_BINARY_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-_SIZE_RE = re.compile(r"(?P<number>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[A-Za-z]+)")
-
-
 def parse_size(value: object, what: str = "size") -> int:
-    """Bytes from ``"2 GiB"``, ``"512MiB"``, ``"1.5 GiB"``, ``"0 B"`` or a plain ``int``.
+    """Bytes from ``"2 GiB"`` or an ``int``: :func:`vllm_mem.units.parse_size`, the package's one
+    size parser (the CLI's ``--gpu 80GiB`` reads sizes the same way). Imported on first use, so
+    loading the plugin never loads the extension."""
+    from .units import parse_size as parse
 
-    Units are binary, as vLLM prints memory: ``B``, ``KiB``, ``MiB``, ``GiB``, ``TiB`` (spelled
-    exactly so). Decimal or bare units (``GB``, ``MB``, ``G``) are refused: tools disagree on
-    whether ``GB`` means 10**9 or 2**30. A fraction of a byte is dropped.
-
-    Raises
-    ------
-    ValueError
-        Naming ``what`` and the value, for anything else (negative, no unit, unknown unit, text
-        around the size, ``bool``, ``float``).
-    """
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError(f"{what}: {value!r} is negative; a size is >= 0 bytes")
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"{what}: {value!r} is not a size; give a string such as '2 GiB' or "
-                         "an int number of bytes")
-    match = _SIZE_RE.fullmatch(value.strip())
-    if match is None:
-        raise ValueError(f"{what}: {value!r} is not a size; write a number and a binary unit, "
-                         "e.g. '2 GiB', '512MiB', '1.5 GiB' (units: B, KiB, MiB, GiB, TiB)")
-    unit = match["unit"]
-    multiplier = _BINARY_UNITS.get(unit)
-    if multiplier is None:
-        folded = {u.lower(): u for u in _BINARY_UNITS}
-        hint = folded.get(unit.lower()) or folded.get(unit.lower().rstrip("b") + "ib")
-        if hint is None and unit.lower() in ("k", "m", "g", "t"):
-            hint = unit.upper() + "iB"
-        advice = f"; did you mean {hint!r} (2**{_BINARY_UNITS[hint].bit_length() - 1} bytes)?" \
-            if hint else ""
-        raise ValueError(f"{what}: {value!r} has unit {unit!r}; use a binary unit, spelled B, "
-                         f"KiB, MiB, GiB or TiB, as vLLM prints memory{advice}")
-    return int(Decimal(match["number"]) * multiplier)
+    return parse(value, what)
 
 
 def _format_bytes(num_bytes: int) -> str:
@@ -133,6 +104,14 @@ class GpuMemoryUsage:
     Increases are counted from the reading at the start of the window, taken after
     ``gc.collect()``, ``empty_cache`` and a reset of torch's peak statistics (as in
     :func:`vllm_mem.memory_profiling`, which does the measuring).
+
+    **Device-wide or this process's own.** The driver reports free memory for the whole GPU, so
+    :attr:`DEVICE_WIDE` figures (``peak``, ``non_torch``, ``non_torch_at_end``,
+    ``transient_non_torch``, ``held_non_torch``) include whatever other processes on the same GPU
+    did meanwhile, e.g. other pytest-xdist workers and their CUDA contexts. The torch figures
+    (:attr:`PROCESS_LOCAL`) come from this process's allocator and are its own: use
+    ``limit_gpu_memory(..., torch_only=True)`` and ``limit_gpu_leaks(torch=...)`` where a GPU is
+    shared.
 
     Attributes
     ----------
@@ -188,6 +167,13 @@ class GpuMemoryUsage:
     num_samples: int
     interval_s: float
 
+    #: Figures read from the driver's free memory: every process on the GPU counts in them.
+    DEVICE_WIDE: ClassVar[tuple[str, ...]] = ("peak", "non_torch", "non_torch_at_end",
+                                              "transient_non_torch", "held_non_torch")
+    #: Figures of this process's torch allocator only.
+    PROCESS_LOCAL: ClassVar[tuple[str, ...]] = ("torch_allocated", "torch_reserved",
+                                                "held_torch_allocated", "held_torch_reserved")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain values (for reports and pytest-xdist)."""
         return asdict(self)
@@ -224,7 +210,9 @@ class GpuMemoryUsage:
         return (f"  note: pytest-xdist worker {worker} of {workers} may share {self.device} with "
                 "other workers; device memory is read device-wide, so their allocations count "
                 "as this test's non-torch memory and cannot be attributed per process "
-                "(--gpu-per-worker gives each worker its own GPU)")
+                f"(device-wide: {', '.join(self.DEVICE_WIDE)}; this process's own: "
+                f"{', '.join(self.PROCESS_LOCAL)}). --gpu-per-worker gives each worker its own "
+                "GPU; limit_gpu_memory(..., torch_only=True) limits torch's own peak")
 
 
 def _device_reason() -> str | None:
@@ -329,10 +317,11 @@ class GpuMemoryProfiler:
         """:attr:`GpuMemoryUsage.peak` of the last window, bytes."""
         return self.usage.peak
 
-    def check_limit(self, limit: object) -> None:
-        """AssertionError with the split message when the last window's peak exceeds ``limit``."""
+    def check_limit(self, limit: object, torch_only: bool = False) -> None:
+        """AssertionError with the split message when the last window's peak exceeds ``limit``
+        (with ``torch_only``: the peak of torch's tensors, this process's own)."""
         message = _limit_failure(self.usage, parse_size(limit, "GpuMemoryProfiler.check_limit"),
-                                 f"check_limit({limit!r})")
+                                 f"check_limit({limit!r})", torch_only=bool(torch_only))
         if message:
             raise AssertionError(message)
 
@@ -374,12 +363,16 @@ def _usage_from(result: MemoryProfilingResult, interval_s: float) -> GpuMemoryUs
     )
 
 
-def _limit_failure(usage: GpuMemoryUsage, limit: int, marker: str) -> str:
-    if usage.peak <= limit:
+def _limit_failure(usage: GpuMemoryUsage, limit: int, marker: str, torch_only: bool = False) -> str:
+    # torch_only: torch's tensor peak (this process's allocator), not the device-wide peak that
+    # other processes on a shared GPU also move.
+    value = usage.torch_allocated if torch_only else usage.peak
+    if value <= limit:
         return ""
+    what = "torch-only peak (tensors)" if torch_only else "peak"
     lines = [f"GPU memory limit exceeded on {usage.device}"
-             f"{' (simulated)' if usage.reader == 'simulated' else ''}: peak "
-             f"{_format_bytes(usage.peak)} ({usage.peak} bytes) > limit {_format_bytes(limit)} "
+             f"{' (simulated)' if usage.reader == 'simulated' else ''}: {what} "
+             f"{_format_bytes(value)} ({value} bytes) > limit {_format_bytes(limit)} "
              f"({limit} bytes) [{marker}]",
              usage.split()]
     if usage.shared_device_note:
@@ -390,11 +383,13 @@ def _limit_failure(usage: GpuMemoryUsage, limit: int, marker: str) -> str:
 def _leak_failure(usage: GpuMemoryUsage, torch_limit: int | None, non_torch_limit: int | None,
                   marker: str) -> str:
     problems = []
-    if torch_limit is not None and usage.held_torch_reserved > torch_limit:
+    # Tensors still alive (allocated), not the allocator's segments (reserved): one live 1.5 MiB
+    # tensor pins a whole 20 MiB segment, which empty_cache cannot release, yet leaks 1.5 MiB.
+    if torch_limit is not None and usage.held_torch_allocated > torch_limit:
         problems.append(
-            f"  torch      {_signed(usage.held_torch_reserved)} still reserved by torch's allocator "
-            f"> limit {_format_bytes(torch_limit)} ({_signed(usage.held_torch_allocated)} of "
-            "tensors still alive)")
+            f"  torch      {_signed(usage.held_torch_allocated)} of tensors still alive > limit "
+            f"{_format_bytes(torch_limit)} ({_signed(usage.held_torch_reserved)} still reserved "
+            "by torch's allocator)")
     if non_torch_limit is not None and usage.held_non_torch > non_torch_limit:
         problems.append(
             f"  non-torch  {_signed(usage.held_non_torch)} still held outside torch > limit "
@@ -422,6 +417,7 @@ class _Limits:
     """What a test asked for, parsed at setup."""
 
     memory: int | None = None
+    memory_torch_only: bool = False
     memory_marker: str = ""
     leaks_torch: int | None = None
     leaks_non_torch: int | None = None
@@ -447,12 +443,16 @@ def _parse_limits(item: pytest.Item) -> _Limits | None:
         return None
     devices = []
     memory = leaks_torch = leaks_non_torch = None
+    torch_only = False
     if memory_mark is not None:
         text = _marker_text(memory_mark)
-        unknown = set(memory_mark.kwargs) - {"device"}
+        unknown = set(memory_mark.kwargs) - {"device", "torch_only"}
         if len(memory_mark.args) != 1 or unknown:
-            raise ValueError(f"{text}: takes one size and optionally device=, e.g. "
+            raise ValueError(f"{text}: takes one size and optionally torch_only= and device=, e.g. "
                              "@pytest.mark.limit_gpu_memory('2 GiB')")
+        torch_only = memory_mark.kwargs.get("torch_only", False)
+        if not isinstance(torch_only, bool):
+            raise ValueError(f"{text}: torch_only must be True or False, got {torch_only!r}")
         memory = parse_size(memory_mark.args[0], text)
         devices.append(memory_mark.kwargs.get("device"))
     if leaks_mark is not None:
@@ -472,7 +472,7 @@ def _parse_limits(item: pytest.Item) -> _Limits | None:
     if len(devices) == 2 and devices[0] != devices[1]:
         raise ValueError(f"limit_gpu_memory and limit_gpu_leaks name different devices "
                          f"({devices[0]!r}, {devices[1]!r}); a test is measured on one")
-    return _Limits(memory=memory,
+    return _Limits(memory=memory, memory_torch_only=torch_only,
                    memory_marker=_marker_text(memory_mark) if memory_mark else "",
                    leaks_torch=leaks_torch, leaks_non_torch=leaks_non_torch,
                    leaks_marker=_marker_text(leaks_mark) if leaks_mark else "",
@@ -557,8 +557,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "gpu: needs an NVIDIA GPU and its driver; skipped cleanly without one")
     config.addinivalue_line(
-        "markers", "limit_gpu_memory(limit, *, device=None): fail the test when its GPU peak "
-                   "exceeds limit ('2 GiB', '512 MiB' or bytes)")
+        "markers", "limit_gpu_memory(limit, *, torch_only=False, device=None): fail the test "
+                   "when its GPU peak exceeds limit ('2 GiB', '512 MiB' or bytes); torch_only: "
+                   "the peak of torch's tensors, not the device-wide peak")
     config.addinivalue_line(
         "markers", "limit_gpu_leaks(limit, *, torch=None, non_torch=None, device=None): fail "
                    "the test when GPU memory still held after it grew by more than limit")
@@ -571,7 +572,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (no /dev/nvidia* node)")
     for item in items:
-        if "gpu" in item.keywords:
+        # The marker, not a keyword: "gpu" in item.keywords also matches a folder or module
+        # named gpu, which would skip every test in it.
+        if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
 
 
@@ -595,7 +598,8 @@ def _measured(item: pytest.Item, limits: _Limits | None) -> bool:
         return True
     if item.config.getoption("gpu_memory") is None:
         return False
-    return "gpu" in item.keywords or "gpu_memory" in getattr(item, "fixturenames", ())
+    return (item.get_closest_marker("gpu") is not None
+            or "gpu_memory" in getattr(item, "fixturenames", ()))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -618,7 +622,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     if limits is not None:
         failures = []
         if limits.memory is not None:
-            failures.append(_limit_failure(usage, limits.memory, limits.memory_marker))
+            failures.append(_limit_failure(usage, limits.memory, limits.memory_marker,
+                                           torch_only=limits.memory_torch_only))
         if limits.leaks_torch is not None or limits.leaks_non_torch is not None:
             failures.append(_leak_failure(usage, limits.leaks_torch, limits.leaks_non_torch,
                                           limits.leaks_marker))
