@@ -6,9 +6,18 @@
 #include "device/cuda_driver.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -22,7 +31,12 @@ using CUresult = int;
 using CUdevice = int;
 using CUcontext = void*;
 constexpr CUresult kSuccess = 0;
+constexpr CUresult kErrorNotInitialized = 3;
 constexpr CUresult kErrorNoDevice = 100;
+
+// Set once Load() has run in this address space (a forked child inherits it with the parent's
+// init_pid, which is how the child knows the driver state is not its own).
+std::atomic<bool> g_loaded{false};
 
 struct Driver {
   CUresult (*cuInit)(unsigned) = nullptr;
@@ -57,6 +71,14 @@ bool Resolve(void* lib, const char* name, Fn*& out, std::string* why) {
   out = reinterpret_cast<Fn*>(dlsym(lib, name));
   if (out == nullptr) *why = std::string("libcuda.so.1 lacks ") + name;
   return out != nullptr;
+}
+
+/*! "CUDA_ERROR_SYSTEM_NOT_READY (802)", or the bare code when the driver cannot name it. */
+std::string ErrorText(const Driver& d, CUresult rc) {
+  const char* name = nullptr;
+  if (d.cuGetErrorName == nullptr || d.cuGetErrorName(rc, &name) != kSuccess) name = nullptr;
+  return name != nullptr ? std::string(name) + " (" + std::to_string(rc) + ")"
+                         : "CUresult " + std::to_string(rc);
 }
 
 /*! Stage 1: dlopen and resolve the symbols. Initialises nothing (fork-safe). */
@@ -95,18 +117,20 @@ Driver& Load() {
   static Driver* driver = [] {
     Driver* d = &LoadSymbols();
     if (!d->symbols_ok) return d;
+    g_loaded.store(true, std::memory_order_release);
+    d->cuDriverGetVersion(&d->version);  // needs no cuInit
     const CUresult rc = d->cuInit(0);
     if (rc == kErrorNoDevice) {
       d->ok = true;  // a driver with no visible device: count 0, not an error
+      d->contexts.reset(new std::atomic<CUcontext>[1]);  // never indexed: every index is refused
       d->init_pid = getpid();
       return d;
     }
     if (rc != kSuccess) {
-      d->why = "cuInit failed with CUresult " + std::to_string(rc);
+      d->why = "cuInit failed: " + ErrorText(*d, rc);
       return d;
     }
-    d->cuDriverGetVersion(&d->version);
-    if (d->cuDeviceGetCount(&d->device_count) != kSuccess) d->device_count = 0;
+    if (d->cuDeviceGetCount(&d->device_count) != kSuccess || d->device_count < 0) d->device_count = 0;
     d->contexts.reset(new std::atomic<CUcontext>[static_cast<size_t>(d->device_count) + 1]);
     for (int i = 0; i <= d->device_count; ++i) d->contexts[i].store(nullptr);
     d->init_pid = getpid();
@@ -128,10 +152,7 @@ Driver& Require() {
 
 void Check(Driver& d, CUresult rc, const char* what) {
   if (rc == kSuccess) return;
-  const char* name = nullptr;
-  if (d.cuGetErrorName == nullptr || d.cuGetErrorName(rc, &name) != kSuccess) name = nullptr;
-  throw DeviceError(std::string(what) + " failed: " + (name ? name : "CUresult ") +
-                    (name ? "" : std::to_string(rc)));
+  throw DeviceError(std::string(what) + " failed: " + ErrorText(d, rc));
 }
 
 CUdevice Handle(Driver& d, int device) {
@@ -145,6 +166,9 @@ CUdevice Handle(Driver& d, int device) {
 }
 
 CUcontext PrimaryContext(Driver& d, int device) {
+  // The index is validated before the context table is read: with no device the table has one
+  // unused slot, and a negative or too large index must never reach the driver as a handle.
+  const CUdevice handle = Handle(d, device);
   CUcontext ctx = d.contexts[device].load(std::memory_order_acquire);
   if (ctx != nullptr) return ctx;
   std::lock_guard<std::mutex> lock(d.retain_mutex);
@@ -152,7 +176,7 @@ CUcontext PrimaryContext(Driver& d, int device) {
   if (ctx != nullptr) return ctx;
   // Retaining the primary context makes it the runtime's context too: no second context. If
   // torch has not initialised CUDA yet this activates it, exactly as torch.cuda.mem_get_info.
-  Check(d, d.cuDevicePrimaryCtxRetain(&ctx, Handle(d, device)), "cuDevicePrimaryCtxRetain");
+  Check(d, d.cuDevicePrimaryCtxRetain(&ctx, handle), "cuDevicePrimaryCtxRetain");
   d.contexts[device].store(ctx, std::memory_order_release);
   return ctx;
 }
@@ -203,6 +227,9 @@ int CurrentDevice() {
     dlclose(lib);
     driver_in_process.store(true, std::memory_order_release);
   }
+  // A forked child of a process whose driver we initialised must not call the driver at all:
+  // the pid check comes before any call.
+  if (g_loaded.load(std::memory_order_acquire) && Load().init_pid != getpid()) return 0;
   Driver& s = LoadSymbols();
   if (!s.symbols_ok) return 0;
   CUcontext current = nullptr;
@@ -251,6 +278,234 @@ std::string PciBusId(int device) {
 int DriverVersion() {
   Driver& d = Load();
   return d.ok ? d.version : 0;
+}
+
+
+bool DriverInitialisedHere() {
+  if (g_loaded.load(std::memory_order_acquire)) {
+    Driver& d = Load();
+    return d.ok && d.init_pid == getpid();
+  }
+  // Not ours; maybe torch's. Without libcuda in the process nobody can have initialised it.
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == nullptr) return false;
+  dlclose(lib);
+  Driver& s = LoadSymbols();
+  if (!s.symbols_ok) return false;
+  int count = 0;
+  // Before any cuInit this answers CUDA_ERROR_NOT_INITIALIZED and initialises nothing.
+  return s.cuDeviceGetCount(&count) == kSuccess;
+}
+
+namespace {
+
+constexpr int kProbeMaxDevices = 64;
+constexpr int kProbeTimeoutS = 60;  // cuInit on a large node without persistence mode: seconds
+
+// What the probing child writes back: plain data, one write.
+struct ProbeReply {
+  int32_t init_rc;
+  int32_t count_rc;
+  int32_t count;
+  struct Device {
+    int32_t rc;
+    int32_t integrated;
+    int32_t max_shared_memory_per_block;
+    char pci_bus_id[32];
+  } devices[kProbeMaxDevices];
+};
+
+/*! Reads the facts in this process: the driver is initialised here already. */
+DriverFacts ReadFactsHere() {
+  DriverFacts f;
+  Driver& d = Load();
+  f.driver_version = d.version;
+  f.ok = d.ok;
+  f.why = d.why;
+  if (!d.ok) return f;
+  f.device_count = d.device_count;
+  for (int i = 0; i < d.device_count; ++i) {
+    DeviceFacts dev;
+    CUdevice h = 0;
+    int integrated = 0, smem = 0;
+    char bus[32] = {0};
+    if (d.cuDeviceGet(&h, i) != kSuccess ||
+        d.cuDeviceGetAttribute(&integrated, kAttrIntegrated, h) != kSuccess ||
+        d.cuDeviceGetAttribute(&smem, kAttrMaxSharedMemoryPerBlockOptin, h) != kSuccess ||
+        d.cuDeviceGetPCIBusId(bus, sizeof(bus) - 1, h) != kSuccess) {
+      f.ok = false;
+      f.why = "reading device " + std::to_string(i) + "'s attributes failed";
+      return f;
+    }
+    dev.pci_bus_id = bus;
+    dev.integrated = integrated != 0;
+    dev.max_shared_memory_per_block = smem;
+    f.devices.push_back(dev);
+  }
+  return f;
+}
+
+/*! Child side of the probe: only driver calls, write and _exit (no Python, no allocation). */
+[[noreturn]] void ProbeChild(Driver& s, int fd) {
+  static ProbeReply r;  // static: no large stack frame in a child of an arbitrary thread
+  std::memset(&r, 0, sizeof(r));
+  r.init_rc = s.cuInit(0);
+  if (r.init_rc == kSuccess) {
+    r.count_rc = s.cuDeviceGetCount(&r.count);
+    const int n = r.count_rc == kSuccess ? (r.count < kProbeMaxDevices ? r.count : kProbeMaxDevices) : 0;
+    for (int i = 0; i < n; ++i) {
+      ProbeReply::Device& dev = r.devices[i];
+      CUdevice h = 0;
+      dev.rc = s.cuDeviceGet(&h, i);
+      if (dev.rc == kSuccess) dev.rc = s.cuDeviceGetAttribute(&dev.integrated, kAttrIntegrated, h);
+      if (dev.rc == kSuccess) {
+        dev.rc = s.cuDeviceGetAttribute(&dev.max_shared_memory_per_block,
+                                        kAttrMaxSharedMemoryPerBlockOptin, h);
+      }
+      if (dev.rc == kSuccess) dev.rc = s.cuDeviceGetPCIBusId(dev.pci_bus_id, sizeof(dev.pci_bus_id) - 1, h);
+    }
+  }
+  const char* p = reinterpret_cast<const char*>(&r);
+  size_t left = sizeof(r);
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  _exit(0);
+}
+
+/*! Reads the facts in a forked child, so that cuInit never runs in this process. */
+DriverFacts ProbeInChild(Driver& s) {
+  DriverFacts f;
+  f.from_child = true;
+  if (s.cuDriverGetVersion != nullptr) s.cuDriverGetVersion(&f.driver_version);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    f.why = std::string("cannot probe the CUDA driver: pipe failed: ") + std::strerror(errno);
+    return f;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    f.why = std::string("cannot probe the CUDA driver: fork failed: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return f;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    ProbeChild(s, fds[1]);
+  }
+  close(fds[1]);
+  auto reply = std::make_unique<ProbeReply>();
+  char* p = reinterpret_cast<char*>(reply.get());
+  size_t got = 0;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kProbeTimeoutS);
+  while (got < sizeof(ProbeReply)) {
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now()).count();
+    if (left_ms <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(left_ms));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // the deadline check ends the loop
+    const ssize_t n = read(fds[0], p + got, sizeof(ProbeReply) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EOF: the child died before writing everything
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    f.why = "the CUDA driver probe (cuInit in a forked child) did not answer within " +
+            std::to_string(kProbeTimeoutS) + " s";
+    return f;
+  }
+  if (got < sizeof(ProbeReply)) {
+    f.why = WIFSIGNALED(status)
+                ? "the CUDA driver probe (cuInit in a forked child) died with signal " +
+                      std::to_string(WTERMSIG(status))
+                : std::string("the CUDA driver probe (cuInit in a forked child) gave no answer");
+    return f;
+  }
+  const ProbeReply& r = *reply;
+  if (r.init_rc == kErrorNoDevice) {
+    f.ok = true;  // as Load(): a driver with no visible device
+    return f;
+  }
+  if (r.init_rc != kSuccess) {
+    f.why = "cuInit failed: " + ErrorText(s, r.init_rc);
+    if (r.init_rc == kErrorNotInitialized) {
+      f.why += " (is this a process forked after CUDA was initialised? use the 'spawn' start method)";
+    }
+    return f;
+  }
+  if (r.count_rc != kSuccess) {
+    f.why = "cuDeviceGetCount failed: " + ErrorText(s, r.count_rc);
+    return f;
+  }
+  const int n = r.count < kProbeMaxDevices ? r.count : kProbeMaxDevices;
+  for (int i = 0; i < n; ++i) {
+    if (r.devices[i].rc != kSuccess) {
+      f.why = "reading device " + std::to_string(i) + "'s attributes failed: " + ErrorText(s, r.devices[i].rc);
+      return f;
+    }
+    DeviceFacts dev;
+    dev.pci_bus_id.assign(r.devices[i].pci_bus_id, strnlen(r.devices[i].pci_bus_id, 31));
+    dev.integrated = r.devices[i].integrated != 0;
+    dev.max_shared_memory_per_block = r.devices[i].max_shared_memory_per_block;
+    f.devices.push_back(dev);
+  }
+  f.device_count = n;
+  f.ok = true;
+  return f;
+}
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string("\x01unset") : std::string(v);
+}
+
+}  // namespace
+
+DriverFacts QueryDriverFacts() {
+  if (g_loaded.load(std::memory_order_acquire)) {
+    Driver& d = Load();
+    if (d.init_pid != 0 && d.init_pid != getpid()) {
+      DriverFacts f;
+      f.driver_version = d.version;
+      f.why = "the CUDA driver was initialised by vllm_mem in a parent process before fork(); "
+              "CUDA cannot be used in a forked child (use the 'spawn' start method)";
+      return f;
+    }
+  }
+  if (DriverInitialisedHere()) return ReadFactsHere();
+  Driver& s = LoadSymbols();
+  if (!s.symbols_ok) {
+    DriverFacts f;
+    f.why = s.why;
+    return f;
+  }
+  // The answer depends on what the child's driver sees: the visible devices and their order.
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::string, DriverFacts>();  // never destroyed
+  const std::string key = EnvOr("CUDA_VISIBLE_DEVICES") + '\0' + EnvOr("CUDA_DEVICE_ORDER");
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  DriverFacts f = ProbeInChild(s);
+  // Failures are not cached: 802 (system not ready) clears once the fabric manager is up.
+  if (f.ok) cache->emplace(key, f);
+  return f;
 }
 
 }  // namespace vllm_mem::cuda

@@ -25,8 +25,19 @@ struct ProcessInfoV2 {  // nvmlProcessInfo_v2_t, the struct of the _v2/_v3 queri
   unsigned int computeInstanceId;
 };
 
+struct MemoryV1 {  // nvmlMemory_t
+  unsigned long long total, free, used;
+};
+
+struct MemoryV2 {  // nvmlMemory_v2_t; version = sizeof | 2 << 24 (nvmlMemory_v2)
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+
 struct Nvml {
   nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*memory_v1)(nvmlDevice_t, MemoryV1*) = nullptr;
+  nvmlReturn_t (*memory_v2)(nvmlDevice_t, MemoryV2*) = nullptr;  // optional: drivers >= 510
   nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
   bool ok = false;
@@ -45,6 +56,8 @@ Nvml& Load() {
     n->by_pci = reinterpret_cast<decltype(n->by_pci)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     n->procs = reinterpret_cast<decltype(n->procs)>(
         dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    n->memory_v1 = reinterpret_cast<decltype(n->memory_v1)>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
+    n->memory_v2 = reinterpret_cast<decltype(n->memory_v2)>(dlsym(lib, "nvmlDeviceGetMemoryInfo_v2"));
     if (!n->init || !n->by_pci || !n->procs) {
       n->why = "NVML lacks nvmlDeviceGetComputeRunningProcesses_v3 (driver too old)";
       return n;
@@ -61,6 +74,52 @@ Nvml& Load() {
 }
 
 }  // namespace
+
+MemoryInfo DeviceMemory(const std::string& pci_bus_id) {
+  MemoryInfo out;
+  Nvml& n = Load();
+  if (!n.ok) {
+    out.detail = n.why;
+    return out;
+  }
+  if (n.memory_v1 == nullptr && n.memory_v2 == nullptr) {
+    out.detail = "NVML lacks nvmlDeviceGetMemoryInfo";
+    return out;
+  }
+  nvmlDevice_t dev = nullptr;
+  nvmlReturn_t rc = n.by_pci(pci_bus_id.c_str(), &dev);
+  if (rc != kSuccess) {
+    out.detail = "nvmlDeviceGetHandleByPciBusId_v2(" + pci_bus_id + ") failed with " + std::to_string(rc);
+    return out;
+  }
+  if (n.memory_v2 != nullptr) {
+    MemoryV2 m{};
+    m.version = static_cast<unsigned int>(sizeof(MemoryV2)) | (2u << 24);
+    rc = n.memory_v2(dev, &m);
+    if (rc == kSuccess) {
+      out.available = true;
+      out.total_bytes = static_cast<int64_t>(m.total);
+      out.reserved_bytes = static_cast<int64_t>(m.reserved);
+      out.free_bytes = static_cast<int64_t>(m.free);
+      out.used_bytes = static_cast<int64_t>(m.used);
+      return out;
+    }
+  }
+  if (n.memory_v1 != nullptr) {
+    MemoryV1 m{};
+    rc = n.memory_v1(dev, &m);
+    if (rc == kSuccess) {
+      out.available = true;
+      out.total_bytes = static_cast<int64_t>(m.total);
+      out.free_bytes = static_cast<int64_t>(m.free);
+      out.used_bytes = static_cast<int64_t>(m.used);
+      return out;
+    }
+  }
+  // Integrated GPUs (unified memory) answer NVML_ERROR_NOT_SUPPORTED (3) here.
+  out.detail = "nvmlDeviceGetMemoryInfo failed with " + std::to_string(rc);
+  return out;
+}
 
 ProcessList ComputeProcesses(const std::string& pci_bus_id) {
   ProcessList out;

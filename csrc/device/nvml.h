@@ -23,6 +23,19 @@ struct ProcessList {
   std::vector<ProcessMemory> processes;
 };
 
+/*! \brief A device's memory as NVML reports it: no CUDA context is involved. */
+struct MemoryInfo {
+  bool available = false;
+  std::string detail;        //!< why not, when !available
+  int64_t total_bytes = 0;   //!< NVML's total, which includes what the driver reserves
+  int64_t reserved_bytes = 0;  //!< driver-reserved (nvmlDeviceGetMemoryInfo_v2; 0 from v1)
+  int64_t free_bytes = 0;
+  int64_t used_bytes = 0;    //!< excludes the reserved part when read through _v2
+};
+
+/*! \brief Memory of the GPU with this PCI bus id. Never throws. */
+MemoryInfo DeviceMemory(const std::string& pci_bus_id);
+
 /*! \brief Compute processes on the GPU with this PCI bus id (as cuDeviceGetPCIBusId gives it:
  *  the mapping NVML needs because its indices ignore CUDA_VISIBLE_DEVICES). Never throws. */
 ProcessList ComputeProcesses(const std::string& pci_bus_id);

@@ -9,7 +9,7 @@ from typing import Any, Union
 
 from . import _C
 
-__all__ = ["CudaDevice", "DeviceLike", "device_index", "make_device"]
+__all__ = ["CudaDevice", "DeviceLike", "LiveMemory", "device_index", "live_memory", "make_device"]
 
 
 class CudaDevice:
@@ -88,3 +88,47 @@ def make_device(index: int) -> Any:
         device = torch.device("cuda", index) if with_torch else CudaDevice(index)  # type: ignore[union-attr]
         _DEVICES[key] = device
     return device
+
+
+class LiveMemory:
+    """A visible GPU's memory read without a CUDA context (see :func:`live_memory`)."""
+
+    __slots__ = ("free_bytes", "integrated", "pci_bus_id", "reserved_bytes", "source", "total_bytes")
+
+    def __init__(self, free_bytes: int, total_bytes: int, reserved_bytes: int, integrated: bool,
+                 pci_bus_id: str, source: str) -> None:
+        self.free_bytes = free_bytes
+        self.total_bytes = total_bytes
+        self.reserved_bytes = reserved_bytes
+        self.integrated = integrated
+        self.pci_bus_id = pci_bus_id
+        self.source = source
+
+    def __repr__(self) -> str:
+        return (f"LiveMemory(free_bytes={self.free_bytes}, total_bytes={self.total_bytes}, "
+                f"reserved_bytes={self.reserved_bytes}, integrated={self.integrated}, "
+                f"pci_bus_id={self.pci_bus_id!r}, source={self.source!r})")
+
+
+def live_memory(index: int) -> LiveMemory:
+    """Free and total memory of visible CUDA device ``index`` as the tools read it: from NVML by
+    the device's PCI bus id, never through a CUDA context and without ``cuInit`` in this process,
+    so the caller can still fork CUDA workers afterwards and a nearly full GPU is read, not
+    failed on. ``total_bytes`` is NVML's total less the driver's reserve (what ``cuMemGetInfo``
+    calls total, within a few MiB); on an integrated GPU (unified memory, where NVML has no
+    memory figures) both come from the host's ``/proc/meminfo``, as vLLM reads free memory there.
+
+    Raises
+    ------
+    RuntimeError
+        No usable driver, or NVML cannot read the device (the reason is in the message).
+    ValueError
+        ``index`` is not a visible device.
+    """
+    ok, detail, free, total, reserved, bus = _C.nvml_memory(index)
+    if _C.is_integrated(index):
+        host_total, available = _C.host_memory()
+        return LiveMemory(int(available), int(host_total), 0, True, str(bus), "host /proc/meminfo (integrated GPU)")
+    if not ok:
+        raise RuntimeError(f"NVML cannot read the memory of cuda:{index} ({bus}): {detail}")
+    return LiveMemory(int(free), int(total) - int(reserved), int(reserved), False, str(bus), "nvml")

@@ -104,7 +104,9 @@ def request_memory(init_snapshot: MemorySnapshot, gpu_memory_utilization: float)
                 f"{r.largest_fitting_utilization_ppm / 1_000_000:.3f}.")
     procs = device_processes(index)
     if procs:
-        held = ", ".join(f"pid {p.pid} ({format_gib(p.used_bytes)} GiB)" for p in procs)
+        # NVML answers "not available" (-1) for a process's usage under some containers and MIG.
+        held = ", ".join(f"pid {p.pid} ({f'{format_gib(p.used_bytes)} GiB' if p.used_bytes >= 0 else 'unknown'})"
+                         for p in procs)
         message += f" Processes holding memory on this device: {held}."
     raise ValueError(message)
 

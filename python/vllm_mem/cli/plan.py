@@ -56,8 +56,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _live_snapshot(requested_bytes: int) -> dict[str, Any]:
-    """The device as it is now, when a GPU is present (no CUDA context is created to ask)."""
+    """Device 0 as it is now, when a GPU is present: read from NVML (by PCI bus id), so no CUDA
+    context is created, nothing is counted that this process would add, ``cuInit`` is not
+    called here (the shell can still fork CUDA workers) and a nearly full GPU is read, not
+    failed on."""
     from .. import _C
+    from .._device import live_memory
 
     try:
         ok, why, count, _driver = _C.cuda_driver_status()
@@ -65,12 +69,13 @@ def _live_snapshot(requested_bytes: int) -> dict[str, Any]:
         ok, why, count = False, str(exc), 0
     if not ok or count == 0:
         return {"found": False, "reason": why if not ok else "the CUDA driver sees no device"}
-    from ..mem_utils import MemorySnapshot
-
-    snap = MemorySnapshot(device=0)
-    return {"found": True, "device": str(snap.device_), "free_memory_bytes": int(snap.free_memory),
-            "total_memory_bytes": int(snap.total_memory),
-            "request_passes_now": int(snap.free_memory) >= requested_bytes}
+    try:
+        mem = live_memory(0)
+    except (RuntimeError, ValueError) as exc:
+        return {"found": False, "reason": str(exc)}
+    return {"found": True, "device": "cuda:0", "free_memory_bytes": mem.free_bytes,
+            "total_memory_bytes": mem.total_bytes, "source": mem.source,
+            "request_passes_now": mem.free_bytes >= requested_bytes}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
         if live and live.get("found"):
             verdict = "passes" if live["request_passes_now"] else "FAILS"
             print(f"  {live['device']}: {format_gib(live['free_memory_bytes'])} GiB free of "
-                  f"{format_gib(live['total_memory_bytes'])} GiB now; vLLM's free-memory check "
-                  f"{verdict} for the requested {format_gib(p.requested_bytes)} GiB")
+                  f"{format_gib(live['total_memory_bytes'])} GiB now ({live['source']}); vLLM's free-memory "
+                  f"check {verdict} for the requested {format_gib(p.requested_bytes)} GiB")
         else:
             print(f"  none: no GPU found ({live.get('reason') if live else 'unknown'})")
     return EXIT_OK if p.fits else EXIT_DOES_NOT_FIT

@@ -60,22 +60,29 @@ def per_device(value: Any, field: str, check: Callable[[Any, str], T]) -> dict[i
 
 
 def live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:
-    """Per visible device: a fresh snapshot's total and free, keyed by physical id."""
+    """Per visible device: its total and free memory now, keyed by physical id.
+
+    On the real GPUs the figures come from NVML by PCI bus id (:func:`vllm_mem._device.live_memory`):
+    no CUDA context is created or kept (vLLM's workers would count a kept one as another
+    process's memory), ``cuInit`` is not called in this process, and a GPU too full for a context
+    is still read. On a simulated device its snapshot is read."""
     count = int(_C.device_count())
     if count <= 0:
         raise ValueError(
             "gpus: no GPU is visible for a live check; to check offline pass gpus='H100-80GB' "
             "or a total in bytes (CLI: --gpu H100-80GB)"
         )
+    real = str(_C.active_device_name()) == "cuda"
     out = []
     for index in range(count):
-        snap = _C.measure_snapshot(index)
         physical = visible[index] if index < len(visible) else index
-        out.append(
-            _C.DeviceMemoryInfo(
-                physical, str(_C.active_device_name()), int(snap.total_memory), int(snap.free_memory)
-            )
-        )
+        if real:
+            from .._device import live_memory
+
+            mem = live_memory(index)
+            total, free = mem.total_bytes, mem.free_bytes
+        else:
+            snap = _C.measure_snapshot(index)
+            total, free = int(snap.total_memory), int(snap.free_memory)
+        out.append(_C.DeviceMemoryInfo(physical, str(_C.active_device_name()), total, free))
     return out
-
-
