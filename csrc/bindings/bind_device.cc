@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "bindings/bind.h"
+#include "vllm_mem/base/error.h"
 #include "vllm_mem/memory/device_reader.h"
 #include "vllm_mem/memory/memory_profiling.h"
 #include "vllm_mem/memory/memory_sampler.h"
@@ -34,6 +35,37 @@ py::array_t<T> ToArray(const std::vector<T>& v) {
   py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
   if (!v.empty()) std::copy(v.begin(), v.end(), out.mutable_data());
   return out;
+}
+
+bool IsRealDevice(const DeviceReader& r) { return r.Name() == "cuda"; }
+
+/*! The context-free facts of a visible real device, for the tool queries: DeviceError without a
+ *  usable driver, InvalidArgument naming "device" for an index that is not visible. Never calls
+ *  cuInit in this process (cuda::QueryDriverFacts). */
+cuda::DeviceFacts FactsOf(int device) {
+  cuda::DriverFacts f = cuda::QueryDriverFacts();
+  if (!f.ok) throw DeviceError(f.why);
+  if (device < 0 || device >= f.device_count) {
+    throw InvalidArgument("device", "unknown CUDA device index " + std::to_string(device) + " (" +
+                                        std::to_string(f.device_count) + " visible)");
+  }
+  return f.devices[static_cast<size_t>(device)];
+}
+
+/*! The index check of the torch-statistics calls: a negative index always, an index past the
+ *  visible devices when the driver is known, without initialising CUDA for the real device
+ *  (the torch figures of an uninitialised process are "not initialized", not an error). */
+void CheckTorchDevice(DeviceReader& r, int device) {
+  if (!IsRealDevice(r)) {
+    r.CheckDevice(device);
+    return;
+  }
+  if (device < 0) {
+    throw InvalidArgument("device", "unknown CUDA device index " + std::to_string(device) +
+                                        " (indices are >= 0)");
+  }
+  const cuda::DriverFacts f = cuda::QueryDriverFacts();
+  if (f.ok && device >= f.device_count) FactsOf(device);  // throws naming the visible count
 }
 
 void BindRecords(py::module_& m) {
@@ -115,14 +147,21 @@ void BindReaderFunctions(py::module_& m) {
         "'cuda' -> None, 'cuda:N' -> N; ValueError for anything else");
   m.def("different_devices_message", &DifferentDevicesMessage, py::arg("a"), py::arg("b"));
   m.def("current_device", [] { return ActiveDeviceReader()->CurrentDevice(); }, Release());
-  m.def("device_count", [] { return ActiveDeviceReader()->DeviceCount(); }, Release(),
-        "Visible devices of the active reader (0 without a driver); opens the driver");
+  m.def("device_count",
+        [] {
+          auto r = ActiveDeviceReader();
+          if (!IsRealDevice(*r)) return r->DeviceCount();
+          const cuda::DriverFacts f = cuda::QueryDriverFacts();
+          return f.ok ? f.device_count : 0;
+        },
+        Release(), "Visible devices of the active reader (0 without a driver); no cuInit here");
   m.def("check_device", [](int device) { ActiveDeviceReader()->CheckDevice(device); },
         py::arg("device"), Release());
   m.def("active_device_name", [] { return ActiveDeviceReader()->Name(); });
   m.def("is_integrated",
         [](int device) {
           auto r = ActiveDeviceReader();
+          if (IsRealDevice(*r)) return FactsOf(device).integrated;
           r->CheckDevice(device);
           return r->IsIntegrated(device);
         },
@@ -130,6 +169,7 @@ void BindReaderFunctions(py::module_& m) {
   m.def("max_shared_memory_per_block",
         [](int device) {
           auto r = ActiveDeviceReader();
+          if (IsRealDevice(*r)) return static_cast<int64_t>(FactsOf(device).max_shared_memory_per_block);
           r->CheckDevice(device);
           return r->MaxSharedMemoryPerBlock(device);
         },
@@ -140,14 +180,35 @@ void BindReaderFunctions(py::module_& m) {
           return std::make_tuple(h.total_bytes, h.available_bytes);
         },
         Release(), "(MemTotal, MemAvailable) in bytes");
-  m.def("torch_stats", [](int device) { return ActiveDeviceReader()->TorchStats(device); },
+  m.def("torch_stats",
+        [](int device) {
+          auto r = ActiveDeviceReader();
+          CheckTorchDevice(*r, device);
+          return r->TorchStats(device);
+        },
         py::arg("device"), Release());
-  m.def("torch_memory_stats", [](int device) { return ActiveDeviceReader()->TorchStatsAll(device); },
+  m.def("torch_memory_stats",
+        [](int device) {
+          auto r = ActiveDeviceReader();
+          CheckTorchDevice(*r, device);
+          return r->TorchStatsAll(device);
+        },
         py::arg("device"), Release(), "[(key, value)] as torch.cuda.memory_stats, sorted");
   m.def("empty_cache", [] { ActiveDeviceReader()->EmptyCache(); }, Release());
-  m.def("reset_peak_memory_stats", [](int device) { ActiveDeviceReader()->ResetPeak(device); },
+  m.def("reset_peak_memory_stats",
+        [](int device) {
+          auto r = ActiveDeviceReader();
+          CheckTorchDevice(*r, device);
+          r->ResetPeak(device);
+        },
         py::arg("device"), Release());
-  m.def("synchronize", [](int device) { ActiveDeviceReader()->Synchronize(device); },
+  // Needs a context: on the real device this initialises CUDA and retains the primary context.
+  m.def("synchronize",
+        [](int device) {
+          auto r = ActiveDeviceReader();
+          r->CheckDevice(device);
+          r->Synchronize(device);
+        },
         py::arg("device"), Release());
   m.def("current_torch_memory_usage",
         [](int device) { return CurrentTorchMemoryUsage(*ActiveDeviceReader(), device); },
@@ -169,11 +230,10 @@ void BindReaderFunctions(py::module_& m) {
   // Real-device diagnostics (never the simulated one).
   m.def("cuda_driver_status",
         [] {
-          std::string why;
-          const bool ok = cuda::DriverAvailable(&why);
-          return std::make_tuple(ok, why, cuda::DeviceCount(), cuda::DriverVersion());
+          const cuda::DriverFacts f = cuda::QueryDriverFacts();
+          return std::make_tuple(f.ok, f.why, f.device_count, f.driver_version);
         },
-        Release(), "(driver usable, reason if not, device count, driver version)");
+        Release(), "(driver usable, reason if not, device count, driver version); no cuInit here");
   m.def("torch_provider_info",
         [] {
           return std::make_tuple(torch_allocator::ProviderPath(), torch_allocator::ProviderLoaded(),
@@ -182,12 +242,21 @@ void BindReaderFunctions(py::module_& m) {
         "(where the provider is looked for, whether it is loaded, why it was refused or '')");
   m.def("process_memory",
         [](int device) {
-          const nvml::ProcessList list = nvml::ComputeProcesses(cuda::PciBusId(device));
+          const nvml::ProcessList list = nvml::ComputeProcesses(FactsOf(device).pci_bus_id);
           std::vector<std::pair<uint32_t, int64_t>> procs;
           for (const auto& p : list.processes) procs.emplace_back(p.pid, p.used_bytes);
           return std::make_tuple(list.available, list.detail, procs);
         },
-        py::arg("device"), Release(), "NVML per-process usage on the real device");
+        py::arg("device"), Release(), "NVML per-process usage on the real device; no cuInit here");
+  m.def("nvml_memory",
+        [](int device) {
+          const std::string bus = FactsOf(device).pci_bus_id;
+          const nvml::MemoryInfo info = nvml::DeviceMemory(bus);
+          return std::make_tuple(info.available, info.detail, info.free_bytes, info.total_bytes,
+                                 info.reserved_bytes, bus);
+        },
+        py::arg("device"), Release(),
+        "(available, reason if not, free, total, reserved, PCI bus id) from NVML; no context, no cuInit");
 }
 
 void BindSampler(py::module_& m) {

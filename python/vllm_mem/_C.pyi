@@ -1846,7 +1846,7 @@ def compute_rank_layout(spec: ModelSpec, total_memory_bytes_per_worker: collecti
     ...
 def cuda_driver_status() -> tuple[bool, str, int, int]:
     """
-    (driver usable, reason if not, device count, driver version)
+    (driver usable, reason if not, device count, driver version); no cuInit here
     """
 def cudagraph_profiling_line(cudagraph_estimate_bytes: typing.SupportsInt | typing.SupportsIndex, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_memory_utilization: typing.SupportsFloat | typing.SupportsIndex, estimate_cudagraphs: bool = True) -> str:
     ...
@@ -1862,7 +1862,7 @@ def determine_available_kv_cache_memory(requested_bytes: typing.SupportsInt | ty
     ...
 def device_count() -> int:
     """
-    Visible devices of the active reader (0 without a driver); opens the driver
+    Visible devices of the active reader (0 without a driver); no cuInit here
     """
 def device_total_bytes(info: DeviceMemoryInfo) -> int:
     """
@@ -1956,6 +1956,10 @@ def num_parameters(spec: ModelSpec) -> int:
     """
     Parameter count of the checkpoint (tied embeddings counted once, a multimodal checkpoint's vision tower and projector included)
     """
+def nvml_memory(device: typing.SupportsInt | typing.SupportsIndex) -> tuple[bool, str, int, int, int, str]:
+    """
+    (available, reason if not, free, total, reserved, PCI bus id) from NVML; no context, no cuInit
+    """
 def parse_cuda_device(text: str) -> int | None:
     """
     'cuda' -> None, 'cuda:N' -> N; ValueError for anything else
@@ -1966,7 +1970,7 @@ def parse_stage_config(json_text: str, cuda_visible_devices: collections.abc.Seq
     ...
 def process_memory(device: typing.SupportsInt | typing.SupportsIndex) -> tuple[bool, str, list[tuple[int, int]]]:
     """
-    NVML per-process usage on the real device
+    NVML per-process usage on the real device; no cuInit here
     """
 def python_float_repr(value: typing.SupportsFloat | typing.SupportsIndex) -> str:
     ...
