@@ -52,7 +52,9 @@ std::string AllowedKvCacheDTypes() {
 }
 
 KvCacheDType ResolveKvCacheDType(std::string_view kv_cache_dtype, DType model_dtype, const char* field) {
-  if (kv_cache_dtype == "auto" || kv_cache_dtype.empty()) {
+  // An empty name is not vLLM's "auto" (its --kv-cache-dtype choices refuse ""): a caller's
+  // blank field would otherwise plan with the model dtype silently.
+  if (kv_cache_dtype == "auto") {
     return KvCacheDType{DTypeName(model_dtype), DTypeSizeBytes(model_dtype), KvQuantMode::kNone};
   }
   for (const Entry& e : kTable) {

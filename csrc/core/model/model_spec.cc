@@ -158,6 +158,11 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
     // The first config group's weight scheme decides the storage width.
     spec.weight_bits = 8;
     const JsonValue* groups = q->Find("config_groups");
+    // compressed-tensors writes {"group_0": {...}}; a list would otherwise read as 8-bit weights.
+    if (groups != nullptr && !groups->IsNull() && !groups->IsObject()) {
+      throw InvalidArgument("quantization_config.config_groups",
+                            "must be an object of named groups, got " + groups->KindName());
+    }
     if (groups != nullptr && groups->IsObject() && !groups->AsObject().empty()) {
       const JsonValue& first = groups->AsObject().begin()->second;
       if (const JsonValue* w = first.Find("weights"); w != nullptr && w->IsObject()) {
@@ -211,12 +216,36 @@ std::optional<QuantizationSpec> ReadQuantization(const JsonValue& text, const Js
  *  per distinct rope configuration, shared by all layers): its row count follows get_rope
  *  (max_position_embeddings, times the scaling factor for yarn / linear / dynamic scaling,
  *  which precompute the extended range), its width the rotated part of the head. */
+/*! The rope_type names vLLM's get_rope builds a cache for (rotary_embedding/__init__.py), plus
+ *  the two older spellings vLLM's patch_rope_parameters renames ("su" -> longrope, "mrope" ->
+ *  default). Any other name is get_rope's ValueError("Unknown RoPE scaling type ..."). */
+bool KnownRopeType(const std::string& type) {
+  for (const char* known : {"", "default", "linear", "dynamic", "ntk", "yarn", "deepseek_yarn", "llama3", "longrope",
+                            "su", "mrope"}) {
+    if (type == known) return true;
+  }
+  return false;
+}
+
 void ReadRotary(const std::string& model_type, const JsonValue& text, ArchitectureTraits& t) {
+  const JsonValue* family = FamilyTraits(model_type);
+  const JsonValue* rotary = family != nullptr ? family->Find("rotary") : nullptr;
+  if (rotary != nullptr && !rotary->AsBool()) return;  // learned absolute positions (model_families.json)
   // Learned absolute positions or ALiBi: no rotary cache.
   for (const char* absolute : {"gpt2", "gpt_bigcode", "opt", "bloom", "mpt"}) {
     if (model_type == absolute) return;
   }
-  if (const JsonValue* f = text.Find("partial_rotary_factor"); f != nullptr && f->IsNumber()) {
+  const JsonValue* scaling = FindFirst(text, {"rope_scaling", "rope_parameters"});
+  if (scaling != nullptr && !scaling->IsObject()) {
+    throw InvalidArgument("rope_scaling", "must be an object (or null), got " + scaling->KindName());
+  }
+  // transformers v5 moves partial_rotary_factor into rope_parameters; the top-level key wins.
+  const JsonValue* f = text.Find("partial_rotary_factor");
+  if ((f == nullptr || f->IsNull()) && scaling != nullptr) f = scaling->Find("partial_rotary_factor");
+  if (f != nullptr && !f->IsNull() && !f->IsNumber()) {
+    throw InvalidArgument("partial_rotary_factor", "must be a number in (0, 1], got " + f->KindName());
+  }
+  if (f != nullptr && f->IsNumber()) {
     t.partial_rotary_factor = f->AsNumber().value;
   } else if (model_type == "phi") {
     t.partial_rotary_factor = 0.5;  // transformers' PhiConfig default
@@ -226,10 +255,15 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
                           "must be in (0, 1], got " + FormatRounded(t.partial_rotary_factor, 6));
   }
   int64_t positions = OptionalInt(text, {"max_position_embeddings"}).value_or(0);
-  const JsonValue* scaling = FindFirst(text, {"rope_scaling", "rope_parameters"});
   if (scaling != nullptr && scaling->IsObject()) {
     std::string type = OptionalString(*scaling, "rope_type");
     if (type.empty()) type = OptionalString(*scaling, "type");
+    if (!KnownRopeType(type)) {
+      throw InvalidArgument("rope_scaling.rope_type",
+                            "unknown RoPE scaling type " + EchoValue(type.substr(0, 40)) +
+                                " (vLLM's get_rope refuses it); known: default, linear, dynamic, ntk, yarn, "
+                                "deepseek_yarn, llama3, longrope (su), mrope");
+    }
     const JsonValue* factor = scaling->Find("factor");
     const double f = (factor != nullptr && factor->IsNumber()) ? factor->AsNumber().value : 1.0;
     // transformers' rope validation and vLLM's get_rope need a positive, finite factor; a
@@ -257,6 +291,18 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
       positions = scaled(positions);
     } else if (type == "linear" || type == "dynamic") {
       positions = scaled(positions);
+    } else if (type == "longrope" || type == "su") {
+      // Phi3LongRoPEScaledRotaryEmbedding: a short cache of original_max_position_embeddings
+      // rows, then the long one of max_position_embeddings rows; vLLM's patch_rope_parameters
+      // copies the config's top-level original_max_position_embeddings into the rope dict.
+      std::optional<int64_t> original =
+          OptionalIntIn(*scaling, {"original_max_position_embeddings"}, 1, kMaxModelLenTokens);
+      if (!original) original = OptionalIntIn(text, {"original_max_position_embeddings"}, 1, kMaxModelLenTokens);
+      if (!original) {
+        throw InvalidArgument("original_max_position_embeddings",
+                              "longrope scaling needs it (vLLM's get_rope reads it for the short cache)");
+      }
+      t.short_rope_cache_positions = *original;
     }
   }
   t.rope_cache_positions = std::max<int64_t>(positions, 0);
@@ -278,6 +324,40 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
     }
     const bool global_unscaled = global_type.empty() || global_type == "default";
     t.local_rope_cache_positions = (same_base && global_unscaled) ? 0 : local_rows;
+  }
+}
+
+/*! The traits model_families.json gives this family ("traits"): biases from one config switch,
+ *  MLP and norm kinds, learned positions, an embedding width of its own (project_in / out) and
+ *  the final norm's switches. Keys were type-checked when the file was parsed (model_family.cc). */
+void ApplyFamilyTraits(const std::string& model_type, const JsonValue& text, ArchitectureTraits& t) {
+  const JsonValue* family = FamilyTraits(model_type);
+  if (family == nullptr) return;
+  if (const JsonValue* field = family->Find("bias_field")) {
+    const JsonValue* fallback = family->Find("bias_default");
+    const bool bias = OptionalBool(text, field->AsString().c_str()).value_or(fallback != nullptr && fallback->AsBool());
+    t.qkv_bias = t.attention_out_bias = t.mlp_bias = bias;
+  }
+  if (const JsonValue* gated = family->Find("gated_mlp")) t.gated_mlp = gated->AsBool();
+  if (const JsonValue* norm = family->Find("norm")) t.norm_bias = norm->AsString() == "layernorm";
+  if (const JsonValue* every = family->Find("embeddings_on_every_pp_rank")) t.embeddings_on_every_pp_rank = every->AsBool();
+  if (const JsonValue* offset = family->Find("learned_positions_offset")) {
+    const int64_t positions =
+        OptionalIntIn(text, {"max_position_embeddings"}, 1, kMaxModelLenTokens).value_or(0);
+    if (positions == 0) {
+      throw InvalidArgument("max_position_embeddings",
+                            "required: " + model_type + " learns a position table of that many rows");
+    }
+    t.learned_position_rows = positions + *offset->AsNumber().integer;
+  }
+  if (const JsonValue* field = family->Find("embed_dim_field")) {
+    t.embed_dim = OptionalIntIn(text, {field->AsString().c_str()}, 1, kMaxHiddenSize).value_or(0);
+  }
+  if (const JsonValue* field = family->Find("final_norm_field")) {
+    t.final_norm = OptionalBool(text, field->AsString().c_str()).value_or(true);
+    if (const JsonValue* removed = family->Find("final_norm_removed_field")) {
+      t.final_norm = t.final_norm && !OptionalBool(text, removed->AsString().c_str()).value_or(false);
+    }
   }
 }
 
@@ -310,6 +390,7 @@ ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& te
     t.attention_sinks = true;
     t.router_bias = true;
   }
+  ApplyFamilyTraits(model_type, text, t);
   ReadRotary(model_type, text, t);
   return t;
 }
@@ -424,7 +505,11 @@ void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
       OptionalInt(text, {"moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step"}).value_or(1);
   if (freq <= 0) throw InvalidArgument("moe_layer_freq", "must be a positive integer");
   std::vector<int64_t> mlp_only;
-  if (const JsonValue* v = text.Find("mlp_only_layers"); v != nullptr && v->IsArray()) {
+  const JsonValue* v = text.Find("mlp_only_layers");
+  if (v != nullptr && !v->IsNull() && !v->IsArray()) {
+    throw InvalidArgument("mlp_only_layers", "must be a list of layer indices, got " + v->KindName());
+  }
+  if (v != nullptr && v->IsArray()) {
     for (const auto& e : v->AsArray()) mlp_only.push_back(AsInteger(e, "mlp_only_layers"));
   }
   std::sort(mlp_only.begin(), mlp_only.end());
@@ -507,6 +592,11 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   if (!raw_config.IsObject()) {
     throw InvalidArgument("config", "config.json must hold a JSON object, got " + raw_config.KindName());
   }
+  // A text_config that is not an object (a string, a list) would otherwise be skipped and the
+  // wrapper's top level read as the language model: a plausible, wrong model.
+  if (const JsonValue* t = raw_config.Find("text_config"); t != nullptr && !t->IsNull() && !t->IsObject()) {
+    throw InvalidArgument("text_config", "must be an object (the language model's config), got " + t->KindName());
+  }
   // Published files omit fields equal to transformers' class defaults (Gemma-3's text_config
   // has no vocab_size): fill them as transformers does before reading (config_defaults.h).
   const JsonValue config = ApplyConfigDefaults(raw_config);
@@ -518,9 +608,12 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   spec.model_type = OptionalString(text, "model_type");
   if (spec.model_type.empty()) spec.model_type = OptionalString(config, "model_type");
   CheckModelFamily(spec, config, options);
-  if (const JsonValue* arch = config.Find("architectures"); arch != nullptr && arch->IsArray()) {
+  if (const JsonValue* arch = config.Find("architectures"); arch != nullptr && !arch->IsNull()) {
+    // vLLM resolves the model class from this list: anything but a list of strings is not a config.
+    if (!arch->IsArray()) throw InvalidArgument("architectures", "must be a list of strings, got " + arch->KindName());
     for (const auto& a : arch->AsArray()) {
-      if (a.IsString()) spec.architectures.push_back(a.AsString());
+      if (!a.IsString()) throw InvalidArgument("architectures", "entries must be strings, got " + a.KindName());
+      spec.architectures.push_back(a.AsString());
     }
   }
   spec.dtype = ReadDType(text, config);
@@ -585,17 +678,22 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   RequirePositiveAtMost(spec.intermediate_size, kMaxIntermediateSize, "intermediate_size",
                         "vllm_mem/base/limits.h: 100x beyond real models");
   spec.max_position_embeddings =
-      OptionalIntIn(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"}, 0,
+      // 0 is no length (vLLM would derive a max_model_len of 0); absent is vLLM's 2048 default.
+      OptionalIntIn(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"}, 1,
                     kMaxModelLenTokens)
           .value_or(0);
 
   // transformers' default is tied embeddings, but most decoder families override it to False.
   std::optional<bool> tie = OptionalBool(text, "tie_word_embeddings");
   if (!tie) tie = OptionalBool(config, "tie_word_embeddings");
-  const bool ties_by_default = StartsWith(spec.model_type, "gemma") || spec.model_type == "gpt2";
+  bool ties_by_default = StartsWith(spec.model_type, "gemma") || spec.model_type == "gpt2";
+  if (const JsonValue* family = FamilyTraits(spec.model_type)) {
+    if (const JsonValue* d = family->Find("tie_word_embeddings_default")) ties_by_default = d->AsBool();
+  }
   spec.tie_word_embeddings = tie.value_or(ties_by_default);
 
-  if (auto experts = OptionalIntIn(text, {"num_local_experts", "num_experts", "n_routed_experts"}, INT64_MIN,
+  // 0 means a dense model (Granite's num_local_experts: 0); a negative count is no model.
+  if (auto experts = OptionalIntIn(text, {"num_local_experts", "num_experts", "n_routed_experts"}, 0,
                                     kMaxExperts);
       experts && *experts > 0) {
     MoeSpec moe;

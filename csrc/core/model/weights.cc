@@ -300,6 +300,28 @@ ExpertPadding Mxfp4Padding(const std::string& backend) {
                                              "; allowed: triton, marlin, flashinfer_trtllm, flashinfer_cutlass");
 }
 
+/*! The token embedding's width: hidden_size, or OPT's word_embed_proj_dim (traits.embed_dim). */
+int64_t EmbedDim(const ModelSpec& spec) { return spec.traits.embed_dim > 0 ? spec.traits.embed_dim : spec.hidden_size; }
+
+/*! Replicated tensors beside the token embedding (vLLM's OPTDecoder): the learned position table
+ *  and, when the embedding width differs from hidden_size, project_in and project_out (no bias). */
+Tensors EmbeddingExtras(const ModelSpec& spec) {
+  Tensors out;
+  if (spec.traits.learned_position_rows > 0) {
+    out.vectors.push_back({Component::kEmbedding, Mul(spec.traits.learned_position_rows, spec.hidden_size)});
+  }
+  if (EmbedDim(spec) != spec.hidden_size) {
+    out.linears.push_back({Component::kEmbedding, EmbedDim(spec), spec.hidden_size});  // project_in
+    out.linears.push_back({Component::kEmbedding, spec.hidden_size, EmbedDim(spec)});  // project_out
+  }
+  return out;
+}
+
+int64_t FinalNormElements(const ModelSpec& spec) {
+  if (!spec.traits.final_norm) return 0;
+  return spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size;
+}
+
 int64_t RotaryDim(const ModelSpec& spec) {
   if (spec.mla) return spec.mla->qk_rope_head_dim;
   return static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
@@ -310,8 +332,8 @@ int64_t RotaryDim(const ModelSpec& spec) {
 int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
   if (spec.hybrid) return HybridNumParameters(spec);  // hybrid_weights.cc
-  const int64_t embedding = Mul(spec.vocab_size, spec.hidden_size);
-  int64_t n = embedding;
+  const int64_t embedding = Mul(spec.vocab_size, EmbedDim(spec));
+  int64_t n = Add(embedding, CountElements(EmbeddingExtras(spec)));
   if (!spec.tie_word_embeddings) {
     n = Add(n, embedding);
     if (spec.traits.lm_head_bias) n = Add(n, spec.vocab_size);
@@ -333,8 +355,7 @@ int64_t NumParameters(const ModelSpec& spec) {
   } else {
     for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
   }
-  const int64_t final_norm = spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size;
-  n = Add(n, final_norm);
+  n = Add(n, FinalNormElements(spec));
   if (spec.vision) n = Add(n, VisionEncoderParameters(*spec.vision));
   return n;
 }
@@ -361,13 +382,16 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
 
   // Embedding and LM head stay in the model dtype under every supported method.
   const int64_t vocab_rows = VocabRowsPerRank(spec.vocab_size, tp);
-  const int64_t embedding_bytes = Mul(Mul(vocab_rows, spec.hidden_size), dt);
+  const int64_t embedding_bytes = Mul(Mul(vocab_rows, EmbedDim(spec)), dt);
   const int64_t lm_head_bytes =
       Add(embedding_bytes, spec.traits.lm_head_bias ? Mul(vocab_rows, dt) : 0);
-  const int64_t final_norm_bytes = Mul(spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size, dt);
-  // One cos/sin cache per distinct get_rope key: the global one, and Gemma-3's local one.
-  const int64_t rope_bytes =
-      Mul(Mul(Add(spec.traits.rope_cache_positions, spec.traits.local_rope_cache_positions), RotaryDim(spec)), dt);
+  const int64_t final_norm_bytes = Mul(FinalNormElements(spec), dt);
+  // One cos/sin cache per distinct get_rope key: the global one, and Gemma-3's local one;
+  // longrope's short cache shares the long cache's buffer.
+  const int64_t rope_rows = Add(Add(spec.traits.rope_cache_positions, spec.traits.local_rope_cache_positions),
+                                spec.traits.short_rope_cache_positions);
+  const int64_t rope_bytes = Mul(Mul(rope_rows, RotaryDim(spec)), dt);
+  const Tensors extras = EmbeddingExtras(spec);
 
   // Layers come in few distinct kinds (dense / MoE), so describe each kind once.
   const Tensors dense = DescribeLayer(spec, LayerSpec{}, tp);
@@ -381,12 +405,16 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   for (int64_t rank = 0; rank < pp; ++rank) {
     RankWeights r;
     r.pp_rank = rank;
-    const bool first = rank == 0;
-    const bool last = rank == pp - 1;
+    // OPT builds its embedding side on every rank (traits.embeddings_on_every_pp_rank), and a
+    // tied LM head is that same embed_tokens tensor there.
+    const bool every = spec.traits.embeddings_on_every_pp_rank;
+    const bool first = rank == 0 || every;
+    const bool last = rank == pp - 1 || every;
     if (first) r.embedding_bytes = embedding_bytes;
+    if (first) AddBytes(r, extras, quant, dt, 1);
     // Tied: one tensor serves both on a single rank; under PP the last rank builds its own
     // embed_tokens to serve as the LM head.
-    if (last && (!spec.tie_word_embeddings || !first)) r.lm_head_bytes = lm_head_bytes;
+    if (last && (!spec.tie_word_embeddings || (!first && !every))) r.lm_head_bytes = lm_head_bytes;
     if (last) r.norm_bytes = final_norm_bytes;
 
     const auto [begin, end] = PipelineLayerRange(spec.num_layers, rank, pp);

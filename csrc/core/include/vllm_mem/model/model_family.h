@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "vllm_mem/base/json.h"
+
 namespace vllm_mem {
 
 enum class ModelSupport {
@@ -32,6 +34,11 @@ ModelFamily ClassifyModelType(std::string_view model_type);
 
 /*! \brief Every model_type with exact rules, sorted. */
 std::vector<std::string> SupportedModelTypes();
+
+/*! \brief The per-family traits of model_families.json ("traits"), or nullptr when the family
+ *  has none (its rules are the ones written in C++). The object's keys are checked when the file
+ *  is first parsed (each has a type; "source" is required), so readers may trust them. */
+const JsonValue* FamilyTraits(std::string_view model_type);
 
 /*! \brief The caveat every report of a multimodal checkpoint carries (only the language model
  *  is sized). */

@@ -105,6 +105,20 @@ struct ArchitectureTraits {
    *  max_position, base, rope_scaling), so a different base or scaling is a second cache.
    *  0: none, or the same key as the global cache (shared). */
   int64_t local_rope_cache_positions = 0;
+  /*! Rows of longrope's short-factor cache (Phi-3's original_max_position_embeddings): vLLM's
+   *  Phi3LongRoPEScaledRotaryEmbedding concatenates it before the long cache of
+   *  rope_cache_positions rows in one buffer. 0: no longrope. */
+  int64_t short_rope_cache_positions = 0;
+  /*! Rows of a learned absolute position table (OPT: max_position_embeddings + 2), replicated on
+   *  every tensor-parallel rank. 0: none. */
+  int64_t learned_position_rows = 0;
+  /*! Width of the token embedding and LM head when it differs from hidden_size (OPT's
+   *  word_embed_proj_dim), with replicated project_in / project_out between the two. 0: hidden_size. */
+  int64_t embed_dim = 0;
+  bool final_norm = true;  //!< the norm after the last layer (OPT's post-LN variants have none)
+  /*! The embedding side (token and position tables, projections, final norm, an untied LM head)
+   *  is built on every pipeline rank, not only the first / last (vLLM's OPTDecoder). */
+  bool embeddings_on_every_pp_rank = false;
 };
 
 /*! \brief A model as the sizing code sees it. */
