@@ -67,7 +67,12 @@ else
   fi
   PYTHON=$PWD/$venv/bin/python
 fi
-pip_install() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
+# pip's warnings about index folders it skips (some machines' pip.conf names empty local mirrors)
+# are noise here; every other line of pip's stderr is kept.
+pip_install() {
+  "$PYTHON" -m pip install -q --disable-pip-version-check "$@" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
 
 # --- build tools (all from PyPI) ----------------------------------------------------------------
 echo "== installing the build tools (scikit-build-core, pybind11, nlohmann-json, CMake, Ninja)"
@@ -94,8 +99,9 @@ pip_install --no-build-isolation ".$extras"
 
 # --- optional, apt-only extras ----------------------------------------------------------------
 if [[ $want_tests -eq 1 ]]; then
-  gtest_found() { ls /usr/lib/*/cmake/GTest/GTestConfig.cmake /usr/lib*/cmake/GTest/GTestConfig.cmake \
-    >/dev/null 2>&1; }
+  # Any one of the distributions' places is enough (ls fails when one glob matches nothing).
+  gtest_found() { compgen -G "/usr/lib*/cmake/GTest/GTestConfig.cmake" >/dev/null ||
+    compgen -G "/usr/lib/*/cmake/GTest/GTestConfig.cmake" >/dev/null; }
   if ! gtest_found; then
     echo "== installing GoogleTest (Debian libgtest-dev)"
     apt_install libgtest-dev || skipped+=("GoogleTest (apt libgtest-dev): the C++ core tests will skip")

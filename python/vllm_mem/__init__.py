@@ -22,6 +22,7 @@ __version__: str = _C.__version__
 
 # Area module -> the public names it defines, in the order the package lists them.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "errors": ("InvalidArgumentError", "InvalidArgumentTypeError", "NotModelledError"),
     "units": ("GB_bytes", "GiB_bytes", "KB_bytes", "KiB_bytes", "MB_bytes", "MiB_bytes", "format_gib",
               "format_mib"),
     "model_spec": ("ModelSpec", "bundled_model_configs", "supported_model_types"),
@@ -54,6 +55,7 @@ __all__ = ["__version__", *_MODULE_OF]
 if TYPE_CHECKING:  # type checkers and IDEs see every name with its real type
     from .approximations import *  # noqa: F403
     from .catalog import *  # noqa: F403
+    from .errors import *  # noqa: F403
     from .kv_cache import *  # noqa: F403
     from .mem_utils import *  # noqa: F403
     from .model_spec import *  # noqa: F403

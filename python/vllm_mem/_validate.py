@@ -1,9 +1,11 @@
 """One vocabulary of input errors for every entry point: the Python API, the CLI, the stage-file
 reader and the config.json reader.
 
-Every check raises ``TypeError`` (the wrong kind of value: a string where a count goes, ``None``
-where a name is required) or ``ValueError`` (the right kind, not allowed: out of range, NaN, an
-unknown name, an unreadable file), with one message shape::
+Every check raises :class:`~vllm_mem.errors.InvalidArgumentTypeError`, a ``TypeError`` (the wrong
+kind of value: a string where a count goes, ``None`` where a name is required) or
+:class:`~vllm_mem.errors.InvalidArgumentError`, a ``ValueError`` (the right kind, not allowed: out
+of range, NaN, an unknown name, an unreadable file), each carrying ``.field``, with one message
+shape::
 
     field: must be <what is allowed>; got <the value, at most 80 characters>
 
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _limits as L
+from .errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _MISSING: Any = object()
 
@@ -70,17 +73,17 @@ def message(field: str, allowed: str, value: Any = _MISSING) -> str:
     return f"{head}: must be {clip(allowed, max(room, 20))}{tail}"[: L.MAX_MESSAGE_CHARS]
 
 
-def bad_value(field: str, allowed: str, value: Any = _MISSING) -> ValueError:
-    return ValueError(message(field, allowed, value))
+def bad_value(field: str, allowed: str, value: Any = _MISSING) -> InvalidArgumentError:
+    return InvalidArgumentError(message(field, allowed, value), str(field))
 
 
-def bad_type(field: str, allowed: str, value: Any = _MISSING) -> TypeError:
-    return TypeError(message(field, allowed, value))
+def bad_type(field: str, allowed: str, value: Any = _MISSING) -> InvalidArgumentTypeError:
+    return InvalidArgumentTypeError(message(field, allowed, value), str(field))
 
 
 def fail(field: str, text: str) -> NoReturn:
     """A ValueError whose text is not of the ``must be`` shape (``field: text``), clipped."""
-    raise ValueError(clip(f"{clip(field, L.MAX_ECHOED_CHARS)}: {text}", L.MAX_MESSAGE_CHARS))
+    raise InvalidArgumentError(clip(f"{clip(field, L.MAX_ECHOED_CHARS)}: {text}", L.MAX_MESSAGE_CHARS), str(field))
 
 
 # --- scalars -----------------------------------------------------------------------------------
@@ -329,6 +332,16 @@ def _path(ref: Any, field: str) -> str:
     return text or field
 
 
+def _typed(kind: type[Exception], text: str) -> Exception:
+    """``kind(text)`` as the typed error of that kind, its field the message's path."""
+    field = text.split(":", 1)[0]
+    if issubclass(kind, TypeError):
+        return InvalidArgumentTypeError(text, field)
+    if issubclass(kind, ValueError):
+        return InvalidArgumentError(text, field)
+    return kind(text)
+
+
 def _scalar_chars(value: Any, ref: Any, field: str, content_error: type[Exception]) -> int:
     """Characters a scalar adds (0 but for strings), refusing what JSON cannot hold exactly."""
     if value is None or isinstance(value, bool):
@@ -343,8 +356,8 @@ def _scalar_chars(value: Any, ref: Any, field: str, content_error: type[Exceptio
         if not math.isfinite(value):
             raise bad_value(_path(ref, field), "a finite number", value)
         return 0
-    raise content_error(message(_path(ref, field), "plain data (mappings, lists, strings, numbers, booleans, "
-                                                   "null)", value))
+    allowed = "plain data (mappings, lists, strings, numbers, booleans, null)"
+    raise _typed(content_error, message(_path(ref, field), allowed, value))
 
 
 def plain_json(document: Any, field: str, *, max_depth: int, max_nodes: int, max_chars: int,
@@ -374,7 +387,7 @@ def plain_json(document: Any, field: str, *, max_depth: int, max_nodes: int, max
         for key, child in (value.items() if in_mapping else enumerate(value)):
             if in_mapping:
                 if isinstance(key, bool) or not isinstance(key, (str, int)):
-                    raise content_error(message(_path(ref, field), "a mapping with string keys", key))
+                    raise _typed(content_error, message(_path(ref, field), "a mapping with string keys", key))
                 chars += len(str(key))
             kind = type(child)
             if kind is str:

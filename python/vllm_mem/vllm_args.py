@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from . import _limits as L
 from . import _validate as V
+from .errors import NotModelledError
 
 __all__ = ["VllmCommand", "VllmCommandPlan", "parse_vllm_args", "plan_from_vllm_args"]
 
@@ -158,8 +159,9 @@ _PROGRAMS = (("vllm", "serve"), ("serve",), ("python", "-m", "vllm.entrypoints.o
 
 def _not_modelled(flag: str, why: str) -> NoReturn:
     """A flag that changes start-up memory in a way the planner does not model: refused by name
-    (NotImplementedError, as for a model family without rules), never planned without it."""
-    raise NotImplementedError(V.clip(f"{flag}: not modelled yet ({why})", L.MAX_MESSAGE_CHARS))
+    (NotModelledError, a NotImplementedError, as for a model family without rules), never planned
+    without it."""
+    raise NotModelledError(V.clip(f"{flag}: not modelled yet ({why})", L.MAX_MESSAGE_CHARS), flag)
 
 
 def flag_name(field_name: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import vllm_mem
 from vllm_mem import _limits as L
+from vllm_mem.errors import InvalidArgumentError, InvalidArgumentTypeError
 from vllm_mem.testing import SimulatedDevice
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -36,11 +37,26 @@ class Case:
     field: str
 
 
+#: The typed error each built-in kind arrives as (vllm_mem.errors): still that built-in type for
+#: callers that catch it, and carrying the field.
+TYPED = {TypeError: InvalidArgumentTypeError, ValueError: InvalidArgumentError}
+
+
 def check(case: Case) -> str:
     with pytest.raises(Exception) as info:
         case.call()
-    assert type(info.value) is case.exc, f"{type(info.value).__name__}: {info.value}"
-    text = str(info.value)
+    error = info.value
+    assert isinstance(error, case.exc), f"{type(error).__name__}: {error}"
+    # Exactly the typed kind: a TypeError case must not arrive as a plain ValueError and back.
+    # (vLLM's own refusals, worded as vLLM words them, stay plain ValueErrors.)
+    if isinstance(error, InvalidArgumentError):
+        assert type(error) is TYPED[case.exc], f"{type(error).__name__}: {error}"
+        # case.field is a word the message must hold (sometimes not the field itself); the
+        # typed error's own field is the head of the message.
+        assert error.field and str(error).startswith(error.field[:40]), (error.field, str(error))
+    else:
+        assert type(error) is case.exc, f"{type(error).__name__}: {error}"
+    text = str(error)
     assert case.field in text, text
     assert len(text) <= L.MAX_MESSAGE_CHARS, text
     assert "\n" not in text
@@ -192,7 +208,7 @@ API_CASES += [Case(f"lookup_gpu-{tag}", lambda v=value: vllm_mem.lookup_gpu(v), 
               for tag, value, exc in BAD_NAMES]
 API_CASES += [Case(f"close_gpu_matches-{tag}", lambda v=value: vllm_mem.close_gpu_matches(v), exc, "name")
               for tag, value, exc in BAD_NAMES]
-API_CASES += [Case(f"format_gib-{tag}", lambda v=value: vllm_mem.format_gib(v), exc, "num_bytes")
+API_CASES += [Case(f"format_gib-{tag}", lambda v=value: vllm_mem.format_gib(v), exc, "b")
               for tag, value, exc in [("nan", math.nan, ValueError), ("inf", math.inf, ValueError),
                                       ("str", "1", TypeError), ("2**63", 2**63, ValueError),
                                       ("none", None, TypeError)]]

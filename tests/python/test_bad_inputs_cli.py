@@ -137,10 +137,11 @@ def test_keyboard_interrupt_is_quiet_130(monkeypatch: pytest.MonkeyPatch, capsys
     assert code == cli.EXIT_INTERRUPTED and err == "" and out == ""
 
 
-@pytest.mark.parametrize("exc", [RecursionError(), MemoryError(), OverflowError("int too large to convert"),
+@pytest.mark.parametrize("exc", [OverflowError("int too large to convert"),
                                  UnicodeDecodeError("utf-8", b"\xe9", 0, 1, "invalid"),
-                                 PermissionError(13, "Permission denied", "/x")])
-def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                 PermissionError(13, "Permission denied", "/x"),
+                                 vllm_mem.InvalidArgumentTypeError("block_size: must be an integer", "block_size")])
+def test_input_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                       exc: BaseException) -> None:
     from vllm_mem.cli import gpus
 
@@ -153,6 +154,38 @@ def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: p
         assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
         if "--json" in argv:
             assert json.loads(err)["error"]["type"] == type(exc).__name__
+
+
+@pytest.mark.parametrize("exc", [RecursionError(), MemoryError(), TypeError("unsupported operand"),
+                                 AttributeError("'NoneType' object has no attribute 'x'")])
+def test_bugs_keep_their_traceback(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
+    # A plain TypeError, RecursionError or MemoryError is our bug, not the user's input: exiting
+    # 2 ("bad input") with one line would hide it. Input checks raise the typed errors instead.
+    from vllm_mem.cli import gpus
+
+    def failing(args: Any) -> int:
+        raise exc
+
+    monkeypatch.setattr(gpus, "run", failing)
+    with pytest.raises(type(exc)):
+        cli.main(["gpus"])
+
+
+def test_typed_error_field_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # The field travels on the exception (no parsing of the message): an API keyword becomes the
+    # flag, a nested field keeps its tail, and --json reports the flag as "field".
+    from vllm_mem.cli import _flag_message
+
+    fields = {"max_model_len": "--max-model-len", "speculative_config": "--speculative-config"}
+    assert _flag_message("max_model_len: must be at least 1; got 0", fields, "max_model_len") == (
+        "--max-model-len: must be at least 1; got 0", "--max-model-len")
+    assert _flag_message("speculative_config.method: unknown", fields, "speculative_config.method") == (
+        "--speculative-config.method: unknown", "--speculative-config.method")
+    # A field with no flag keeps its own name.
+    assert _flag_message("config.json: bad", fields, "config.json") == ("config.json: bad", "config.json")
+    code, _out, err = _main(["plan", LLAMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", "1.5", "--json"],
+                            capsys)
+    assert code == 2 and json.loads(err)["error"]["field"] == "--gpu-memory-utilization"
 
 
 def test_broken_pipe_exits_141_quietly(monkeypatch: pytest.MonkeyPatch,

@@ -7,9 +7,11 @@ import vllm_mem
 
 PUBLIC_NAMES = [
     "AvailableKvCacheMemory", "CudaGraphMemory", "DeviceMemoryProfiler", "FAILURE_PHASES", "GB_bytes",
-    "GiB_bytes", "GpuInfo", "KB_bytes", "KiB_bytes", "KvCacheCapacity", "KvCacheGroup",
+    "GiB_bytes", "GpuInfo", "InvalidArgumentError", "InvalidArgumentTypeError", "KB_bytes", "KiB_bytes",
+    "KvCacheCapacity", "KvCacheGroup",
     "KvCacheMemorySuggestion", "MB_bytes", "MemoryImbalance", "MemoryProfilingResult", "MemorySampler",
-    "MemorySnapshot", "MemoryTimeline", "MiB_bytes", "ModelSpec", "PlanSuggestion", "ProcessMemory",
+    "MemorySnapshot", "MemoryTimeline", "MiB_bytes", "ModelSpec", "NotModelledError", "PlanSuggestion",
+    "ProcessMemory",
     "RankPlan", "RankPlanRow", "RankPlans", "StageAssignmentRow", "StageCheck", "StageConfig",
     "StageDeviceRow", "StageNeed", "StageStartup", "StartupLogExplanation", "StartupPlan", "TermComparison", "UtilizationAssignment",
     "VllmCommand", "VllmCommandPlan", "__version__",

@@ -30,8 +30,10 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
-#: What a bad input can surface as, from the API, the core or the OS; each becomes exit 2.
-_BAD_INPUT = (ValueError, TypeError, NotImplementedError, OSError, RecursionError, MemoryError, OverflowError)
+#: What a bad input surfaces as, from the API, the core or the OS; each becomes exit 2. A plain
+#: TypeError, RecursionError or MemoryError is a bug of ours, not the user's input: it keeps its
+#: traceback (input checks raise InvalidArgumentTypeError, a TypeError that is also a ValueError).
+_BAD_INPUT = (ValueError, NotImplementedError, OSError, OverflowError)
 
 
 class UsageError(Exception):
@@ -63,15 +65,26 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _flag_message(message: str, fields: dict[str, str]) -> tuple[str, str | None]:
+def _flag_message(message: str, fields: dict[str, str], field: str | None = None) -> tuple[str, str | None]:
     """(message, field): an argparse "argument --x: ..." made "--x: ...", and an API field
-    (``total_memory_bytes: ...``) renamed to the flag the user typed (``--total-memory-gib``)."""
+    (``total_memory_bytes: ...``) renamed to the flag the user typed (``--total-memory-gib``).
+    ``field`` is the typed error's own ``.field`` (vllm_mem.errors), used before any parsing."""
     message = _one_line(message)
     m = re.match(r"argument ([^:]+): (.*)", message)
     if m:
         flag = m.group(1).split("/")[-1]
         rest = m.group(2)
         return (rest if rest.startswith(flag + ":") else f"{flag}: {rest}"), flag
+    if field:
+        # The field's head (before any .key or [index]) is the API keyword the flag sets.
+        head = re.split(r"[.\[]", field, maxsplit=1)[0]
+        flag = fields.get(head)
+        if flag is None:
+            return message, field
+        tail = field[len(head):]
+        if message.startswith(field + ":"):
+            return flag + tail + message[len(field):], flag + tail
+        return message, flag + tail
     m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\]|\.[A-Za-z0-9_]+)*):", message)
     if m and m.group(1) in fields:
         flag = fields[m.group(1)]
@@ -90,7 +103,7 @@ def _report(command: str | None, exc: BaseException, fields: dict[str, str], as_
         text = f"{exc.filename!s}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
     else:
         text = str(exc)
-    message, field = _flag_message(text or type(exc).__name__, fields)
+    message, field = _flag_message(text or type(exc).__name__, fields, getattr(exc, "field", None))
     message = V.clip(message, L.MAX_MESSAGE_CHARS)
     prog = f"vllm-mem {command}" if command else "vllm-mem"
     if as_json:
