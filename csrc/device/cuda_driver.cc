@@ -488,7 +488,25 @@ DriverFacts QueryDriverFacts() {
       return f;
     }
   }
-  if (DriverInitialisedHere()) return ReadFactsHere();
+  // Once the driver is initialised here the facts are fixed for the life of the process (the
+  // visible devices cannot change after cuInit): read them once, not on every is_integrated().
+  static std::atomic<DriverFacts*> here{nullptr};
+  static std::atomic<pid_t> here_pid{0};
+  DriverFacts* known = here.load(std::memory_order_acquire);
+  if (known != nullptr && here_pid.load(std::memory_order_acquire) == getpid()) return *known;
+  if (DriverInitialisedHere()) {
+    DriverFacts f = ReadFactsHere();
+    if (f.ok && known == nullptr) {
+      auto* fresh = new DriverFacts(f);  // never destroyed, like the driver table
+      DriverFacts* expected = nullptr;
+      if (here.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+        here_pid.store(getpid(), std::memory_order_release);
+      } else {
+        delete fresh;
+      }
+    }
+    return f;
+  }
   Driver& s = LoadSymbols();
   if (!s.symbols_ok) {
     DriverFacts f;

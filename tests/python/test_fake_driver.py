@@ -296,6 +296,29 @@ print(json.dumps({"child": pid, "rc": os.waitstatus_to_exitcode(status)}))
     assert child_init and child_init[0].result == 0
 
 
+def test_queries_after_init_here_read_directly_once(fake_driver: FakeDriver) -> None:
+    # Inside a worker (CUDA initialised here) the facts are read in process, once: no probe
+    # child, and is_integrated() on every snapshot costs no driver calls.
+    fake_driver.state(device_count=2, **{"device.1.integrated": 1})
+    out = fake_driver.run("""
+        import json, os
+        from vllm_mem import _C
+        from vllm_mem.mem_utils import MemorySnapshot
+        MemorySnapshot(device=0)
+        with open(os.environ["VLLM_MEM_FAKE_DRIVER_LOG"]) as f:
+            before = len(f.readlines())
+        answers = [_C.is_integrated(1) for _ in range(5)] + [_C.device_count()]
+        with open(os.environ["VLLM_MEM_FAKE_DRIVER_LOG"]) as f:
+            lines = f.readlines()[before:]
+        print(json.dumps({"pid": os.getpid(), "answers": answers,
+                          "attribute_calls": sum(" cuDeviceGetAttribute " in l for l in lines)}))
+    """)
+    data = _json_tail(out.stdout)
+    assert data["answers"] == [True] * 5 + [2]
+    assert {c.pid for c in fake_driver.calls("cuInit")} == {data["pid"]}
+    assert data["attribute_calls"] <= 4  # one read of both devices' two attributes, then cached
+
+
 def test_check_stages_live_reads_nvml_without_a_context(fake_driver: FakeDriver) -> None:
     fake_driver.state(**TWO_GPUS)
     out = fake_driver.run("""
