@@ -40,7 +40,8 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class ProcessMemory:
-    """One process holding memory on the device (from NVML)."""
+    """One process holding memory on the device (from NVML); ``used_bytes`` is -1 where NVML
+    cannot tell (some containers, MIG)."""
 
     pid: int
     used_bytes: int

@@ -337,6 +337,17 @@ def test_check_stages_live_reads_nvml_without_a_context(fake_driver: FakeDriver)
     assert not fake_driver.calls("cuDevicePrimaryCtxRetain")
 
 
+def test_live_stage_check_without_nvml_memory_exits_2_with_one_line(fake_driver: FakeDriver) -> None:
+    fake_driver.state(**TWO_GPUS, **{"nvml.error.nvmlDeviceGetMemoryInfo_v2": 999,
+                                     "nvml.error.nvmlDeviceGetMemoryInfo": 999})
+    out = fake_driver.run("", args=["-m", "vllm_mem", "stages", "qwen3_omni_moe.stage_args"], check=False)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot read cuda:0 for a live check" in lines[0], out.stderr
+    assert "nvmlDeviceGetMemoryInfo failed with 999" in lines[0]
+    assert not fake_driver.calls("cuDevicePrimaryCtxRetain")
+
+
 def test_cuda_visible_devices_maps_by_pci_bus_id(fake_driver: FakeDriver) -> None:
     # NVML numbers devices physically and ignores CUDA_VISIBLE_DEVICES; CUDA device 0 here is
     # physical device 1, found by its PCI bus id.

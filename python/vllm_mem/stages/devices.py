@@ -79,7 +79,11 @@ def live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:
         if real:
             from .._device import live_memory
 
-            mem = live_memory(index)
+            try:
+                mem = live_memory(index)
+            except RuntimeError as exc:  # the driver or NVML answered but cannot read the device
+                raise ValueError(f"gpus: cannot read cuda:{index} for a live check ({exc}); to check "
+                                 "offline pass gpus='H100-80GB' or a total in bytes (CLI: --gpu H100-80GB)") from exc
             total, free = mem.total_bytes, mem.free_bytes
         else:
             snap = _C.measure_snapshot(index)
