@@ -455,3 +455,36 @@ def test_wsl2_counts_as_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     (wsl_lib / "libcuda.so.1").unlink()  # /dev/dxg alone: another vendor's GPU under WSL2
     assert not plugin.gpu_visible()
+
+
+# --- the same promise on a real GPU (gpu_check.sh runs these) -----------------------------------
+
+
+@pytest.mark.gpu
+def test_fork_after_the_queries_on_a_real_gpu(fake_driver: FakeDriver) -> None:
+    # The real driver, not the fake: after every public query a forked child still initialises
+    # CUDA and measures, which it cannot once the parent has called cuInit.
+    out = fake_driver.run("""
+        import ctypes, json, os
+        from vllm_mem import _C
+        from vllm_mem.mem_utils import get_max_shared_memory_bytes
+        from vllm_mem.worker_flow import device_processes
+        status = _C.cuda_driver_status()
+        assert status[0] and status[2] > 0, status
+        facts = [_C.device_count(), _C.is_integrated(0), get_max_shared_memory_bytes(0),
+                 _C.nvml_memory(0)[0], device_processes(0) is not None]
+        count = ctypes.c_int()
+        cuda = ctypes.CDLL("libcuda.so.1")
+        # 3 = CUDA_ERROR_NOT_INITIALIZED: nobody in this process has called cuInit.
+        assert cuda.cuDeviceGetCount(ctypes.byref(count)) == 3
+        pid = os.fork()
+        if pid == 0:
+            from vllm_mem.mem_utils import MemorySnapshot
+            try:
+                os._exit(0 if MemorySnapshot(device=0).total_memory > 0 else 3)
+            except BaseException:
+                os._exit(4)
+        _, status_code = os.waitpid(pid, 0)
+        print(json.dumps({"facts": [str(f) for f in facts], "child": os.waitstatus_to_exitcode(status_code)}))
+    """, driver="none")
+    assert _json_tail(out.stdout)["child"] == 0, out.stdout
