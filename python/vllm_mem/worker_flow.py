@@ -231,6 +231,10 @@ def measure_cuda_graph_memory(capture_fn: Callable[[], R], device: Any = None) -
     """Run ``capture_fn`` (a CUDA-graph capture) and measure it as vLLM's ``capture_model``
     does: synchronize and empty the cache, read free memory, capture, synchronize, read again.
 
+    Needs a CUDA context: it initialises CUDA and retains ``device``'s primary context (inside a
+    worker, the one torch already uses, so nothing is added). ``device`` is checked first: an
+    index that is not visible is a ``ValueError`` naming ``device`` and ``capture_fn`` is not run.
+
     Returns
     -------
     CudaGraphMemory
