@@ -310,7 +310,9 @@ _COMMON_DOC = """
     max_concurrent_batches : int
         Batches in flight (sliding-window reservations grow with it).
     cap_sliding_window_at_full : bool
-        v0.19 behaviour: a sliding-window group never needs more blocks than full attention.
+        Cap a sliding-window group's need at full attention's. Off (vLLM's formula, +1 block):
+        the printed concurrencies of v0.13, v0.19 and v0.23 start-ups need it off
+        (tests/python/test_release_logs.py; the version rule sliding_window_capped_at_full).
 """
 
 
@@ -327,7 +329,7 @@ def kv_cache_capacity(
     disable_hybrid_kv_cache_manager: bool = False,
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = True,
+    cap_sliding_window_at_full: bool = False,
     *,
     mamba_cache_dtype: str = "auto",
     mamba_ssm_cache_dtype: str = "auto",
@@ -390,7 +392,7 @@ def estimate_max_model_len(
     disable_hybrid_kv_cache_manager: bool = False,
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = True,
+    cap_sliding_window_at_full: bool = False,
 ) -> int:
     """vLLM's ``estimate_max_model_len``: the largest length in ``[1, max_model_len]`` whose one
     request fits on every worker; 0 when not even one token fits."""
@@ -416,7 +418,7 @@ def auto_fit_max_model_len(
     disable_hybrid_kv_cache_manager: bool = False,
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = True,
+    cap_sliding_window_at_full: bool = False,
 ) -> int:
     """vLLM's auto-fit (``--max-model-len -1``): like :func:`estimate_max_model_len` but counting
     the tensor slots that grouped hybrid layers share (padding layers included)."""
@@ -442,7 +444,7 @@ def check_enough_kv_cache_memory(
     disable_hybrid_kv_cache_manager: bool = False,
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = True,
+    cap_sliding_window_at_full: bool = False,
 ) -> None:
     """vLLM's ``check_enough_kv_cache_memory``: returns when one ``max_model_len`` request fits on
     every worker, else raises ``ValueError`` with vLLM's exact message."""
@@ -468,7 +470,7 @@ def kv_cache_memory_shortfall(
     disable_hybrid_kv_cache_manager: bool = False,
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = True,
+    cap_sliding_window_at_full: bool = False,
 ) -> str | None:
     """The message :func:`check_enough_kv_cache_memory` would raise, or ``None`` when it fits.
 

@@ -112,10 +112,11 @@ KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& in) {
   k.max_num_batched_tokens = in.max_num_batched_tokens;
   // Releases before the hybrid allocator (and the V0 engine) size every layer for the full length.
   k.disable_hybrid_kv_cache_manager = !in.hybrid_kv_cache_manager;
-  // The KV rules that changed by release (vllm_versions.json): the printed token count and the
-  // hybrid block alignment.
+  // The KV rules that changed by release (vllm_versions.json): the printed token count, the
+  // hybrid block alignment and whether a sliding layer's per-request need is capped at the full one.
   k.kv_tokens_from_concurrency = in.kv_log_format == KvLogFormat::kCombinedLine;
   k.hybrid_align_to_user_block_size = in.hybrid_align_to_user_block_size;
+  k.cap_sliding_window_at_full = in.cap_sliding_window_at_full;
   return k;
 }
 

@@ -149,6 +149,9 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "hybrid_align_to_user_block_size") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.hybrid_align_to_user_block_size = v.AsBool();
+  } else if (rule == "sliding_window_capped_at_full") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.sliding_window_capped_at_full = v.AsBool();
   } else if (rule == "available_kv_line") {
     const std::string f = Str(v, rule);
     if (f != "fixed2" && f != "format_gib") Bad(rule + " '" + f + "'");
@@ -159,6 +162,11 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     const std::string s = Str(v, rule);
     if (s != "short" && s != "with_warning") Bad(rule + " '" + s + "'");
     p.long_max_model_len_warning = s == "with_warning";
+  } else if (rule == "non_torch_single_gpu_bytes") {
+    // One GPU's non-torch increase in the profile run (CUDA runtime, cuBLAS workspaces): the
+    // release's figure replaces NonTorchConstants.single_process_bytes (logs: 0.13 GiB to 0.17, 0.25 from 0.18).
+    p.non_torch_single_gpu_bytes = Int(v, rule);
+    if (p.non_torch_single_gpu_bytes <= 0) Bad(rule + " must be a positive byte count");
   } else if (rule == "worker_budget") {
     // Follows the engine: recorded for the table only.
   } else {
@@ -437,8 +445,13 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.max_num_batched_tokens = b.max_num_batched_tokens;
   in.activation_constants.sampler_bytes_per_logit =
       in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
+  // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
+  if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {
+    in.non_torch_constants.single_process_bytes = profile.non_torch_single_gpu_bytes;
+  }
   in.hybrid_kv_cache_manager = in.vllm_engine == "v1" && profile.hybrid_kv_cache_manager;
   in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
+  in.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
   in.kv_log_format = in.vllm_engine == "v0" ? KvLogFormat::kV0Blocks : profile.kv_log_format;
   // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16
   // checkpoint in float16 (CudaPlatform.supported_dtypes; _resolve_auto_dtype).

@@ -74,6 +74,7 @@ struct PlanInputs {
   std::string vllm_version_note;      //!< which profile and why, one line
   bool hybrid_kv_cache_manager = true;
   bool hybrid_align_to_user_block_size = true;  //!< the kv_cache area's rule of that name
+  bool cap_sliding_window_at_full = false;       //!< the release's sliding-window need (KvCacheOptions)
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   std::string dtype_note;             //!< set when "auto" resolved differently than the checkpoint
   /*! The checkpoint's weight bytes read from its safetensors headers (vllm_mem.hub); 0: from

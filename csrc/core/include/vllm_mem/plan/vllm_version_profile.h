@@ -75,10 +75,12 @@ struct VllmVersionProfile {
   std::vector<BatchDefaultTier> batch_tiers;  //!< V1; the first matching tier wins
   V0BatchDefaults v0_batch;
   double sampler_bytes_per_logit = 13.0;
+  int64_t non_torch_single_gpu_bytes = 263066746;  //!< one GPU's non-torch increase (NonTorchConstants)
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   bool hybrid_kv_cache_manager = true;
   int64_t default_block_size = 16;
   bool hybrid_align_to_user_block_size = true;  //!< PR 37467 (kv_cache: KvCacheOptions)
+  bool sliding_window_capped_at_full = false;    //!< KvCacheOptions.cap_sliding_window_at_full
   bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
   std::vector<VersionRuleNote> rules;      //!< every rule with its value and source
