@@ -348,6 +348,7 @@ void BindPlan(py::module_& m) {
       .def_readwrite("total_memory_bytes", &PlanInputs::total_memory_bytes)
       .def_readwrite("free_memory_bytes", &PlanInputs::free_memory_bytes)
       .def_readwrite("gpu_name", &PlanInputs::gpu_name)
+      .def_readwrite("total_memory_source", &PlanInputs::total_memory_source)
       .def_readwrite("gpu_count", &PlanInputs::gpu_count)
       .def_readwrite("gpu_memory_utilization", &PlanInputs::gpu_memory_utilization)
       .def_readwrite("max_model_len", &PlanInputs::max_model_len)

@@ -994,6 +994,7 @@ class PlanInputs:
     non_torch_constants: NonTorchConstants
     quantization: str
     speculative: SpeculativeConfig | None
+    total_memory_source: str
     usage_context: str
     vllm_engine: str
     vllm_version: str

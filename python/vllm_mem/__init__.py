@@ -24,7 +24,7 @@ __version__: str = _C.__version__
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "errors": ("InvalidArgumentError", "InvalidArgumentTypeError", "NotModelledError"),
     "units": ("GB_bytes", "GiB_bytes", "KB_bytes", "KiB_bytes", "MB_bytes", "MiB_bytes", "format_gib",
-              "format_mib"),
+              "format_gib_text", "format_mib", "parse_size"),
     "model_spec": ("ModelSpec", "bundled_model_configs", "supported_model_types"),
     "kv_cache": ("KvCacheCapacity", "KvCacheGroup", "allowed_kv_cache_dtypes", "auto_fit_max_model_len",
                  "check_enough_kv_cache_memory", "estimate_max_model_len", "kv_cache_capacity",
@@ -37,6 +37,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "sampler": ("MemorySampler", "MemoryTimeline"),
     "startup_log": ("StartupLogExplanation", "TermComparison", "explain_startup_log", "read_startup_log"),
     "vllm_args": ("VllmCommand", "VllmCommandPlan", "parse_vllm_args", "plan_from_vllm_args"),
+    "vllm_patch": ("VllmPatch", "patch_vllm"),
     "worker_flow": ("AvailableKvCacheMemory", "CudaGraphMemory", "KvCacheMemorySuggestion", "ProcessMemory",
                     "determine_available_kv_cache_memory", "device_processes", "measure_cuda_graph_memory",
                     "request_memory", "suggest_kv_cache_memory_bytes"),
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # type checkers and IDEs see every name with its real type
     from .startup_log import *  # noqa: F403
     from .units import *  # noqa: F403
     from .vllm_args import *  # noqa: F403
+    from .vllm_patch import *  # noqa: F403
     from .worker_flow import *  # noqa: F403
 
 

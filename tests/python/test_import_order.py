@@ -23,7 +23,7 @@ _SCRIPT = textwrap.dedent(
 
     spec = vllm_mem.ModelSpec.from_hf_config("meta-llama/Llama-3.1-8B-Instruct")
     out = []
-    out.append(units.format_gib(123456789012))
+    out.append(f"{units.format_gib(123456789012)}")
     cap = vllm_mem.kv_cache_capacity(spec, available_bytes=58 * 2**30, max_model_len=8192)
     out.append(str(cap))
     fits = vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192)

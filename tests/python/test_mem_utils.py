@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import vllm_mem
 from vllm_mem import _C
 from vllm_mem.mem_utils import (
     DeviceMemoryProfiler,
@@ -202,8 +203,19 @@ def test_profiling_result_repr_is_vllm_text(sim: SimulatedDevice) -> None:
 
 
 def test_format_gib_is_reexported() -> None:
-    assert format_gib(15 * GiB) == "15.0"
-    assert format_gib(int(14.9889 * GiB)) == "14.99"
+    assert format_gib(15 * GiB) == 15.0
+    assert format_gib(int(14.9889 * GiB)) == 14.99
+
+
+@pytest.mark.parametrize("num_bytes", [0, 1, 15 * GiB, int(14.9889 * GiB), -3 * GiB // 7, (1 << 50) - 1,
+                                       123456789012, 2.5 * GiB])
+def test_format_gib_is_vllms_float_and_text_is_its_str(num_bytes: int | float) -> None:
+    # vLLM's format_gib returns round(b / GiB_bytes, 2), a float: a worker doing arithmetic on
+    # it gets the same number from vllm_mem (a str here broke `format_gib(a) + format_gib(b)`).
+    value = format_gib(num_bytes)
+    assert type(value) is float and value == round(num_bytes / (1 << 30), 2)
+    # The text formatter (the C++ core) prints exactly what vLLM's f-strings print.
+    assert vllm_mem.format_gib_text(num_bytes) == f"{value}" == str(round(num_bytes / (1 << 30), 2))
 
 
 # ---- snapshot arithmetic and devices ---------------------------------------------------------

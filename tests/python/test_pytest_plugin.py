@@ -581,7 +581,8 @@ def test_a_limit_marker_sees_peaks_before_the_fixture_resets_them(inner: pytest.
 
 
 @pytest.mark.parametrize(("marker", "message"), [
-    ("limit_gpu_memory('2 GB')", "unit 'GB'; use a binary unit*did you mean 'GiB'"),
+    ("limit_gpu_memory('2 GB')", "unit 'GB', read two ways (2 x 10**9 bytes = 1.86 GiB, or 2 GiB = 2147483648 "
+                                 "bytes); use a binary unit*did you mean 'GiB'"),
     ("limit_gpu_memory('two GiB')", "'two GiB' is not a size"),
     ("limit_gpu_memory()", "takes one size"),
     ("limit_gpu_memory('1 GiB', '2 GiB')", "takes one size"),

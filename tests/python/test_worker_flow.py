@@ -113,7 +113,7 @@ def test_suggestion_line_reproduces_a_real_log(calibration_startups: list[dict[s
             non_torch_memory=non_torch, cuda_graph_memory=graphs,
             kv_cache_memory_in_use=round(obs["free_line_kv_cache_in_use_gib"] * GiB_bytes), log=False)
     assert (s.to_requested_limit_bytes, s.to_gpu_limit_bytes) == (to_requested, to_gpu)
-    if format_gib(graphs) == f"{obs['free_line_cudagraph_gib']}":
+    if f"{format_gib(graphs)}" == f"{obs['free_line_cudagraph_gib']}":
         assert s.line == raw
     else:  # the printed terms are rounded: only the graph figure's last digit may differ
         assert s.line.split("GiB for CUDAGraph")[1] == raw.split("GiB for CUDAGraph")[1]

@@ -95,4 +95,8 @@ const JsonValue* FamilyTraits(std::string_view model_type) {
 
 const std::string& MultimodalCaveat() { return Families().Find("multimodal_caveat")->AsString(); }
 
+const std::string& VisionProfilingCaveat() {
+  return Families().Find("vision_profiling_caveat")->AsString();
+}
+
 }  // namespace vllm_mem

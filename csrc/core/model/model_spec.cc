@@ -744,6 +744,9 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   spec.vision = ReadVisionEncoder(config, spec.hidden_size);
   if (spec.vision) {
     spec.caveats.erase(std::remove(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()), spec.caveats.end());
+    // Counting the tower's weights is not the whole multimodal cost: until the encoder's
+    // profiling run is modelled, every report says so.
+    spec.caveats.push_back(VisionProfilingCaveat());
   }
   return spec;
 }

@@ -64,6 +64,10 @@ std::optional<int64_t> LargestFitting(int64_t lo, int64_t hi, const std::functio
   return lo;
 }
 
+// A lever that does not fit alone is listed only when it frees at least what the report can
+// show (0.01 GiB): "frees 0.00 GiB" is a lever that frees nothing to the reader.
+constexpr int64_t kMinUsefulBytes = kGiB / 100;
+
 std::string FormatUtil(int64_t thousandths) {
   std::string s = FormatFixed(static_cast<double>(thousandths) / 1000.0, 3);
   while (s.size() > 3 && s.back() == '0') s.pop_back();
@@ -91,7 +95,7 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
     s.bytes_freed = Slack(after, phase) - before;
     s.fits_after = after.fits;
     s.reason = reason;
-    if (s.bytes_freed > 0 || s.fits_after) out.push_back(s);
+    if (s.bytes_freed >= kMinUsefulBytes || s.fits_after) out.push_back(s);
   };
   auto fits_with = [&](const std::function<void(PlanInputs&)>& change) {
     PlanInputs in = base;
@@ -139,6 +143,17 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
       if (auto p = TryPlan(spec, in)) {
         add("gpu_memory_utilization", "increase", FormatUtil(lo), "--gpu-memory-utilization " + FormatUtil(lo), *p,
             "raises the budget to " + FormatGib(p->requested_bytes) + " GiB; the KV cache gets what the profile leaves");
+      }
+    } else {
+      // Not enough alone, but every byte of budget free memory allows goes to the KV cache
+      // (and pairs with a shorter context below).
+      PlanInputs in = base;
+      in.gpu_memory_utilization = static_cast<double>(max_util_k) / 1000.0;
+      if (auto p = TryPlan(spec, in)) {
+        add("gpu_memory_utilization", "increase", FormatUtil(max_util_k),
+            "--gpu-memory-utilization " + FormatUtil(max_util_k), *p,
+            "raises the budget to " + FormatGib(p->requested_bytes) + " GiB, as far as the " + FormatGib(free) +
+                " GiB free at start-up allows");
       }
     }
   }
@@ -240,6 +255,25 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
       add("max_model_len", "decrease", std::to_string(plan.max_model_len_that_fits),
           "--max-model-len " + std::to_string(plan.max_model_len_that_fits), *p,
           "the longest context one request can hold in this KV budget");
+    }
+  }
+
+  // A shorter context in the largest budget free memory allows: vLLM's default max_model_len is
+  // the model's whole context, and one request of it often needs more KV than the GPU leaves.
+  // Less disruptive than new weights or more GPUs, so listed before them.
+  if (kv_phase && max_util_k > current_k) {
+    PlanInputs in = base;
+    in.gpu_memory_utilization = static_cast<double>(max_util_k) / 1000.0;
+    auto raised = TryPlan(spec, in);
+    if (raised && !raised->fits && raised->failure_phase == FailurePhase::kMaxModelLen &&
+        raised->max_model_len_that_fits > 0) {
+      in.max_model_len = raised->max_model_len_that_fits;
+      if (auto p = TryPlan(spec, in); p && p->fits) {
+        const std::string len = std::to_string(in.max_model_len);
+        add("combination", "set", "gpu_memory_utilization=" + FormatUtil(max_util_k) + ", max_model_len=" + len,
+            "--gpu-memory-utilization " + FormatUtil(max_util_k) + " --max-model-len " + len, *p,
+            "the budget free memory allows, and the longest context one request can hold in it");
+      }
     }
   }
 

@@ -15,6 +15,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
+#include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
@@ -407,6 +408,40 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const 
   return plan;
 }
 
+namespace {
+struct TotalSource {
+  std::string header;  //!< after "(79.19 GiB each, "
+  std::string row;     //!< the budget table's source column
+};
+
+// Where the total comes from, said as it is: only a figure the runtime reported (or a catalog
+// figure read from such a report) is "as CUDA reports it"; a catalog estimate says "estimated"
+// with its bound, a bare total "as given".
+TotalSource DescribeTotal(const PlanInputs& in) {
+  const std::string& given = in.total_memory_source;
+  if (!given.empty()) {
+    if (given.rfind("estimated", 0) == 0) return {"estimated", given};
+    if (given.rfind("given", 0) == 0) return {"as given", given};
+    return {"as CUDA reports it", given};
+  }
+  if (in.gpu_name.empty()) return {"as given", "given (total_memory_bytes)"};
+  for (const GpuInfo& g : GpuCatalog()) {
+    if (g.name != in.gpu_name || g.total_memory_bytes != in.total_memory_bytes) continue;
+    switch (g.figure_source) {
+      case MemoryFigureSource::kEstimated:
+        return {"estimated", "estimated, +-" + FormatGib(g.figure_uncertainty_bytes) + " GiB (catalog; vllm-mem gpus)"};
+      case MemoryFigureSource::kMeasured:
+        return {"as CUDA reports it", "cudaMemGetInfo total (catalog: measured)"};
+      case MemoryFigureSource::kReportedMib:
+        return {"as CUDA reports it", "cudaMemGetInfo total (catalog: torch's MiB)"};
+      case MemoryFigureSource::kReportedGib:
+        return {"as CUDA reports it", "cudaMemGetInfo total (catalog: torch's GiB)"};
+    }
+  }
+  return {"as CUDA reports it", "cudaMemGetInfo total"};
+}
+}  // namespace
+
 std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, const std::string& model_name,
                              const std::string& suggestions_text) {
   const PlanInputs& in = plan.inputs;
@@ -415,7 +450,7 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
   std::string out;
   out += "vLLM start-up memory plan: " + (model_name.empty() ? spec.model_type : model_name) + " on " +
          std::to_string(world) + " x " + (in.gpu_name.empty() ? "GPU" : in.gpu_name) + " (" + FormatGib(total) +
-         " GiB each, as CUDA reports it)\n";
+         " GiB each, " + DescribeTotal(in).header + ")\n";
   out += "settings: gpu_memory_utilization=" + PythonFloatRepr(in.gpu_memory_utilization) +
          " max_model_len=" + std::to_string(in.max_model_len) + " tensor_parallel_size=" +
          std::to_string(in.tensor_parallel_size) + " pipeline_parallel_size=" +
@@ -438,7 +473,7 @@ std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, con
   for (const std::string& caveat : spec.caveats) out += "caveat: " + caveat + "\n";
   out += "\n";
   out += "budget (per GPU)                    GiB     device  source\n";
-  out += Row("total memory", total, total, "cudaMemGetInfo total");
+  out += Row("total memory", total, total, DescribeTotal(in).row);
   out += Row("free at start-up", in.free_memory_bytes, total,
              plan.free_memory_assumed ? "assumed: total - idle CUDA context/NCCL baseline" : "given");
   out += Row("requested", plan.requested_bytes, total,

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from .. import _limits as L
 from .. import _validate as V
+from . import options
 from .options import FIELDS_KEY
 
 # Sub-command modules; each defines register(subparsers) and sets args.func.
@@ -46,6 +47,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def format_help(self) -> str:
+        # Descriptions come from docstrings written for Sphinx: a terminal shows ``--json``
+        # literally, so the reStructuredText quoting is dropped.
+        return super().format_help().replace("``", "").replace(":func:", "").replace(":mod:", "").replace("`", "")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +110,7 @@ def _report(command: str | None, exc: BaseException, fields: dict[str, str], as_
     else:
         text = str(exc)
     message, field = _flag_message(text or type(exc).__name__, fields, getattr(exc, "field", None))
+    message = options.api_words_to_flags(message, fields)
     message = V.clip(message, L.MAX_MESSAGE_CHARS)
     prog = f"vllm-mem {command}" if command else "vllm-mem"
     if as_json:
@@ -143,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fields = getattr(args, FIELDS_KEY, None) or {}
         return int(args.func(args))
     except UsageError as exc:
-        return _report(command, exc, fields, as_json)
+        return _report(command, UsageError(str(exc) + options.option_hint(build_parser(), command, str(exc))),
+                       fields, as_json)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -17,14 +17,12 @@ from typing import Any
 
 from .. import _limits as L
 from .. import _validate as V
+from .. import units
 
 #: API keyword -> flag, for the errors the API raises; extended per parser by add_* below.
 FIELDS_KEY = "_cli_fields"
 
 _INT = re.compile(r"[+-]?\d{1,20}")
-_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d{1,3})?)\s*([KMGTP]i?B|B)\s*", re.IGNORECASE)
-_UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50,
-          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
 _GIB = 1 << 30
 
 
@@ -59,19 +57,94 @@ def gib_to_bytes(text: str, flag: str, *, allow_zero: bool) -> int:
     return int(round(value * _GIB))
 
 
+def _gpu_sold_as(number: Any, unit: str, text: str, flag: str) -> str:
+    """``80GB``: the catalog GPU sold as 80 GB when exactly one is (its name, so the plan uses its
+    CUDA-visible total and says where that figure comes from); otherwise refused with both
+    readings. Never 80 x 10**9 bytes silently: no GPU shows CUDA its marketed decimal size."""
+    from ..catalog import gpu_catalog
+
+    sold = [g for g in gpu_catalog() if unit.upper() == "GB" and g.nominal_memory_gb == number]
+    if len(sold) == 1:
+        return sold[0].name
+    decimal = f"{number} x 10**9 bytes is {round(float(number) * 10**9 / _GIB, 2)} GiB" if unit.upper() == "GB" \
+        else f"{number} {unit} is {number} x 10**{len(str(units.DECIMAL_UNITS[unit.lower()])) - 1} bytes"
+    if sold:
+        classes = ", ".join(f"{g.name} {round(g.total_memory_gib, 2)} GiB"
+                            f"{' (estimated)' if g.figure_source == 'estimated' else ''}" for g in sold)
+        V.fail(flag, f"{V.show(text)} is ambiguous: {decimal}, while the GPUs sold as {number} GB show CUDA "
+                     f"{classes}; give one of those names, or an exact size such as {number}GiB")
+    V.fail(flag, f"{V.show(text)} is ambiguous: {decimal}, or {number} GiB; no catalog GPU is sold as "
+                 f"{number} {unit.upper()} (see `vllm-mem gpus`); give an exact size such as {number}GiB")
+
+
 def gpu_value(text: str, flag: str = "--gpu") -> str | int:
-    """``--gpu``: a catalog name (``H100-80GB``) or a size with its unit (``80GiB``, ``24GB``,
-    ``85899345920B``). A bare number is refused: bytes or GiB would both be plausible."""
+    """``--gpu``: a catalog name (``H100-80GB``), a size with a binary unit (``80GiB``,
+    ``85899345920B``), or ``80GB``: the catalog GPU sold as 80 GB when exactly one is, else
+    refused with both readings. A bare number is refused: bytes or GiB would both be plausible.
+    Sizes are read by :func:`vllm_mem.units.parse_size`, as everywhere in vllm_mem."""
     text = _arg_text(text, flag)
-    m = _SIZE.fullmatch(text)
-    if m:
-        num_bytes = float(m.group(1)) * _UNITS[m.group(2).lower()]
-        if not math.isfinite(num_bytes) or num_bytes < 1 or num_bytes > L.MAX_DEVICE_BYTES:
+    parts = units.size_parts(text)
+    if parts is not None and parts[1].lower() in units.DECIMAL_UNITS:
+        return _gpu_sold_as(parts[0], parts[1], text, flag)
+    if parts is not None:
+        num_bytes = units.parse_size(text, flag)
+        if num_bytes < 1 or num_bytes > L.MAX_DEVICE_BYTES:
             raise V.bad_value(flag, f"a size between 1B and {L.MAX_DEVICE_BYTES // _GIB}GiB", text)
-        return int(num_bytes)
+        return num_bytes
     if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
-        raise V.bad_value(flag, "a catalog GPU name or a size with a unit (80GiB, 24GB, 85899345920B)", text)
+        raise V.bad_value(flag, "a catalog GPU name or a size with a binary unit (80GiB, 85899345920B)", text)
     return V.text(text.strip(), flag, max_chars=L.MAX_GPU_NAME_CHARS, what="a catalog GPU name")
+
+
+_KEYWORD_VALUE = re.compile(r"\b([a-z_][a-z0-9_]*)=(True|'[^']*'|\"[^\"]*\"|[0-9.]+)")
+_KEYWORD_AFTER_VERB = re.compile(r"\b(pass|use|give|set) ([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+
+
+def api_words_to_flags(message: str, fields: dict[str, str]) -> str:
+    """An API message as the command line says it (docs/errors.md): ``allow_unknown=True`` ->
+    ``--allow-unknown``, ``weights_source='config'`` -> ``--weights-source config``, ``pass
+    total_memory_bytes`` -> ``give --total-memory-gib``. Keywords without a flag here are left."""
+
+    def keyword(m: re.Match[str]) -> str:
+        flag = fields.get(m.group(1))
+        if flag is None:
+            return m.group(0)
+        value = m.group(2)
+        return flag if value == "True" else f"{flag} {value.strip(chr(39) + chr(34))}"
+
+    def after_verb(m: re.Match[str]) -> str:
+        flag = fields.get(m.group(2))
+        return m.group(0) if flag is None else f"give {flag}"
+
+    message = _KEYWORD_AFTER_VERB.sub(after_verb, _KEYWORD_VALUE.sub(keyword, message))
+    message = message.replace("vllm_mem.supported_model_types()", "vllm-mem models")
+    return re.sub(r"(--[a-z][a-z0-9-]*) \(\1\)", r"\1", message)  # "--x (--x)" where both were named
+
+
+def option_hint(parser: argparse.ArgumentParser, command: str | None, message: str) -> str:
+    """``; did you mean --tensor-parallel-size / -tp?`` for an unrecognized ``--tp``: the closest
+    options of the sub-command, each with every spelling it has; "" when nothing is close."""
+    m = re.search(r"unrecognized arguments: (.*)", message)
+    if m is None or command is None:
+        return ""
+    import difflib
+
+    sub = next((a.choices.get(command) for a in parser._actions  # noqa: SLF001 - argparse has no public API
+                if isinstance(a, argparse._SubParsersAction)), None)  # noqa: SLF001
+    if sub is None:
+        return ""
+    spellings = {o: a for a in sub._actions for o in a.option_strings}  # noqa: SLF001
+    hints = []
+    for token in m.group(1).split():
+        name = token.split("=", 1)[0]
+        if not name.startswith("-") or name in spellings:
+            continue
+        # vLLM's own spellings first: --max_model_len is --max-model-len.
+        close = [name.replace("_", "-")] if name.replace("_", "-") in spellings else \
+            difflib.get_close_matches(name, list(spellings), n=1, cutoff=0.6)
+        for match in close:
+            hints.append(" / ".join(spellings[match].option_strings))
+    return f"; did you mean {' or '.join(dict.fromkeys(hints))}?" if hints else ""
 
 
 def typed(flag: str, convert: Any) -> Any:
@@ -131,10 +204,14 @@ def add_text(parser: argparse.ArgumentParser, flag: str, name: str, *aliases: st
 def add_gpu(parser: argparse.ArgumentParser, help_default: str, *api_names: str) -> None:
     """``--gpu NAME|SIZE``, the same in every sub-command."""
     parser.add_argument("--gpu", default=None, metavar="NAME|SIZE", type=typed("--gpu", gpu_value),
-                        help="a catalog GPU (H100-80GB, L40S, MI300X; see `vllm-mem gpus`) or a device size "
-                             f"with its unit (80GiB, 24GB); {help_default}")
+                        help="a catalog GPU (H100-80GB, L40S, MI300X; see vllm-mem gpus) or a device size "
+                             "with a binary unit (80GiB); 40GB names the one GPU sold as 40 GB, an ambiguous "
+                             f"one (80GB) is refused; {help_default}")
     for name in ("gpu", "gpus", *api_names):
         _fields(parser)[name] = "--gpu"
+    # "pass total_memory_bytes" (a GPU not in the catalog): here a size; --total-memory-gib
+    # replaces this where a command has it.
+    _fields(parser).setdefault("total_memory_bytes", "--gpu with its size (80GiB)")
 
 
 def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: str | None = None) -> None:
@@ -145,8 +222,9 @@ def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: 
     _fields(parser)["config"] = metavar
     parser.add_argument("--allow-unknown", action="store_true",
                         help="size a model family without exact rules (Zamba2, MiniMax, pure Mamba, an unknown "
-                             "model_type; `vllm-mem models` says which) as a generic transformer; the report "
+                             "model_type; vllm-mem models says which) as a generic transformer; the report "
                              "labels it GENERIC ESTIMATE")
+    _fields(parser)["allow_unknown"] = "--allow-unknown"
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

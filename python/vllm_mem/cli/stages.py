@@ -1,7 +1,8 @@
 """``vllm-mem stages FILE.yaml|EXAMPLE [--gpu H100-80GB] [--json]``: check a vLLM-Omni stage layout.
 
-Exit codes: 0 every GPU fits and every stage starts, 1 a GPU is over-committed or a stage would
-fail its start-up check, 2 bad input (unreadable file, malformed stage, unknown GPU).
+Exit codes: 0 every GPU fits and every stage starts, 1 a GPU is over-committed, a stage would
+fail its start-up check, or a stage whose file names its model (model:) does not fit, 2 bad input
+(unreadable file, malformed stage, unknown key, unknown GPU).
 ``--list-examples`` lists the bundled examples, each usable by name in place of FILE.yaml.
 """
 
@@ -35,21 +36,36 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=run)
 
 
+def example_description(text: str) -> str:
+    """The leading comment paragraph of an example file, whole: its ``#`` lines up to the first
+    blank comment line or the first line of YAML, joined into one text (never cut mid-sentence)."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        body = line[1:].strip()
+        if not body:
+            break
+        lines.append(body)
+    return " ".join(lines).replace("`", "")
+
+
 def _list_examples(as_json: bool) -> int:
+    import textwrap
+
     from ..stages.config import bundled_stage_examples, example_names
 
     rows = []
     for path in bundled_stage_examples():
-        first = next((line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines()
-                      if line.startswith("#")), "")
         rows.append({"name": example_names(path)[0], "aliases": example_names(path)[1:], "path": str(path),
-                     "summary": first})
+                     "summary": example_description(path.read_text(encoding="utf-8"))})
     if as_json:
         print_json(rows)
     else:
         for r in rows:
             also = f" (also {', '.join(r['aliases'])})" if r["aliases"] else ""
-            print(f"{r['name']}{also}\n    {r['summary']}")
+            print(f"{r['name']}{also}")
+            print(textwrap.fill(r["summary"], width=100, initial_indent="    ", subsequent_indent="    "))
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..units import format_gib, format_mib
+from ..units import format_gib_text, format_mib
 
 GiB = 1 << 30
 
@@ -56,7 +56,7 @@ def size(num_bytes: int | float) -> str:
     """vLLM's ``format_gib`` with the unit; MiB below a tenth of a GiB, where GiB would read 0.0."""
     if abs(num_bytes) < GiB / 10:
         return f"{format_mib(int(num_bytes))} MiB"
-    return f"{format_gib(int(num_bytes))} GiB"
+    return f"{format_gib_text(int(num_bytes))} GiB"
 
 
 def signed_size(num_bytes: int) -> str:

@@ -32,10 +32,23 @@ def _stage_color(stage_id: int) -> str:
     return PALETTE[stage_id % len(PALETTE)]
 
 
-def device_segments(row: StageDeviceRow) -> list[Segment]:
-    """One GPU: each resident stage's requested bytes, what is left, and what others hold."""
+def failing_stage_ids(check: StageCheck, row: StageDeviceRow) -> set[int]:
+    """The stages that actually fail on this GPU: those whose start-up check fails here; on an
+    over-committed GPU where none does (free memory given above the requests), the last resident
+    stage in start order, the one whose request takes the sum over 1.0."""
+    failing = {s.stage_id for s in check.startup if s.fails and s.physical_id == row.physical_id}
+    if not failing and row.over_committed and row.stages:
+        failing = {int(row.stages[-1]["stage_id"])}
+    return failing
+
+
+def device_segments(row: StageDeviceRow, failing: set[int] | None = None) -> list[Segment]:
+    """One GPU: each resident stage's requested bytes (the failing stages marked), what is left,
+    and what others hold. Each stage is labelled with this physical GPU and its local index."""
+    failing = set() if failing is None else failing
     segments = [Segment(f"stage {s['stage_id']} ({s['utilization']})", int(s["requested_bytes"]),
-                        _stage_color(int(s["stage_id"])), row.over_committed, f"{s['local_device']}")
+                        _stage_color(int(s["stage_id"])), int(s["stage_id"]) in failing,
+                        f"GPU {row.physical_id}, {s['local_device']} inside the stage")
                 for s in row.stages]
     held = max(0, row.total_bytes - row.free_bytes) if row.free_bytes >= 0 else 0
     left = max(0, row.total_bytes - row.requested_bytes - held)
@@ -64,17 +77,19 @@ def stage_check_html(check: StageCheck) -> str:
         body.append(para(f"<b>GPU {row.physical_id}</b> {esc(row.name)} ({esc(size(row.total_bytes))}) &middot; "
                          f"utilization sum <b>{esc(row.utilization)}</b> "
                          + muted(f"= {esc(row.utilization_expression)}") + f" {status}", "margin:10px 0 0"))
-        segments = device_segments(row)
+        segments = device_segments(row, failing_stage_ids(check, row))
         body.append(bar(segments, row.total_bytes, label=f"GPU {row.physical_id}"))
         body.append(legend(segments, row.total_bytes, header=("", "bytes (share of GPU)", "")))
         if row.reason:
             body.append(para(muted(esc(row.reason))))
     if check.startup:
-        rows = [[f"{s.stage_id}", esc(s.device), esc(size(s.free_bytes)), esc(size(s.requested_bytes)),
+        # The physical GPU first: several stages each see their own device as cuda:0.
+        rows = [[f"{s.stage_id}", f"GPU {s.physical_id} " + muted(f"({esc(s.device)} in the stage)"),
+                 esc(size(s.free_bytes)), esc(size(s.requested_bytes)),
                  f"<b style='color:{FAIL}'>fails</b>" if s.fails else "ok", esc(s.message)] for s in check.startup]
         styles = [f"box-shadow:inset 3px 0 0 {FAIL}" if s.fails else "" for s in check.startup]
         body.append(para("<b>Start-up, stage by stage</b>", "margin:10px 0 0"))
-        body.append(table(["stage", "device", "free", "requested", "", ""], rows, numeric=(2, 3),
+        body.append(table(["stage", "GPU", "free", "requested", "", ""], rows, numeric=(2, 3),
                           row_styles=styles))
     if check.plans:
         rows = []

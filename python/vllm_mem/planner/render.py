@@ -56,6 +56,9 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "vllm_version": {"planned_with": i.resolved_vllm_version, "asked": i.vllm_version or None,
                          "source": i.vllm_version_source or "newest known", "note": i.vllm_version_note},
         "dtype_note": i.dtype_note or None,
+        # What a reader must know before trusting a figure (a vision encoder's profiling run not
+        # modelled, ...): the same lines the text report prints as "caveat:".
+        "caveats": list(plan._spec.caveats),
         "kv_log_lines": list(plan._p.kv_log_lines),
         "available_kv_line": plan.available_kv_line,
         "total_memory": bytes_entry(total, total),

@@ -11,7 +11,7 @@ from .. import _C
 from .. import _limits as L
 from .. import _validate as V
 from ..model_spec import ModelSpec
-from ..units import format_gib
+from ..units import format_gib_text
 from .config import StageSource, load_stage_config
 from .devices import FreeArg, GpusArg, VisibleArg, gpu_info, live_devices, per_device, visible_list
 
@@ -126,13 +126,13 @@ def _check_against_totals(entries: list[tuple[int, str | int, int]], reserve: in
     ``entries``: (physical id, GPU name or total bytes, free bytes or -1)."""
     for physical_id, gpu, free in entries:
         total = int(_C.device_total_bytes(gpu_info(physical_id, gpu)))
-        where = f"GPU {physical_id} ({gpu if isinstance(gpu, str) else format_gib(total) + ' GiB'})"
+        where = f"GPU {physical_id} ({gpu if isinstance(gpu, str) else format_gib_text(total) + ' GiB'})"
         if reserve >= total:
-            V.fail("reserve_bytes", f"{reserve} bytes ({format_gib(reserve)} GiB) is not less than the total "
-                                    f"memory of {where}, {total} bytes ({format_gib(total)} GiB)")
+            V.fail("reserve_bytes", f"{reserve} bytes ({format_gib_text(reserve)} GiB) is not less than the total "
+                                    f"memory of {where}, {total} bytes ({format_gib_text(total)} GiB)")
         if free > total:
-            V.fail("free_memory_bytes", f"{free} bytes ({format_gib(free)} GiB) is more than the total memory "
-                                        f"of {where}, {total} bytes ({format_gib(total)} GiB)")
+            V.fail("free_memory_bytes", f"{free} bytes ({format_gib_text(free)} GiB) is more than the total memory "
+                                        f"of {where}, {total} bytes ({format_gib_text(total)} GiB)")
 
 
 def check_stages(
@@ -216,7 +216,14 @@ def check_stages(
         raise V.bad_type("models", "a {stage_id: model} mapping or None", models)
     if models is not None and len(models) > L.MAX_STAGES:
         raise V.bad_value("models", f"a mapping of at most {L.MAX_STAGES} stages", models)
-    model_items = list((models or {}).items())
+    model_items: list[tuple[Any, Any]] = list((models or {}).items())
+    # A stage whose file names its model (model: / engine_args.model) is planned like one given
+    # in models=, which wins for its stage: the file's max_model_len then applies as well, so a
+    # stage that cannot hold its model is a problem, never a silent OK.
+    given_ids = {V.integer(k, "models key", low=0) for k, _ in model_items}
+    for stage in parsed.stages:
+        if stage.model and stage.stage_id not in given_ids:
+            model_items.append((stage.stage_id, _file_model(stage)))
     lengths = max_model_len if isinstance(max_model_len, Mapping) else {}
     for stage_id, model in model_items:
         sid = V.integer(stage_id, "models key", low=0)
@@ -225,6 +232,10 @@ def check_stages(
         planned.append((sid, spec._spec, spec.name,
                         V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)))
     result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
+    key_notes = parsed._key_notes
+    report = result.report()
+    if key_notes:  # the core's report ends with its Notes (if any); these join them
+        report += ("" if "\nNotes:\n" in report else "\nNotes:\n") + "".join(f"  - {n}\n" for n in key_notes)
     return StageCheck(
         ok=bool(result.ok),
         format=parsed.format,
@@ -237,7 +248,7 @@ def check_stages(
         problems=list(result.problems),
         suggestions=list(result.suggestions),
         oom_advice=list(result.oom_advice),
-        notes=list(result.notes),
+        notes=[*result.notes, *key_notes],
         plans=[
             {k: getattr(p, k) for k in (
                 "stage_id", "model", "physical_id", "total_bytes", "free_bytes", "max_model_len", "fits",
@@ -246,5 +257,14 @@ def check_stages(
                 "max_concurrency", "line")}
             for p in plans
         ],
-        report=result.report(),
+        report=report,
     )
+
+
+def _file_model(stage: _C.StageConfig) -> ModelSpec:
+    """The model a stage file names, read as any model name is (path, bundled, Hub id); an
+    unreadable one is an error naming the stage's field."""
+    try:
+        return ModelSpec.from_hf_config(stage.model)
+    except ValueError as exc:
+        V.fail(f"{stage.source} model", f"{V.show(stage.model)}: {exc}")

@@ -81,6 +81,78 @@ def _stage_list_bounds(document: Mapping[str, Any]) -> None:
                     device_list_text(holder["devices"], f"{key}[{i}] {where}")
 
 
+#: Knobs read per stage: engine_args.<key>, then the flat <key> (docs/stages.md). model and
+#: max_model_len are planned (check_stages); model_stage and model_arch are shown only.
+APPLIED_STAGE_KEYS = ("gpu_memory_utilization", "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager",
+                      "max_num_batched_tokens", "max_num_seqs", "max_model_len", "model", "model_stage",
+                      "model_arch")
+#: A stage's own structure (runtime.devices, runtime.max_batch_size are read).
+_STRUCTURE_KEYS = ("stage_id", "engine_args", "runtime", "devices")
+_RUNTIME_KEYS = ("devices", "max_batch_size", "process")
+#: vLLM-Omni / vLLM keys that do not change a stage's start-up memory: accepted and not read.
+NO_MEMORY_STAGE_KEYS = (
+    "stage_type", "execution_type", "worker_type", "engine_input_source", "custom_process_input_func",
+    "custom_process_next_stage_input_func", "final_output", "final_output_type", "is_comprehension",
+    "default_sampling_params", "input_connectors", "output_connectors", "trust_remote_code",
+    "enable_prefix_caching", "async_scheduling", "engine_output_type", "worker_cls", "scheduler_cls",
+    "hf_config_name", "tokenizer", "tokenizer_subdir", "model_subdir", "seed", "distributed_executor_backend",
+    "disable_log_stats", "hf_overrides", "revision", "tokenizer_mode", "skip_tokenizer_init",
+)
+#: vLLM engine arguments that change memory but that the stage check does not model: accepted
+#: with a note saying so (plan such a stage with `vllm-mem plan`, which reads them).
+UNMODELLED_STAGE_KEYS = (
+    "dtype", "kv_cache_dtype", "quantization", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
+    "max_cudagraph_capture_size", "cudagraph_capture_sizes", "compilation_config", "limit_mm_per_prompt",
+    "speculative_config", "swap_space", "enable_chunked_prefill", "mm_processor_kwargs",
+)
+_TOP_LEVEL_KEYS = ("stages", "stage_args", "platforms", "base_config", "async_chunk", "connectors", "runtime")
+
+
+def _unknown_key(field: str, key: Any, known: tuple[str, ...]) -> None:
+    import difflib
+
+    close = difflib.get_close_matches(str(key), known, n=1) if isinstance(key, str) else []
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    V.fail(field, f"unknown key{hint}; a stage config's keys are listed in docs/stages.md, and a key vllm_mem "
+                  "does not know is refused rather than ignored")
+
+
+def check_stage_keys(document: Mapping[str, Any]) -> list[str]:
+    """Refuse a key no stage config has (a misspelt knob would otherwise be silently ignored,
+    leaving vLLM-Omni's default in its place); return a note for each memory-changing vLLM
+    argument the stage check does not apply."""
+    notes: list[str] = []
+    known = (*APPLIED_STAGE_KEYS, *_STRUCTURE_KEYS, *NO_MEMORY_STAGE_KEYS, *UNMODELLED_STAGE_KEYS)
+    if "stages" not in document and "stage_args" not in document:
+        return notes  # not a stage config at all: the core says what is missing
+    for key in document:
+        if key not in _TOP_LEVEL_KEYS:
+            _unknown_key(f"top level {V.show(key)}", key, _TOP_LEVEL_KEYS)
+    for list_key in ("stages", "stage_args"):
+        stages = document.get(list_key)
+        if not isinstance(stages, list):
+            continue
+        for i, stage in enumerate(stages):
+            if not isinstance(stage, Mapping):
+                continue  # the core names the malformed entry
+            label = f"{list_key}[{i}] (stage {stage.get('stage_id', '?')})"
+            holders: list[tuple[str, Any, tuple[str, ...]]] = [("", stage, known)]
+            if isinstance(stage.get("engine_args"), Mapping):
+                engine_known = (*APPLIED_STAGE_KEYS, *NO_MEMORY_STAGE_KEYS, *UNMODELLED_STAGE_KEYS)
+                holders.append(("engine_args.", stage["engine_args"], engine_known))
+            if isinstance(stage.get("runtime"), Mapping):
+                holders.append(("runtime.", stage["runtime"], _RUNTIME_KEYS))
+            for prefix, holder, allowed in holders:
+                for key in holder:
+                    if key not in allowed:
+                        _unknown_key(f"{label} {prefix}{V.clip(str(key), L.MAX_ECHOED_CHARS)}", key, allowed)
+                    elif key in UNMODELLED_STAGE_KEYS:
+                        notes.append(f"{label} {prefix}{key} changes the stage's memory but the stage check does "
+                                     "not apply it (its budget is its gpu_memory_utilization either way); "
+                                     "`vllm-mem plan` with that setting sizes the stage itself")
+    return notes
+
+
 class StageConfig:
     """A vLLM-Omni stage config: the document and its stages as vLLM-Omni resolves them.
 
@@ -90,12 +162,14 @@ class StageConfig:
     ``gpu_memory_utilization`` and ``utilization_text`` (as written), ``tensor_parallel_size``...
     """
 
-    __slots__ = ("_set", "_json_text", "name")
+    __slots__ = ("_set", "_json_text", "name", "_key_notes")
 
-    def __init__(self, parsed: _C.StageConfigSet, json_text: str, name: str = "") -> None:
+    def __init__(self, parsed: _C.StageConfigSet, json_text: str, name: str = "",
+                 key_notes: list[str] | None = None) -> None:
         self._set = parsed
         self._json_text = json_text
         self.name = name
+        self._key_notes = list(key_notes or [])
 
     @property
     def format(self) -> str:
@@ -112,14 +186,14 @@ class StageConfig:
 
     @property
     def notes(self) -> list[str]:
-        return list(self._set.notes)
+        return [*self._set.notes, *self._key_notes]
 
     def reparsed(self, cuda_visible_devices: VisibleArg, num_visible_devices: int = 0) -> StageConfig:
         """The same document read under another CUDA_VISIBLE_DEVICES."""
         visible = visible_list(cuda_visible_devices)
         limit = V.integer(num_visible_devices, "num_visible_devices", low=0, high=L.MAX_DEVICE_ID)
         parsed = _C.parse_stage_config(self._json_text, visible, limit)
-        return StageConfig(parsed, self._json_text, self.name)
+        return StageConfig(parsed, self._json_text, self.name, self._key_notes)
 
     def __repr__(self) -> str:
         parts = [
@@ -165,6 +239,7 @@ def load_stage_config(
     text = V.plain_json(document, "stage config", max_depth=L.MAX_STAGE_DEPTH, max_nodes=L.MAX_STAGE_NODES,
                         max_chars=L.MAX_STAGE_EXPANDED_CHARS,
                         content_error=TypeError if name == "<dict>" else ValueError)
+    key_notes = check_stage_keys(document)  # after the document is known to be plain, bounded data
     visible = visible_list(cuda_visible_devices)
     limit = V.integer(num_visible_devices, "num_visible_devices", low=0, high=L.MAX_DEVICE_ID)
-    return StageConfig(_C.parse_stage_config(text, visible, limit), text, name)
+    return StageConfig(_C.parse_stage_config(text, visible, limit), text, name, key_notes)

@@ -1,11 +1,12 @@
 /*!
  * \file tests/cpp/model/test_vision_weights.cc
  * \brief Vision towers and projectors: published parameter counts reproduced exactly from the
- *        published config.json files (../shared/data/multimodal_configs.json), bytes per rank.
+ *        published config.json files (tests/data/multimodal_configs.json), bytes per rank.
  */
 #include <gtest/gtest.h>
 
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/vision_encoder.h"
 #include "vllm_mem/model/weights.h"
@@ -35,7 +36,8 @@ WeightOptions Tp(int64_t tp) {
 TEST(VisionWeights, Gemma3_27bPublishedParameterCount) {
   const ModelSpec s = ModelSpec::FromHfConfigText(kGemma3_27b);
   ASSERT_TRUE(s.vision.has_value());
-  EXPECT_TRUE(s.caveats.empty());  // the tower is counted: no multimodal caveat
+  // The tower is counted: no multimodal caveat, only the one for the encoder's profiling run.
+  EXPECT_EQ(s.caveats, std::vector<std::string>{VisionProfilingCaveat()});
   EXPECT_EQ(s.vocab_size, 262208);  // Gemma3TextConfig default, absent from the file
   // SigLIP-so400m, 27 layers x 1152, MLP 4304, 896 px / 14 px patches (64 x 64 = 4096 positions):
   //   per layer 4 x (1152^2 + 1152) + (1152 x 4304 + 4304) + (4304 x 1152 + 1152) + 4 x 1152 = 15,239,504

@@ -44,6 +44,10 @@ const JsonValue* FamilyTraits(std::string_view model_type);
  *  is sized). */
 const std::string& MultimodalCaveat();
 
+/*! \brief The caveat of a multimodal checkpoint whose vision tower is counted: vLLM's start-up
+ *  profiling of the image encoder (a dummy batch of maximum-size images) is not modelled. */
+const std::string& VisionProfilingCaveat();
+
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_MODEL_MODEL_FAMILY_H_

@@ -43,6 +43,10 @@ struct PlanInputs {
   int64_t total_memory_bytes = 0;     //!< per GPU, as CUDA reports it (required)
   int64_t free_memory_bytes = -1;     //!< at start-up; -1: total minus the idle baseline
   std::string gpu_name;               //!< for the report only
+  //! For the report only: where total_memory_bytes comes from ("estimated ..." / "given ..." /
+  //! any other text for a runtime figure). Empty: derived from gpu_name's catalog entry (its
+  //! figure source: an estimate says "estimated"), or "given" when there is no gpu_name.
+  std::string total_memory_source;
   int64_t gpu_count = 0;              //!< GPUs available; 0: not limited
   double gpu_memory_utilization = 0.0;  //!< 0: the vLLM version's default (0.9; 0.92 from v0.21)
   int64_t max_model_len = 0;          //!< 0: the model's derived maximum (rope scaling included)

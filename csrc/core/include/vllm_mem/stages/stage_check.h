@@ -3,7 +3,7 @@
  * \brief Several vLLM engines (vLLM-Omni stages) on shared GPUs: per physical device, which
  *        stages are resident, the exact sum of their gpu_memory_utilization, the bytes each
  *        requests, the headroom, the start-up "Free memory on device ..." prediction in start
- *        order, and the seed troubleshooting solutions made concrete for the config.
+ *        order, and the usual fixes (lower, move, free memory) made concrete for the config.
  *
  * Each stage is its own vLLM engine; each of its workers requests ceil(total * utilization) of
  * its device (memory_budget.h) and, once started, holds about that much (the KV cache fills the
@@ -101,7 +101,7 @@ struct StageCheckResult {
   std::vector<StartupPrediction> startup;     //!< in start order
   std::vector<StageLimit> limits;             //!< in start order (GPU stages only)
   std::vector<std::string> problems;          //!< exact reasons; empty when ok
-  std::vector<std::string> suggestions;       //!< the seed's solutions, concrete
+  std::vector<std::string> suggestions;       //!< the usual fixes, concrete
   std::vector<std::string> oom_advice;        //!< "OOM during inference" solutions per stage
   std::vector<std::string> notes;             //!< parser notes and remarks
   std::vector<std::string> plan_lines;        //!< one per stage planned (vllm_mem/stages/stage_plans.h)
