@@ -119,3 +119,13 @@ def test_stage_html_names_physical_gpus_and_marks_the_failing_stage() -> None:
     assert marks == ["1"], marks
     gpu1 = html[html.index("<b>GPU 1</b>"):]
     assert "GPU 1, cuda:1 inside the stage" in gpu1 and "GPU 1, cuda:0 inside the stage" in gpu1
+
+
+def test_file_model_on_a_cpu_stage_is_noted_and_an_unreadable_one_named(tmp_path: Path) -> None:
+    cpu = check_stages({"stages": [{"stage_id": 0, "devices": "cpu", "model": LLAMA},
+                                   {"stage_id": 1, "devices": "0", "gpu_memory_utilization": 0.5}]}, gpus="L40S")
+    assert cpu.ok and cpu.plans == []
+    assert any("runs on the CPU: no GPU start-up plan" in n for n in cpu.notes)
+    missing = tmp_path / "no_such_model"
+    with pytest.raises(ValueError, match=r"^stages\[0\] model: "):
+        check_stages({"stages": [_llama_stage(model=str(missing))]}, gpus="L40S")

@@ -221,9 +221,14 @@ def check_stages(
     # in models=, which wins for its stage: the file's max_model_len then applies as well, so a
     # stage that cannot hold its model is a problem, never a silent OK.
     given_ids = {V.integer(k, "models key", low=0) for k, _ in model_items}
+    key_notes = list(parsed._key_notes)
     for stage in parsed.stages:
         if stage.model and stage.stage_id not in given_ids:
-            model_items.append((stage.stage_id, _file_model(stage)))
+            if stage.on_cpu:  # no GPU budget to plan against: said, not refused
+                key_notes.append(f"{stage.source} (stage {stage.stage_id}) model {V.show(stage.model)} runs on the "
+                                 "CPU: no GPU start-up plan is made for it")
+            else:
+                model_items.append((stage.stage_id, _file_model(stage)))
     lengths = max_model_len if isinstance(max_model_len, Mapping) else {}
     for stage_id, model in model_items:
         sid = V.integer(stage_id, "models key", low=0)
@@ -232,7 +237,6 @@ def check_stages(
         planned.append((sid, spec._spec, spec.name,
                         V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)))
     result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
-    key_notes = parsed._key_notes
     report = result.report()
     if key_notes:  # the core's report ends with its Notes (if any); these join them
         report += ("" if "\nNotes:\n" in report else "\nNotes:\n") + "".join(f"  - {n}\n" for n in key_notes)
