@@ -116,7 +116,13 @@ void BindRecords(py::module_& m) {
       .def_readwrite("total_consumed", &MemoryProfilingFigures::total_consumed)
       .def_readwrite("transient_peak_headroom", &MemoryProfilingFigures::transient_peak_headroom)
       .def_readwrite("non_torch_peak_increase", &MemoryProfilingFigures::non_torch_peak_increase)
-      .def_readwrite("peak_cuda_memory", &MemoryProfilingFigures::peak_cuda_memory);
+      .def_readwrite("peak_cuda_memory", &MemoryProfilingFigures::peak_cuda_memory)
+      .def_readwrite("non_kv_cache_memory_components", &MemoryProfilingFigures::non_kv_cache_memory_components)
+      .def_readwrite("non_kv_cache_memory_total_consumed",
+                     &MemoryProfilingFigures::non_kv_cache_memory_total_consumed)
+      .def_property(
+          "formula", [](const MemoryProfilingFigures& f) { return NonKvFormulaName(f.formula); },
+          [](MemoryProfilingFigures& f, const std::string& name) { f.formula = ParseNonKvFormula(name); });
 }
 
 void BindReaderFunctions(py::module_& m) {
@@ -219,12 +225,14 @@ void BindReaderFunctions(py::module_& m) {
   m.def("compute_memory_profiling",
         [](const MemorySnapshotRecord& before_create, const MemorySnapshotRecord& before_profile,
            const MemorySnapshotRecord& after_profile, int64_t weights_memory,
-           std::optional<SamplerPeaks> peaks) {
+           std::optional<SamplerPeaks> peaks, const std::string& formula) {
           return ComputeMemoryProfiling(before_create, before_profile, after_profile,
-                                        weights_memory, peaks ? &*peaks : nullptr);
+                                        weights_memory, peaks ? &*peaks : nullptr,
+                                        ParseNonKvFormula(formula));
         },
         py::arg("before_create"), py::arg("before_profile"), py::arg("after_profile"),
-        py::arg("weights_memory"), py::arg("peaks") = py::none());
+        py::arg("weights_memory"), py::arg("peaks") = py::none(),
+        py::arg("formula") = std::string("components"));
   m.def("memory_profiling_repr", &MemoryProfilingRepr, py::arg("figures"));
 
   // Real-device diagnostics (never the simulated one).
@@ -336,6 +344,13 @@ void BindSimulated(py::module_& m) {
              s.SetTorchStatus(on ? AllocatorStatus::kAvailable : AllocatorStatus::kNotInitialized);
            },
            py::arg("initialized"))
+      .def("set_torch_status",
+           [](SimulatedDevice& s, const std::string& name) { s.SetTorchStatus(ParseAllocatorStatus(name)); },
+           py::arg("status"))
+      .def("torch_allocate_at_next_read", &SimulatedDevice::TorchAllocateAtNextRead, py::arg("device"),
+           py::arg("bytes"))
+      .def("torch_empty_cache", &SimulatedDevice::TorchEmptyCache)
+      .def("torch_reset_peak", &SimulatedDevice::TorchResetPeak, py::arg("device"))
       .def("set_failure", &SimulatedDevice::SetFailure, py::arg("message"))
       .def("state", &SimulatedDevice::State, py::arg("device"))
       .def_property_readonly("empty_cache_calls", &SimulatedDevice::empty_cache_calls)

@@ -82,6 +82,11 @@ DeviceMemInfo SimulatedDevice::MemInfo(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   ThrowIfFailed();
   const SimulatedDeviceState& d = At(device);
+  if (pending_alloc_bytes_ > 0 && pending_alloc_device_ == device) {
+    const int64_t bytes = pending_alloc_bytes_;
+    pending_alloc_bytes_ = 0;
+    AllocateLocked(device, bytes);
+  }
   ++mem_info_calls_;
   return {d.free_bytes(), d.total_bytes};
 }
@@ -121,6 +126,10 @@ void SimulatedDevice::EmptyCache() {
   ThrowIfFailed();
   ++empty_cache_calls_;
   if (torch_status_ != AllocatorStatus::kAvailable) return;  // torch's no-op when uninitialised
+  EmptyCacheLocked();
+}
+
+void SimulatedDevice::EmptyCacheLocked() {
   for (size_t i = 0; i < devices_.size(); ++i) {
     SimulatedDeviceState& d = devices_[i];
     const int64_t released = d.torch_reserved_bytes - d.torch_allocated_bytes;
@@ -174,6 +183,30 @@ void SimulatedDevice::AddNonTorchBytes(int device, int64_t delta_bytes) {
 void SimulatedDevice::TorchAllocate(int device, int64_t bytes) {
   RequireNonNegative(bytes, "bytes");
   std::lock_guard<std::mutex> lock(mutex_);
+  AllocateLocked(device, bytes);
+}
+
+void SimulatedDevice::TorchAllocateAtNextRead(int device, int64_t bytes) {
+  RequireNonNegative(bytes, "bytes");
+  std::lock_guard<std::mutex> lock(mutex_);
+  At(device);
+  pending_alloc_device_ = device;
+  pending_alloc_bytes_ = bytes;
+}
+
+void SimulatedDevice::TorchEmptyCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EmptyCacheLocked();
+}
+
+void SimulatedDevice::TorchResetPeak(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SimulatedDeviceState& d = At(device);
+  d.torch_allocated_peak_bytes = d.torch_allocated_bytes;
+  d.torch_reserved_peak_bytes = d.torch_reserved_bytes;
+}
+
+void SimulatedDevice::AllocateLocked(int device, int64_t bytes) {
   SimulatedDeviceState& d = At(device);
   const int64_t allocated = CheckedAdd(d.torch_allocated_bytes, bytes, "torch_allocated");
   if (allocated > d.torch_reserved_bytes) {

@@ -68,6 +68,13 @@ class SimulatedDevice final : public DeviceReader {
   void TorchAllocate(int device, int64_t bytes);
   /*! A torch tensor is freed: allocated shrinks, reserved stays cached until EmptyCache. */
   void TorchFree(int device, int64_t bytes);
+  /*! The next MemInfo read of \p device first runs TorchAllocate(\p device, \p bytes): a
+   *  segment torch maps between a reader's torch read and its device read (the sampler race). */
+  void TorchAllocateAtNextRead(int device, int64_t bytes);
+  /*! torch.cuda.empty_cache() / reset_peak_memory_stats() as torch itself does them, whatever
+   *  the reader's status: what a torch stand-in calls when vllm_mem has no provider. */
+  void TorchEmptyCache();
+  void TorchResetPeak(int device);
   void SetCurrentDevice(int device);
   void SetIntegrated(int device, bool integrated);
   void SetHostMemory(int64_t total_bytes, int64_t available_bytes);
@@ -84,6 +91,8 @@ class SimulatedDevice final : public DeviceReader {
   SimulatedDeviceState& At(int device);  // caller holds mutex_
   void ThrowIfFailed() const;            // caller holds mutex_
   void ChangeUsed(int device, int64_t delta_bytes);  // caller holds mutex_; checks capacity
+  void AllocateLocked(int device, int64_t bytes);    // caller holds mutex_
+  void EmptyCacheLocked();                           // caller holds mutex_
 
   std::mutex mutex_;
   std::vector<SimulatedDeviceState> devices_;
@@ -95,6 +104,8 @@ class SimulatedDevice final : public DeviceReader {
   int64_t empty_cache_calls_ = 0;
   int64_t reset_peak_calls_ = 0;
   int64_t mem_info_calls_ = 0;
+  int pending_alloc_device_ = 0;
+  int64_t pending_alloc_bytes_ = 0;
 };
 
 }  // namespace vllm_mem

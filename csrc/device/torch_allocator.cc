@@ -108,9 +108,10 @@ std::string MismatchWithLoadedTorch(void* lib, void* c10) {
   return "";
 }
 
-/*! The provider, or null with \p why saying why (kNoTorch in every case: without it we know
- *  nothing about torch's allocator). */
-const Provider* Get(std::string* why) {
+/*! The provider, or null with \p why saying why; \p torch_loaded (when given) says whether torch
+ *  is in the process, i.e. whether the figures are zero (no torch) or merely unknown to us. */
+const Provider* Get(std::string* why, bool* torch_loaded = nullptr) {
+  if (torch_loaded != nullptr) *torch_loaded = true;
   const Provider* p = g_provider.load(std::memory_order_acquire);
   if (p != nullptr) return p;
   std::lock_guard<std::mutex> lock(g_load_mutex);
@@ -124,6 +125,7 @@ const Provider* Get(std::string* why) {
   // with it the whole torch) behind the user's back.
   void* c10 = dlopen("libc10.so", RTLD_LAZY | RTLD_NOLOAD);
   if (c10 == nullptr) {
+    if (torch_loaded != nullptr) *torch_loaded = false;
     *why = "torch is not imported in this process";
     return nullptr;
   }
@@ -149,8 +151,9 @@ const Provider* Get(std::string* why) {
   if (!mismatch.empty()) {
     // The library stays mapped (unloading a C++ library is not safe); its functions are unused.
     g_load_error = "torch allocator statistics disabled: the provider " + path + " was refused (" +
-                   mismatch + "); snapshots use the driver's figures only. Rebuild vllm_mem "
-                   "against this torch: pip install --no-build-isolation --force-reinstall vllm_mem";
+                   mismatch + "); snapshots read torch.cuda's statistics instead and the peak "
+                   "sampler cannot run. Rebuild vllm_mem against this torch: pip install "
+                   "--no-build-isolation --force-reinstall vllm_mem";
     *why = g_load_error;
     return nullptr;
   }
@@ -176,9 +179,12 @@ AllocatorStatus ToStatus(int code) {
 AllocatorStats Read(int device, int64_t* values) {
   AllocatorStats out;
   std::string why;
-  const Provider* p = Get(&why);
+  bool torch_loaded = true;
+  const Provider* p = Get(&why, &torch_loaded);
   if (p == nullptr) {
-    out.status = AllocatorStatus::kNoTorch;
+    // Torch in the process without a usable provider: its figures exist but we cannot read
+    // them, which is not the same as "no torch, so zero" (Python then asks torch.cuda).
+    out.status = torch_loaded ? AllocatorStatus::kNoProvider : AllocatorStatus::kNoTorch;
     out.detail = why;
     return out;
   }

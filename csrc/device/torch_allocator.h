@@ -16,8 +16,8 @@
 
 namespace vllm_mem::torch_allocator {
 
-/*! \brief The four aggregate figures, or a status (kNoTorch when torch is not loaded or the
- *  provider was not built). Never throws. */
+/*! \brief The four aggregate figures, or a status: kNoTorch when torch is not loaded, kNoProvider
+ *  when it is but the provider is missing or refused (detail says which). Never throws. */
 AllocatorStats Stats(int device);
 /*! \brief Every aggregate statistic by torch.cuda.memory_stats() key, sorted; empty when
  *  unavailable (\p status says why). */

@@ -64,10 +64,25 @@ class MemorySampler:
 
     def __init__(self, device: DeviceLike = None, interval_s: float = 0.0005,
                  max_samples: int = 1 << 21) -> None:
-        self._impl = _C.MemorySampler(device_index(device), float(interval_s), int(max_samples))
+        self._index = device_index(device)
+        self._impl = _C.MemorySampler(self._index, float(interval_s), int(max_samples))
 
     def start(self) -> MemorySampler:
-        """Start sampling (once per sampler)."""
+        """Start sampling (once per sampler).
+
+        Raises
+        ------
+        RuntimeError
+            When torch is imported but vllm_mem has no torch provider: the thread reads torch's
+            figures in C++ without the GIL, so it would count every torch byte as non-torch.
+        """
+        if str(_C.torch_stats(self._index).status) == "no_provider":
+            _, _, refusal = _C.torch_provider_info()
+            raise RuntimeError(
+                "memory sampler: torch is imported but vllm_mem cannot read its allocator in C++ ("
+                + (str(refusal) or "built without the torch provider")
+                + "); its non-torch peaks would include torch's memory. Profile without "
+                "sample_interval_s, or rebuild: pip install --no-build-isolation --force-reinstall vllm_mem")
         self._impl.start()
         return self
 

@@ -146,6 +146,27 @@ class SimulatedDevice:
     def set_torch_initialized(self, initialized: bool) -> None:
         self._dev.set_torch_initialized(bool(initialized))
 
+    def set_torch_status(self, status: str) -> None:
+        """What vllm_mem's reader says of torch's allocator: ``"available"``, ``"no_torch"``,
+        ``"not_initialized"``, ``"no_provider"`` (torch imported, provider missing or refused:
+        the device still tracks torch's memory, but vllm_mem cannot read it), ..."""
+        self._dev.set_torch_status(str(status))
+
+    def torch_alloc_between_reads(self, nbytes: int, device: int = 0) -> None:
+        """At the next free/total read of ``device``, torch first allocates ``nbytes`` (a new
+        segment when its cache is short): an allocation landing between a reader's torch read and
+        its device read, the race every snapshot and sample must survive."""
+        self._dev.torch_allocate_at_next_read(device, int(nbytes))
+
+    def torch_empty_cache(self) -> None:
+        """``torch.cuda.empty_cache()`` as torch does it, whatever vllm_mem can read: for a torch
+        stand-in when the reader's status is ``"no_provider"``."""
+        self._dev.torch_empty_cache()
+
+    def torch_reset_peak(self, device: int = 0) -> None:
+        """``torch.cuda.reset_peak_memory_stats(device)`` as torch does it (see torch_empty_cache)."""
+        self._dev.torch_reset_peak(device)
+
     def fail(self, message: str = "CUDA driver shut down (simulated)") -> None:
         """Every later read raises RuntimeError(message), as after the driver is gone."""
         self._dev.set_failure(message)

@@ -6,7 +6,9 @@ covers what vLLM misses (a transient non-torch spike) and bad input.
 
 from __future__ import annotations
 
+import sys
 import types
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -467,3 +469,236 @@ def test_torch_provider_statuses_in_a_fresh_process() -> None:
         assert out[3] == "True"
     else:  # a CUDA torch that has not initialised CUDA yet
         assert out[1] == "not_initialized"
+
+
+# ---- issue 19: a torch segment mapped between the torch read and the device read ------------
+
+def test_snapshot_survives_a_segment_mapped_between_its_reads(sim: SimulatedDevice) -> None:
+    sim.torch_alloc(4 * GiB)
+    sim.non_torch_alloc(GiB)
+    sim.torch_alloc_between_reads(2 * GiB)  # lands after the torch read, before the device read
+    snap = MemorySnapshot()
+    assert sim.state(0).torch_reserved_bytes == 6 * GiB  # the injection happened
+    assert snap.torch_memory == 6 * GiB
+    assert snap.non_torch_memory == GiB  # was 3 GiB: the new segment counted as non-torch
+
+
+def test_sampler_sees_no_spike_from_a_segment_mapped_between_reads(sim: SimulatedDevice) -> None:
+    sim.non_torch_alloc(GiB)
+    baseline = MemorySnapshot()
+    with memory_profiling(baseline, sample_interval_s=1e-4) as result:
+        sim.wait_for_reads(1)
+        sim.torch_alloc_between_reads(8 * GiB)  # one whole segment, mid-sample
+        sim.wait_for_reads(3)
+        sim.torch_free(8 * GiB)
+    assert result.timeline is not None
+    assert int(result.timeline.torch_reserved.max()) == 8 * GiB  # the sampler saw the segment
+    assert int(result.timeline.non_torch_memory.max()) == GiB
+    assert result.non_torch_peak_increase == 0  # was 8 GiB: a false transient spike
+
+
+# ---- issue 19: torch figures without the torch provider ---------------------------------------
+
+class _TorchCudaStandIn:
+    """``torch.cuda`` for a process whose vllm_mem has no torch provider: torch's own statistics
+    are the simulated device's allocator figures, its empty_cache / reset_peak act on them."""
+
+    def __init__(self, sim: SimulatedDevice) -> None:
+        self.sim = sim
+        self.initialized = True
+        self.calls: list[str] = []
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def memory_stats(self, device: int | None = None) -> dict[str, int]:
+        st = self.sim.state(device or 0)
+        return {"allocated_bytes.all.current": st.torch_allocated_bytes,
+                "allocated_bytes.all.peak": st.torch_allocated_peak_bytes,
+                "reserved_bytes.all.current": st.torch_reserved_bytes,
+                "reserved_bytes.all.peak": st.torch_reserved_peak_bytes}
+
+    def empty_cache(self) -> None:
+        self.calls.append("empty_cache")
+        self.sim.torch_empty_cache()
+
+    def reset_peak_memory_stats(self, device: int | None = None) -> None:
+        self.calls.append("reset_peak_memory_stats")
+        self.sim.torch_reset_peak(device or 0)
+
+
+@pytest.fixture
+def no_provider(sim: SimulatedDevice, monkeypatch: pytest.MonkeyPatch) -> _TorchCudaStandIn:
+    """Torch imported (a stand-in), vllm_mem's provider missing: the reader says no_provider."""
+    from vllm_mem import mem_utils
+
+    cuda = _TorchCudaStandIn(sim)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(mem_utils, "_fallback_warned", False)
+    monkeypatch.setattr(mem_utils, "_provider_missing", False)
+    sim.set_torch_status("no_provider")
+    return cuda
+
+
+def _weights_and_activation(sim: SimulatedDevice, **kwargs: Any) -> MemoryProfilingResult:
+    """10 GiB of weights, then a 2 GiB activation peak in the profile: 12 GiB non-KV."""
+    baseline = MemorySnapshot()
+    sim.torch_alloc(10 * GiB)
+    with memory_profiling(baseline, weights_memory=10 * GiB, **kwargs) as result:
+        sim.transient_torch(2 * GiB)
+    return result
+
+
+@pytest.mark.parametrize("vllm_version", ["0.19", "0.28"])
+def test_profiling_without_provider_reads_torch_cuda(sim: SimulatedDevice, no_provider: _TorchCudaStandIn,
+                                                     vllm_version: str) -> None:
+    """Regression (issue 19): torch's figures read 0, empty_cache did nothing and the weights
+    were counted twice: 22 GiB of non-KV memory instead of 12 (components), or the activation
+    peak was lost (total_consumed). Now torch.cuda's statistics are used, once with a warning."""
+    from vllm_mem.mem_utils import TorchFallbackWarning
+
+    with pytest.warns(TorchFallbackWarning, match="torch.cuda.memory_stats"):
+        result = _weights_and_activation(sim, vllm_version=vllm_version)
+    assert result.non_kv_cache_memory == 12 * GiB
+    assert result.torch_peak_increase == 2 * GiB and result.transient_peak_headroom == 2 * GiB
+    assert result.torch_source == "torch.cuda"
+    assert repr(result).endswith("(torch figures from torch.cuda: vllm_mem's torch provider is "
+                                 "missing or refused)")
+    assert result.after_profile.torch_status == "available"
+    assert result.after_profile.torch_source == "torch.cuda"
+    assert repr(result.after_profile).endswith(", torch_source=torch.cuda")
+    # empty_cache and the peak reset reached torch: the 2 GiB segment was released.
+    assert sim.state(0).torch_reserved_bytes == 10 * GiB
+    assert no_provider.calls == ["empty_cache", "reset_peak_memory_stats", "empty_cache"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process: no second warning
+        assert MemorySnapshot().torch_memory == 10 * GiB
+
+
+def test_without_provider_the_other_helpers_read_torch_cuda(sim: SimulatedDevice,
+                                                           no_provider: _TorchCudaStandIn) -> None:
+    from vllm_mem.mem_utils import TorchFallbackWarning
+
+    sim.torch_alloc(GiB)
+    with pytest.warns(TorchFallbackWarning):
+        assert torch_memory_stats(0)["allocated_bytes.all.current"] == GiB
+    with DeviceMemoryProfiler() as profiler:
+        sim.torch_alloc(3 * GiB // 2)
+    assert profiler.consumed_memory == 3 * GiB // 2
+    # A segment mapped between the reads is not non-torch memory on this path either (the first
+    # snapshot finds the provider missing; the next brackets its device read with torch.cuda's).
+    MemorySnapshot()
+    sim.torch_alloc_between_reads(2 * GiB)
+    snap = MemorySnapshot()
+    assert snap.non_torch_memory == 0 and snap.torch_memory == 9 * GiB // 2
+    # torch imported but CUDA not initialised: its figures are truly 0, and said so.
+    no_provider.initialized = False
+    assert MemorySnapshot().torch_status == "not_initialized"
+    assert torch_memory_stats(0) == {}
+
+
+def test_without_provider_the_sampler_is_refused(sim: SimulatedDevice,
+                                                 no_provider: _TorchCudaStandIn) -> None:
+    with pytest.raises(RuntimeError, match="memory sampler: torch is imported but vllm_mem cannot"):
+        MemorySampler(interval_s=1e-4).start()
+
+
+def test_without_provider_or_torch_cuda_profiling_is_refused(sim: SimulatedDevice,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    sim.set_torch_status("no_provider")
+    snap = MemorySnapshot()
+    assert snap.torch_status == "no_provider"  # not "no_torch": the figures are unknown, not 0
+    assert snap.torch_source == "provider"
+    with pytest.raises(RuntimeError, match="torch's allocator figures cannot be read"):
+        _weights_and_activation(sim)
+
+
+# ---- issue 19: non_kv_cache_memory by vLLM release --------------------------------------------
+
+def _vllm_scenario(sim: SimulatedDevice, vllm_version: str | None) -> MemoryProfilingResult:
+    """vLLM's test_memory_profiling with weights_memory=0 (see test_memory_profiling above)."""
+    sim.other_process_alloc(512 * MiB)
+    baseline = MemorySnapshot()
+    sim.torch_alloc(512 * MiB)
+    with memory_profiling(baseline, weights_memory=0, vllm_version=vllm_version) as result:
+        sim.transient_torch(GiB)
+        sim.non_torch_alloc(256 * MiB)
+    return result
+
+
+@pytest.mark.parametrize(("vllm_version", "formula", "non_kv_mib", "third"), [
+    ("0.19.1", "components", 1280, "non-torch forward increase memory: 0.25GiB"),
+    ("0.25.0", "components", 1280, "non-torch forward increase memory: 0.25GiB"),
+    ("0.26.0", "total_consumed", 1792, "total consumed (from mem_get_info): 0.75GiB"),
+    ("0.28", "total_consumed", 1792, "total consumed (from mem_get_info): 0.75GiB"),
+])
+def test_non_kv_cache_memory_follows_the_vllm_release(sim: SimulatedDevice, vllm_version: str,
+                                                      formula: str, non_kv_mib: int, third: str) -> None:
+    result = _vllm_scenario(sim, vllm_version)
+    assert result.formula == formula
+    assert result.non_kv_cache_memory == non_kv_mib * MiB
+    assert result.non_kv_cache_memory_components == 1280 * MiB  # both kept, whichever applies
+    assert result.non_kv_cache_memory_total_consumed == 1792 * MiB
+    assert repr(result).endswith(
+        f"seconds. Total non KV cache memory: {non_kv_mib / 1024:g}GiB; torch peak memory increase: "
+        f"1.0GiB; {third}; weights memory: 0.0GiB.")
+
+
+def test_non_kv_formula_defaults_to_the_installed_then_the_newest_vllm(
+        sim: SimulatedDevice, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm_mem.planner import versions
+
+    monkeypatch.setattr(versions, "installed_vllm_version", lambda: "0.19.0")
+    result = _vllm_scenario(sim, None)
+    assert (result.vllm_version, result.formula) == ("0.19.0", "components")
+    sim.non_torch_free(256 * MiB)
+    sim.torch_free(512 * MiB)
+    sim.other_process_free(512 * MiB)
+    monkeypatch.setattr(versions, "installed_vllm_version", lambda: None)
+    newest = vllm_mem.vllm_versions()[-1]["version"]
+    result = _vllm_scenario(sim, None)
+    assert (result.vllm_version, result.formula) == (newest, "total_consumed")
+    with pytest.raises(ValueError, match="vllm_version"):
+        _vllm_scenario(sim, "zero")
+
+
+_NO_PROVIDER_PROBE = """
+import json, sys, warnings
+from vllm_mem import _C
+before = _C.torch_stats(0)
+import torch
+after = _C.torch_stats(0)
+from vllm_mem import mem_utils
+# torch.cuda's own figures, as a CUDA torch would give them once CUDA is initialised.
+GiB = 1 << 30
+torch.cuda.is_initialized = lambda: True
+torch.cuda.memory_stats = lambda device=None: {"allocated_bytes.all.current": 3 * GiB,
+    "allocated_bytes.all.peak": 5 * GiB, "reserved_bytes.all.current": 4 * GiB}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    stats = mem_utils.torch_memory_stats(0)
+print(json.dumps({"before": before.status, "after": after.status, "detail": after.detail,
+                  "stats": stats, "warned": [str(w.message) for w in caught]}))
+"""
+
+
+def test_torch_status_without_provider_in_a_fresh_process(tmp_path: Any) -> None:
+    """Regression (issue 19): with torch imported and no provider (a plain pip install builds
+    none; VLLM_MEM_TORCH_PROVIDER pointing nowhere stands for it), the real reader said
+    "no_torch" and every torch figure read 0; now it says "no_provider" and torch.cuda is read."""
+    import json
+    import os
+    import subprocess
+
+    pytest.importorskip("torch")
+    env = dict(os.environ, VLLM_MEM_TORCH_PROVIDER=str(tmp_path / "missing" / "_torch_provider.so"))
+    out = subprocess.run([sys.executable, "-c", _NO_PROVIDER_PROBE], check=True, capture_output=True,
+                         text=True, timeout=120, env=env).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["before"] == "no_torch"       # torch not imported: nothing of torch's exists
+    assert result["after"] == "no_provider"     # torch imported: its figures exist, unreadable in C++
+    assert "built without the torch provider" in result["detail"]
+    assert result["stats"]["reserved_bytes.all.current"] == 4 * GiB
+    (warned,) = result["warned"]
+    assert "torch.cuda.memory_stats" in warned and "built without the torch provider" in warned

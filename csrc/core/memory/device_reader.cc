@@ -16,12 +16,13 @@ const char* AllocatorStatusName(AllocatorStatus status) {
     case AllocatorStatus::kNotInitialized: return "not_initialized";
     case AllocatorStatus::kNoStats: return "no_stats";
     case AllocatorStatus::kError: return "error";
+    case AllocatorStatus::kNoProvider: return "no_provider";
   }
   return "unknown";
 }
 
 AllocatorStatus ParseAllocatorStatus(const std::string& name) {
-  for (int code = 0; code <= static_cast<int>(AllocatorStatus::kError); ++code) {
+  for (int code = 0; code <= static_cast<int>(AllocatorStatus::kNoProvider); ++code) {
     const auto status = static_cast<AllocatorStatus>(code);
     if (name == AllocatorStatusName(status)) return status;
   }

@@ -61,6 +61,7 @@ void MemorySampler::Start() {
   timeline_.torch_allocated.reserve(reserve);
   timeline_.torch_reserved.reserve(reserve);
   timeline_.non_torch_memory.reserve(reserve);
+  std::lock_guard<std::mutex> join_lock(join_mutex_);
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -70,6 +71,9 @@ void MemorySampler::Stop() noexcept {
     stop_requested_ = true;
   }
   wake_.notify_all();
+  // One stopper joins; a concurrent one blocks here until that join is done, then sees nothing
+  // left to join.
+  std::lock_guard<std::mutex> join_lock(join_mutex_);
   if (thread_.joinable()) thread_.join();
 }
 

@@ -6,28 +6,58 @@
 
 #include <chrono>
 #include <charconv>
+#include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 
 namespace vllm_mem {
 
+namespace {
+
+/*! Reads of one sample before giving up on a settled allocator. Each retry costs two allocator
+ *  reads and one driver read (a few microseconds); a busy allocator settles within one or two. */
+constexpr int kMaxConsistentReadAttempts = 4;
+
+}  // namespace
+
 DeviceSample ReadDeviceSample(DeviceReader& reader, int device, bool integrated) {
+  // The driver's free figure and torch's reserved figure come from two calls. A segment torch
+  // maps between them is in free memory but not yet in reserved (or the reverse), and then reads
+  // as a whole segment of non-torch memory: a false spike in the sampler's peak. So torch is read
+  // before AND after the device, and the device read only counts when both torch reads agree on
+  // what torch reserves; otherwise it is retried.
   DeviceSample out;
-  // Torch first, then the device: a torch allocation landing between the two reads then shows
-  // up in free memory but not yet in reserved, i.e. as a momentary non-torch excess, never as a
-  // negative one. The device figure is the one vLLM trusts most, so it is read last.
-  out.torch = reader.TorchStats(device);
-  const DeviceMemInfo info = reader.MemInfo(device);
-  out.cuda_free_memory = info.free_bytes;
-  out.total_memory = info.total_bytes;
-  out.free_memory = info.free_bytes;
-  if (integrated) {
-    // cudaMemGetInfo under-reports on UMA: it counts reclaimable page cache as used. vLLM (and
-    // NVIDIA's Tegra app note) use MemAvailable instead; total stays the CUDA figure.
-    out.free_memory = reader.HostMemoryInfo().available_bytes;
+  AllocatorStats before = reader.TorchStats(device);
+  for (int attempt = 1;; ++attempt) {
+    const DeviceMemInfo info = reader.MemInfo(device);
+    out.cuda_free_memory = info.free_bytes;
+    out.total_memory = info.total_bytes;
+    out.free_memory = info.free_bytes;
+    if (integrated) {
+      // cudaMemGetInfo under-reports on UMA: it counts reclaimable page cache as used. vLLM (and
+      // NVIDIA's Tegra app note) use MemAvailable instead; total stays the CUDA figure.
+      out.free_memory = reader.HostMemoryInfo().available_bytes;
+    }
+    if (!before.available()) {
+      out.torch = std::move(before);  // nothing of torch's to be inconsistent with
+      return out;
+    }
+    AllocatorStats after = reader.TorchStats(device);
+    if (after.available() && after.reserved_bytes == before.reserved_bytes) {
+      out.torch = std::move(after);
+      return out;
+    }
+    if (attempt >= kMaxConsistentReadAttempts || !after.available()) {
+      // The allocator kept changing: keep the torch read that reserves more, so the non-torch
+      // figure errs low for this one sample rather than inventing a spike (a segment mapped
+      // during the device read is in the device figure and in this one).
+      out.torch = after.available() && after.reserved_bytes >= before.reserved_bytes ? std::move(after)
+                                                                                      : std::move(before);
+      return out;
+    }
+    before = std::move(after);
   }
-  return out;
 }
 
 int64_t CudaMemoryBytes(int64_t free_bytes, int64_t total_bytes) {

@@ -170,6 +170,11 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "worker_budget") {
     // Follows the engine: recorded for the table only.
   } else {
+  } else if (rule == "non_kv_cache_memory") {
+    // memory_profiling's formula (core/memory's NonKvFormula), read by name from the profile's
+    // rule list by mem_utils.py; checked here so a typo fails at start-up, not in a worker.
+    const std::string f = Str(v, rule);
+    if (f != "components" && f != "total_consumed") Bad(rule + " '" + f + "'");
     Bad("unknown rule '" + rule + "'");
   }
 }

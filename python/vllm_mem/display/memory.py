@@ -34,6 +34,7 @@ _TORCH_STATUS_WORDS = {
     "no_torch": "torch is not loaded",
     "not_initialized": "torch's CUDA allocator is not initialised",
     "no_cuda_allocator": "torch has no CUDA caching allocator",
+    "no_provider": "torch is imported but vllm_mem has no torch provider and torch.cuda could not be read",
 }
 
 

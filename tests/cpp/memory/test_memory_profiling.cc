@@ -98,6 +98,41 @@ TEST(MemoryProfiling, ReprIsVllmText) {
             "memory: 0.5GiB.");
 }
 
+// vLLM's test_memory_profiling scenario (tests/utils_/test_mem_utils.py): 512 MiB of another
+// process before the baseline, 512 MiB of torch weights, a 1 GiB torch spike freed in the
+// block, 256 MiB of non-torch memory (NCCL) kept; weights_memory given as 0. The older formula
+// counts 256 + 1024 + 0 = 1280 MiB; the later one 768 (free-memory drop: weights + NCCL) +
+// 1024 (peak above what stays allocated) = 1792 MiB, and prints "total consumed".
+TEST(MemoryProfiling, BothFormulasOnVllmScenario) {
+  const int64_t total = 80 * kGiB, mib = kMiB;
+  const auto before_create = Snap(0, total - 512 * mib, 0, 0, 10.0);
+  const auto before_profile = Snap(512 * mib, total - 1024 * mib, 512 * mib, 512 * mib, 11.0);
+  const auto after_profile =
+      Snap(1536 * mib, total - 1024 * mib - 256 * mib, 512 * mib, 512 * mib, 12.0);
+  const auto old_f = ComputeMemoryProfiling(before_create, before_profile, after_profile, 0,
+                                            nullptr, NonKvFormula::kComponents);
+  const auto new_f = ComputeMemoryProfiling(before_create, before_profile, after_profile, 0,
+                                            nullptr, NonKvFormula::kTotalConsumed);
+  EXPECT_EQ(old_f.non_kv_cache_memory, 1280 * mib);
+  EXPECT_EQ(new_f.non_kv_cache_memory, 1792 * mib);
+  EXPECT_EQ(new_f.total_consumed, 768 * mib);
+  EXPECT_EQ(new_f.transient_peak_headroom, 1024 * mib);
+  for (const auto* f : {&old_f, &new_f}) {  // both values are kept, whichever is chosen
+    EXPECT_EQ(f->non_kv_cache_memory_components, 1280 * mib);
+    EXPECT_EQ(f->non_kv_cache_memory_total_consumed, 1792 * mib);
+  }
+  EXPECT_EQ(MemoryProfilingRepr(old_f),
+            "Memory profiling takes 1.00 seconds. Total non KV cache memory: 1.25GiB; torch peak "
+            "memory increase: 1.0GiB; non-torch forward increase memory: 0.25GiB; weights "
+            "memory: 0.0GiB.");
+  EXPECT_EQ(MemoryProfilingRepr(new_f),
+            "Memory profiling takes 1.00 seconds. Total non KV cache memory: 1.75GiB; torch peak "
+            "memory increase: 1.0GiB; total consumed (from mem_get_info): 0.75GiB; weights "
+            "memory: 0.0GiB.");
+  EXPECT_EQ(ParseNonKvFormula(NonKvFormulaName(NonKvFormula::kTotalConsumed)), NonKvFormula::kTotalConsumed);
+  EXPECT_THROW(ParseNonKvFormula("newest"), InvalidArgument);
+}
+
 TEST(DeviceMemoryProfiler, ReadsAllocatedAfterEmptyAndReset) {
   FakeReader r;
   r.torch = {AllocatorStatus::kAvailable, "", 7 * kGiB, 9 * kGiB, 8 * kGiB, 9 * kGiB};

@@ -7,10 +7,12 @@
  */
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/memory/memory_sampler.h"
@@ -70,6 +72,72 @@ TEST(MemorySampler, CatchesTransientNonTorchSpike) {
   for (size_t i = 0; i < t.time_s.size(); ++i) {
     EXPECT_EQ(t.cuda_memory[i], 80 * kGiB - t.free_memory[i]);
     EXPECT_EQ(t.non_torch_memory[i], t.cuda_memory[i] - t.torch_reserved[i]);
+  }
+}
+
+// Regression (issue 19): a segment torch maps between the sampler's torch read and its device
+// read showed as a segment-sized non-torch spike in peak_non_torch_memory.
+TEST(MemorySampler, SegmentMappedBetweenReadsIsNoSpike) {
+  class SegmentBetweenReads : public FakeReader {
+   public:
+    DeviceMemInfo MemInfo(int device) override {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (armed) {
+          armed = false;
+          free_bytes -= 3 * kGiB;
+          torch.reserved_bytes += 3 * kGiB;
+          torch.allocated_bytes += 3 * kGiB;
+        }
+      }
+      return FakeReader::MemInfo(device);
+    }
+    bool armed = false;
+  };
+  auto r = std::make_shared<SegmentBetweenReads>();
+  r->total_bytes = 80 * kGiB;
+  r->Set(70 * kGiB, 9 * kGiB);  // 1 GiB non-torch
+  MemorySampler s(r, 0, 1e-4);
+  s.Start();
+  WaitForSamples(s, 1);
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->armed = true;
+  }
+  while (true) {  // until the sampler's device read has consumed the injection
+    {
+      std::lock_guard<std::mutex> lock(r->mutex);
+      if (!r->armed) break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  const int64_t seen = s.Peaks().num_samples;
+  WaitForSamples(s, seen + 2);
+  s.Stop();
+  EXPECT_TRUE(s.error().empty());
+  EXPECT_EQ(s.Peaks().peak_non_torch_memory, 1 * kGiB);
+  EXPECT_EQ(s.Peaks().peak_torch_reserved, 12 * kGiB);
+  for (int64_t v : s.Timeline().non_torch_memory) EXPECT_EQ(v, 1 * kGiB);
+}
+
+// Regression (issue 19): two threads stopping one sampler both joined its thread; the loser's
+// std::system_error escaped the noexcept Stop() and called std::terminate.
+TEST(MemorySampler, ConcurrentStopsJoinOnce) {
+  auto r = std::make_shared<FakeReader>();
+  for (int round = 0; round < 200; ++round) {
+    MemorySampler s(r, 0, 1e-4);
+    s.Start();
+    std::atomic<int> ready{0};
+    std::vector<std::thread> stoppers;
+    for (int i = 0; i < 4; ++i) {
+      stoppers.emplace_back([&] {
+        ready.fetch_add(1);
+        while (ready.load() < 4) std::this_thread::yield();
+        s.Stop();
+      });
+    }
+    for (auto& t : stoppers) t.join();
+    EXPECT_FALSE(s.running());
   }
 }
 

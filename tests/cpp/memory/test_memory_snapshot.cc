@@ -56,11 +56,68 @@ TEST(MemorySnapshot, UnavailableTorchIsFlaggedNotInvented) {
 }
 
 TEST(AllocatorStatus, NamesRoundTrip) {
-  for (int code = 0; code <= static_cast<int>(AllocatorStatus::kError); ++code) {
+  EXPECT_STREQ(AllocatorStatusName(AllocatorStatus::kNoProvider), "no_provider");
+  for (int code = 0; code <= static_cast<int>(AllocatorStatus::kNoProvider); ++code) {
     const auto status = static_cast<AllocatorStatus>(code);
     EXPECT_EQ(ParseAllocatorStatus(AllocatorStatusName(status)), status);
   }
   EXPECT_THROW(ParseAllocatorStatus("fine"), InvalidArgument);
+}
+
+/*! A reader where torch maps a segment between a snapshot's torch read and its device read
+ *  (the next \p segments_left MemInfo calls each add one segment of \p segment_bytes). */
+class SegmentBetweenReads : public FakeReader {
+ public:
+  DeviceMemInfo MemInfo(int device) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (segments_left > 0) {
+        --segments_left;
+        free_bytes -= segment_bytes;
+        torch.reserved_bytes += segment_bytes;
+        torch.allocated_bytes += segment_bytes;
+      }
+    }
+    return FakeReader::MemInfo(device);
+  }
+  int segments_left = 0;
+  int64_t segment_bytes = 8;
+};
+
+// Regression (issue 19): torch read first, then the device: the new segment was in free memory
+// but not in reserved, i.e. 8 bytes of invented non-torch memory.
+TEST(MemorySnapshot, SegmentMappedBetweenReadsIsNotNonTorch) {
+  SegmentBetweenReads r;
+  r.free_bytes = 70;
+  r.total_bytes = 100;
+  r.torch = {AllocatorStatus::kAvailable, "", 20, 20, 20, 20};  // non-torch 10
+  r.segments_left = 1;
+  const MemorySnapshotRecord s = MeasureSnapshot(r, 0);
+  EXPECT_EQ(s.free_memory, 62);
+  EXPECT_EQ(s.torch_memory, 28);
+  EXPECT_EQ(s.non_torch_memory, 10);
+  EXPECT_EQ(r.mem_info_calls, 2);  // the inconsistent pair was read again
+}
+
+TEST(MemorySnapshot, AllocatorThatNeverSettlesErrsLowNotHigh) {
+  SegmentBetweenReads r;
+  r.free_bytes = 70;
+  r.total_bytes = 100;
+  r.torch = {AllocatorStatus::kAvailable, "", 20, 20, 20, 20};
+  r.segments_left = 100;  // a segment before every device read
+  const MemorySnapshotRecord s = MeasureSnapshot(r, 0);
+  EXPECT_EQ(r.mem_info_calls, 4);  // bounded retries
+  EXPECT_LE(s.non_torch_memory, 10);
+  EXPECT_EQ(s.non_torch_memory, 10);  // the read after the device read matches it here
+}
+
+TEST(MemorySnapshot, UnavailableTorchIsReadOnce) {
+  SegmentBetweenReads r;
+  r.torch = {AllocatorStatus::kNoProvider, "no provider", 0, 0, 0, 0};
+  r.segments_left = 1;
+  const MemorySnapshotRecord s = MeasureSnapshot(r, 0);
+  EXPECT_EQ(s.torch_status, AllocatorStatus::kNoProvider);
+  EXPECT_EQ(r.mem_info_calls, 1);
 }
 
 TEST(MemorySnapshot, UnknownDeviceIsInvalidArgument) {

@@ -37,6 +37,10 @@ enum class AllocatorStatus : int {
   kNotInitialized = 3,   //!< CUDA allocator exists but torch has not initialised CUDA yet
   kNoStats = 4,          //!< an allocator without statistics (pluggable allocator)
   kError = 5,            //!< the provider raised; see AllocatorStats::detail
+  /*! torch is imported but vllm_mem has no usable provider (built without one, or refused: built
+   *  against another torch). The figures are unknown, not zero: Python reads torch.cuda's own
+   *  statistics instead (mem_utils.py), or says it could not. */
+  kNoProvider = 6,
 };
 
 /*! \brief Short stable name of a status ("available", "no_torch", ...), for Python and JSON. */

@@ -16,9 +16,23 @@
 
 namespace vllm_mem {
 
+/*! \brief How a vLLM release forms non_kv_cache_memory. Which release uses which is data: the
+ *  rule "non_kv_cache_memory" of plan/vllm_versions.json (docs/vllm_versions.md). */
+enum class NonKvFormula : int {
+  //! weights_memory + torch_peak_increase + non_torch_increase (the older releases)
+  kComponents = 0,
+  //! total_consumed + transient_peak_headroom (vLLM commit 58b2012aa2, PR #49208): the free-memory
+  //! drop since the baseline covers weights, persistent torch and non-torch memory at once
+  kTotalConsumed = 1,
+};
+/*! \brief "components" / "total_consumed" (the rule's values in vllm_versions.json). */
+const char* NonKvFormulaName(NonKvFormula formula);
+/*! \brief NonKvFormulaName's inverse; InvalidArgument (field "non_kv_formula") otherwise. */
+NonKvFormula ParseNonKvFormula(const std::string& name);
+
 /*! \brief MemoryProfilingResult's numbers, in bytes (profile_time in seconds). */
 struct MemoryProfilingFigures {
-  // vLLM (0.2x main): non_kv = non_torch_increase + torch_peak_increase + weights_memory.
+  // The formula's value: non_kv_cache_memory_components or non_kv_cache_memory_total_consumed.
   int64_t non_kv_cache_memory = 0;
   int64_t torch_peak_increase = 0;   //!< after_profile.torch_peak - before_profile.torch_peak
   int64_t non_torch_increase = 0;    //!< after_profile.non_torch - before_create.non_torch
@@ -31,17 +45,24 @@ struct MemoryProfilingFigures {
   // Ours: the sampler's view. Without a sampler these fall back to the two measured instants.
   int64_t non_torch_peak_increase = 0;   //!< max sampled non_torch - before_create.non_torch
   int64_t peak_cuda_memory = 0;          //!< max sampled total - free
+  // Both formulas' values, whichever the release uses, and which one non_kv_cache_memory is.
+  NonKvFormula formula = NonKvFormula::kComponents;
+  int64_t non_kv_cache_memory_components = 0;      //!< non_torch + torch_peak + weights
+  int64_t non_kv_cache_memory_total_consumed = 0;  //!< total_consumed + transient_peak_headroom
 };
 
-/*! \brief The accounting of memory_profiling(). \p peaks is null when no sampler ran.
+/*! \brief The accounting of memory_profiling(). \p peaks is null when no sampler ran; \p formula
+ *  picks which value non_kv_cache_memory takes (both are always computed).
  *  InvalidArgument when weights_memory < 0 or the snapshots are of different devices. */
 MemoryProfilingFigures ComputeMemoryProfiling(const MemorySnapshotRecord& before_create,
                                               const MemorySnapshotRecord& before_profile,
                                               const MemorySnapshotRecord& after_profile,
                                               int64_t weights_memory,
-                                              const SamplerPeaks* peaks);
+                                              const SamplerPeaks* peaks,
+                                              NonKvFormula formula = NonKvFormula::kComponents);
 
-/*! \brief MemoryProfilingResult.__repr__, byte for byte as vLLM prints it. */
+/*! \brief MemoryProfilingResult.__repr__, byte for byte as the release of figures.formula prints
+ *  it: "non-torch forward increase memory" (components) or "total consumed (from mem_get_info)". */
 std::string MemoryProfilingRepr(const MemoryProfilingFigures& figures);
 
 /*! \brief DeviceMemoryProfiler.current_memory_usage() on CUDA (vLLM's CudaPlatform): empty the

@@ -61,7 +61,8 @@ class MemorySampler {
 
   /*! \brief Checks the device, takes no sample itself, starts the thread. Once only. */
   void Start();
-  /*! \brief Stops and joins; the thread takes one last sample first. Idempotent, no-throw. */
+  /*! \brief Stops and joins; the thread takes one last sample first. Idempotent, no-throw, and
+   *  safe to call from several threads at once (one joins, the others wait for it). */
   void Stop() noexcept;
 
   bool running() const;
@@ -94,6 +95,9 @@ class MemorySampler {
   int64_t dropped_ = 0;
   SamplerPeaks peaks_;
   MemoryTimeline timeline_;
+  // Guards thread_ (its assignment and its join): std::thread::join from two threads at once is
+  // undefined, and the loser's std::system_error would std::terminate inside noexcept Stop().
+  std::mutex join_mutex_;
   std::thread thread_;
 };
 

@@ -41,7 +41,9 @@ struct DeviceSample {
   AllocatorStats torch;
 };
 
-/*! \brief Reads free/total (with vLLM's UMA override when \p integrated) and the torch stats. */
+/*! \brief Reads free/total (with vLLM's UMA override when \p integrated) and the torch stats,
+ *  the device read bracketed by two torch reads that must agree on torch's reserved bytes (up to
+ *  four tries), so a segment torch maps between the reads is never counted as non-torch. */
 DeviceSample ReadDeviceSample(DeviceReader& reader, int device, bool integrated);
 
 /*! \brief Bytes in use on the device: total - free. */
