@@ -82,6 +82,14 @@ def test_estimated_catalog_totals_say_so() -> None:
     assert "as CUDA reports it" in measured and "cudaMemGetInfo total (catalog: measured)" in measured
     given = str(vllm_mem.plan(LLAMA, total_memory_bytes=80 * GIB, max_model_len=8192))
     assert "(80.0 GiB each, as given)" in given and "as CUDA reports it" not in given
+    # The same in JSON and in the notebook title.
+    figures = {gpu: vllm_mem.plan(LLAMA, gpu=gpu, max_model_len=8192) for gpu in ("L40", "H100-80GB")}
+    assert figures["L40"].to_dict()["inputs"]["total_memory_figure"] == "estimated"
+    assert figures["H100-80GB"].to_dict()["inputs"]["total_memory_figure"] == "measured"
+    assert "(44.52 GiB, estimated)" in figures["L40"]._repr_html_()
+    assert "(79.19 GiB)" in figures["H100-80GB"]._repr_html_()
+    assert vllm_mem.plan(LLAMA, total_memory_bytes=80 * GIB, max_model_len=8192).to_dict()["inputs"][
+        "total_memory_figure"] == "given"
 
 
 # ---- CLI errors name flags --------------------------------------------------------------------

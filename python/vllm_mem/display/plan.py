@@ -100,8 +100,13 @@ def plan_html(plan: StartupPlan) -> str:
     gpu = inputs.gpu_name or "GPU"
     tp, pp = int(inputs.tensor_parallel_size), int(inputs.pipeline_parallel_size)
     gpus = f"{tp * pp}&times; " if tp * pp > 1 else ""
-    title = f"{esc(name)} on {gpus}{esc(gpu)} ({esc(size(total))} each)" if gpus else \
-        f"{esc(name)} on {esc(gpu)} ({esc(size(total))})"
+    # The total says how it is known where it is not a runtime figure (a catalog estimate, a given size).
+    from ..planner.render import total_memory_figure
+
+    figure = total_memory_figure(plan)
+    known = {"estimated": ", estimated", "given": ", as given"}.get(figure, "")
+    title = f"{esc(name)} on {gpus}{esc(gpu)} ({esc(size(total))} each{known})" if gpus else \
+        f"{esc(name)} on {esc(gpu)} ({esc(size(total))}{known})"
     settings = [f"max_model_len {plan.max_model_len:,}",
                 f"gpu_memory_utilization {float(inputs.gpu_memory_utilization):g}"]
     if tp > 1:

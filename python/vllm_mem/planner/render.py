@@ -28,6 +28,24 @@ def report_text(plan: StartupPlan) -> str:
                                      _C.format_suggestions(native)))
 
 
+def total_memory_figure(plan: StartupPlan) -> str:
+    """Where the plan's per-GPU total comes from, as the text report's total row says it:
+    ``"measured"``, ``"reported_mib"``, ``"reported_gib"`` or ``"estimated"`` (the catalog entry of
+    ``gpu_name`` holding that total), ``"given"`` (a bare total, no GPU name) or ``"runtime"`` (a
+    named GPU whose total is not its catalog figure: measured on the device)."""
+    i = plan._p.inputs
+    if i.total_memory_source:
+        text = str(i.total_memory_source)
+        return "estimated" if text.startswith("estimated") else "given" if text.startswith("given") else "runtime"
+    if not i.gpu_name:
+        return "given"
+    from ..catalog import gpu_catalog
+
+    entry = next((g for g in gpu_catalog() if g.name == i.gpu_name and g.total_memory_bytes == i.total_memory_bytes),
+                 None)
+    return entry.figure_source if entry is not None else "runtime"
+
+
 def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
     """Everything as plain JSON-able values; every byte figure also in GiB and as a
     fraction of the device."""
@@ -38,7 +56,8 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "model": plan._spec.name or plan._spec.model_type,
         "gpu": i.gpu_name or None,
         "inputs": {
-            "total_memory_bytes": i.total_memory_bytes, "free_memory_bytes": i.free_memory_bytes,
+            "total_memory_bytes": i.total_memory_bytes, "total_memory_figure": total_memory_figure(plan),
+            "free_memory_bytes": i.free_memory_bytes,
             "free_memory_assumed": bool(plan._p.free_memory_assumed),
             "gpu_memory_utilization": i.gpu_memory_utilization, "max_model_len": i.max_model_len,
             "tensor_parallel_size": i.tensor_parallel_size,
