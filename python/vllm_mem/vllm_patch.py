@@ -125,21 +125,24 @@ class VllmPatch:
         self.module = module
         self.swapped: list[str] = []
         self.kept: dict[str, str] = {}
-        self._undo: list[tuple[types.ModuleType, str, Any]] = []
+        self._undo: list[tuple[types.ModuleType, str, Any, Any]] = []  # module, name, original, ours
 
     @property
     def rebound(self) -> list[tuple[str, str]]:
-        return [(m.__name__, name) for m, name, _ in self._undo]
+        return [(m.__name__, name) for m, name, _, _ in self._undo]
 
     @property
     def active(self) -> bool:
         return bool(self._undo)
 
     def undo(self) -> None:
-        """Restore every rebound name to the object it held before the patch."""
+        """Restore every rebound name to the object it held before the patch, where it still holds
+        what the patch put there (a name something else rebound since is left alone, so patches
+        undone in any order never put vllm_mem's names back)."""
         while self._undo:
-            module, name, original = self._undo.pop()
-            setattr(module, name, original)
+            module, name, original, ours = self._undo.pop()
+            if vars(module).get(name) is ours:
+                setattr(module, name, original)
 
     def __enter__(self) -> VllmPatch:
         return self
@@ -227,7 +230,7 @@ def patch_vllm(module: types.ModuleType | None = None) -> VllmPatch:
         namespace = vars(holder)  # not getattr: a lazy module's __getattr__ must not run
         for name, original in originals.items():
             if namespace.get(name) is original:
-                patch._undo.append((holder, name, original))
+                patch._undo.append((holder, name, original, ours[name]))
                 setattr(holder, name, ours[name])
     patch.swapped = plan
     return patch

@@ -207,3 +207,24 @@ def test_our_names_stand_in_for_vllms_signatures() -> None:
                  "format_gib", "get_cpu_memory", "get_max_shared_memory_bytes"):
         ours = getattr(mem_utils, name, None) or getattr(units, name)
         assert _incompatibility(name, getattr(mem, name), ours) is None, name
+
+
+def test_patching_twice_is_harmless_and_the_first_undo_restores_vllm(fake_vllm: types.SimpleNamespace) -> None:
+    # vLLM may load a general plugin more than once per process.
+    first = vllm_mem.patch_vllm()
+    second = vllm_mem.patch_vllm()
+    assert fake_vllm.worker.MemorySnapshot is mem_utils.MemorySnapshot
+    second.undo()
+    assert fake_vllm.worker.MemorySnapshot is mem_utils.MemorySnapshot  # still the first patch's
+    first.undo()
+    assert fake_vllm.worker.MemorySnapshot is fake_vllm.originals["MemorySnapshot"]
+    assert fake_vllm.mem.memory_profiling is fake_vllm.originals["memory_profiling"]
+
+
+def test_undo_in_either_order_ends_with_vllms_names(fake_vllm: types.SimpleNamespace) -> None:
+    first = vllm_mem.patch_vllm()
+    second = vllm_mem.patch_vllm()
+    first.undo()
+    second.undo()  # finds vLLM's names back in place: leaves them
+    assert fake_vllm.worker.MemorySnapshot is fake_vllm.originals["MemorySnapshot"]
+    assert fake_vllm.mem.format_gib is fake_vllm.originals["format_gib"]
