@@ -55,6 +55,10 @@ def test_gb_naming_one_catalog_gpu_plans_that_gpu() -> None:
 def test_binary_sizes_are_exact_and_misspellings_refused() -> None:
     r = _cli("plan", LLAMA, "--gpu", "80GiB", "--max-model-len", "8192", "--json")
     assert json.loads(r.stdout)["inputs"]["total_memory_bytes"] == 80 * GIB
+    line = _error_line(_cli("plan", LLAMA, "--gpu", "512MB"))
+    assert "'512MB' is ambiguous: 512 MB is 512 x 10**6 bytes, or 512 MiB; no catalog GPU" in line
+    line = _error_line(_cli("plan", LLAMA, "--gpu", "33GB"))  # no GPU is sold as 33 GB
+    assert "33 x 10**9 bytes is 30.73 GiB, or 33 GiB" in line and "exact size such as 33GiB" in line
     line = _error_line(_cli("plan", LLAMA, "--gpu", "80gib"))
     assert "--gpu: '80gib' has unit 'gib'" in line and "did you mean 'GiB'" in line
 

@@ -73,8 +73,9 @@ def _gpu_sold_as(number: Any, unit: str, text: str, flag: str) -> str:
                             f"{' (estimated)' if g.figure_source == 'estimated' else ''}" for g in sold)
         V.fail(flag, f"{V.show(text)} is ambiguous: {decimal}, while the GPUs sold as {number} GB show CUDA "
                      f"{classes}; give one of those names, or an exact size such as {number}GiB")
-    V.fail(flag, f"{V.show(text)} is ambiguous: {decimal}, or {number} GiB; no catalog GPU is sold as "
-                 f"{number} {unit.upper()} (see `vllm-mem gpus`); give an exact size such as {number}GiB")
+    binary = unit[0].upper() + "iB"  # the other reading: 80 MB as 80 MiB
+    V.fail(flag, f"{V.show(text)} is ambiguous: {decimal}, or {number} {binary}; no catalog GPU is sold as "
+                 f"{number} {unit.upper()} (see vllm-mem gpus); give an exact size such as {number}{binary}")
 
 
 def gpu_value(text: str, flag: str = "--gpu") -> str | int:
