@@ -218,4 +218,5 @@ def test_docs_family_table_agrees_with_supported_model_types() -> None:
 def test_empty_kv_cache_dtype_is_refused_not_read_as_auto() -> None:
     with pytest.raises(ValueError, match="kv_cache_dtype"):
         vllm_mem.kv_cache_capacity(PHI4, 4 * GIB, max_model_len=2048, kv_cache_dtype="")
-    assert vllm_mem.kv_cache_capacity(PHI4, 4 * GIB, max_model_len=2048, kv_cache_dtype="auto").kv_cache_dtype == "bfloat16"
+    auto = vllm_mem.kv_cache_capacity(PHI4, 4 * GIB, max_model_len=2048, kv_cache_dtype="auto")
+    assert auto.kv_cache_dtype == "bfloat16"

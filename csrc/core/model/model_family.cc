@@ -33,7 +33,8 @@ void CheckTraits(const JsonValue& doc) {
                             "embeddings_on_every_pp_rank"}) {
         if (key == b) ok = value.IsBool();
       }
-      for (const char* s : {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field"}) {
+      for (const char* s :
+           {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field"}) {
         if (key == s) ok = value.IsString();
       }
       if (key == "norm") ok = value.IsString() && (value.AsString() == "rmsnorm" || value.AsString() == "layernorm");

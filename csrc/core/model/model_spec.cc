@@ -340,7 +340,9 @@ void ApplyFamilyTraits(const std::string& model_type, const JsonValue& text, Arc
   }
   if (const JsonValue* gated = family->Find("gated_mlp")) t.gated_mlp = gated->AsBool();
   if (const JsonValue* norm = family->Find("norm")) t.norm_bias = norm->AsString() == "layernorm";
-  if (const JsonValue* every = family->Find("embeddings_on_every_pp_rank")) t.embeddings_on_every_pp_rank = every->AsBool();
+  if (const JsonValue* every = family->Find("embeddings_on_every_pp_rank")) {
+    t.embeddings_on_every_pp_rank = every->AsBool();
+  }
   if (const JsonValue* offset = family->Find("learned_positions_offset")) {
     const int64_t positions =
         OptionalIntIn(text, {"max_position_embeddings"}, 1, kMaxModelLenTokens).value_or(0);

@@ -143,7 +143,8 @@ TEST(ModelFamilies, OptPublishedCountsAndTensors) {
   }
   EXPECT_EQ(p.per_pp_rank[0].norm_bytes, p.per_pp_rank[1].norm_bytes);
   // An untied OPT keeps a ParallelLMHead of the embedding's width.
-  const ModelSpec untied = ModelSpec::FromHfConfigText(With(kOpt350m, "word_embed_proj_dim", "512, \"tie_word_embeddings\": false"));
+  const ModelSpec untied =
+      ModelSpec::FromHfConfigText(With(kOpt350m, "word_embed_proj_dim", "512, \"tie_word_embeddings\": false"));
   EXPECT_EQ(NumParameters(untied), 331196416 + 50272 * 512);
   EXPECT_EQ(ComputeWeights(untied, Opts(2)).per_pp_rank[0].lm_head_bytes, 50304 / 2 * 512 * 2);
   // enable_bias false drops every linear bias (OPTAttention / fc1 / fc2 bias=config.enable_bias).
