@@ -49,29 +49,14 @@ __all__ = [
 
 
 def to_html(obj: Any) -> str:
-    """The HTML block of any vllm_mem result (a sweep's DataFrame or dict of columns included)."""
-    from ..kv_cache import KvCacheCapacity
-    from ..mem_utils import MemoryProfilingResult, MemorySnapshot
-    from ..model_spec import ModelSpec
-    from ..planner import StartupPlan
-    from ..stages import RankPlans, StageCheck
+    """The HTML block of any vllm_mem result (a sweep's DataFrame or dict of columns included).
 
-    if isinstance(obj, StartupPlan):
-        return plan_html(obj)
-    if isinstance(obj, ModelSpec):
-        return model_spec_html(obj)
-    if isinstance(obj, KvCacheCapacity):
-        return kv_capacity_html(obj)
-    if isinstance(obj, MemorySnapshot):
-        return snapshot_html(obj)
-    if isinstance(obj, MemoryProfilingResult):
-        return profiling_html(obj)
-    if isinstance(obj, StageCheck):
-        return stage_check_html(obj)
-    if isinstance(obj, RankPlans):
-        return rank_plans_html(obj)
-    if isinstance(obj, SweepView):
-        return sweep_html(obj.data)
+    Every result type has its own ``_repr_html_`` (what Jupyter calls), so this dispatches through
+    it: a new result type needs no branch here. A sweep's plain table (a dict of columns or a
+    pandas DataFrame, whose own ``_repr_html_`` is pandas' table) gets the sweep view."""
+    render = getattr(type(obj), "_repr_html_", None)
+    if callable(render) and type(obj).__module__.split(".")[0] == "vllm_mem":
+        return str(render(obj))
     if isinstance(obj, dict) or hasattr(obj, "columns"):
         return sweep_html(obj)
     raise TypeError(f"no HTML view for {type(obj).__name__}")
