@@ -397,6 +397,9 @@ std::vector<std::string> KvCacheLogLinesFor(const KvCacheCapacity& capacity, KvL
     case KvLogFormat::kCombinedLine:
       return {"GPU KV cache size: " + FormatThousands(capacity.num_tokens) + " tokens, " +
               concurrency_line(FormatThousands(len), capacity.max_concurrency)};
+    case KvLogFormat::kConcurrencyTokens:
+      return {"GPU KV cache size: " + FormatThousands(capacity.num_tokens) + " tokens",
+              concurrency_line(FormatThousands(len), capacity.max_concurrency)};
   }
   return {};
 }

@@ -115,7 +115,8 @@ KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& in) {
   k.disable_hybrid_kv_cache_manager = !in.hybrid_kv_cache_manager;
   // The KV rules that changed by release (vllm_versions.json): the printed token count, the
   // hybrid block alignment and whether a sliding layer's per-request need is capped at the full one.
-  k.kv_tokens_from_concurrency = in.kv_log_format == KvLogFormat::kCombinedLine;
+  k.kv_tokens_from_concurrency =
+      in.kv_log_format == KvLogFormat::kCombinedLine || in.kv_log_format == KvLogFormat::kConcurrencyTokens;
   k.hybrid_align_to_user_block_size = in.hybrid_align_to_user_block_size;
   k.cap_sliding_window_at_full = in.cap_sliding_window_at_full;
   return k;

@@ -91,6 +91,7 @@ KvLogFormat ParseLogFormat(const std::string& s) {
   if (s == "v1_block_tokens") return KvLogFormat::kBlockTokens;
   if (s == "v1_grouped_tokens") return KvLogFormat::kGroupedTokens;
   if (s == "v1_combined_line") return KvLogFormat::kCombinedLine;
+  if (s == "v1_concurrency_tokens") return KvLogFormat::kConcurrencyTokens;
   Bad("kv_log_format '" + s + "'");
 }
 
@@ -169,12 +170,12 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     if (p.non_torch_single_gpu_bytes <= 0) Bad(rule + " must be a positive byte count");
   } else if (rule == "worker_budget") {
     // Follows the engine: recorded for the table only.
-  } else {
   } else if (rule == "non_kv_cache_memory") {
     // memory_profiling's formula (core/memory's NonKvFormula), read by name from the profile's
     // rule list by mem_utils.py; checked here so a typo fails at start-up, not in a worker.
     const std::string f = Str(v, rule);
     if (f != "components" && f != "total_consumed") Bad(rule + " '" + f + "'");
+  } else {
     Bad("unknown rule '" + rule + "'");
   }
 }

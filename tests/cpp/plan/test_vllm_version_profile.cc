@@ -122,9 +122,21 @@ TEST(VllmVersion, SchedulerDefaultsByReleaseGpuAndUsage) {
 }
 
 TEST(VllmVersion, SamplerFigureFollowsTheTritonTopKTopP) {
-  EXPECT_EQ(Profile("0.16").sampler_bytes_per_logit, 38.0);
+  // 36.4 from the v0.11/v0.15/v0.16 start-up peaks (tests/data/vllm_release_logs.json).
+  EXPECT_EQ(Profile("0.16").sampler_bytes_per_logit, 36.4);
   EXPECT_EQ(Profile("0.17").sampler_bytes_per_logit, 13.0);  // PR #33538, v0.17.0 release note
   EXPECT_EQ(Profile("0.19").sampler_bytes_per_logit, ActivationConstants{}.sampler_bytes_per_logit);
+}
+
+TEST(VllmVersion, RulesTheStartUpLogsOfOtherReleasesSet) {
+  // Non-torch at TP 1: 0.13 GiB printed up to v0.17, 0.25 from v0.18 (the calibrated constant).
+  EXPECT_EQ(Profile("0.17").non_torch_single_gpu_bytes, 139586437);
+  EXPECT_EQ(Profile("0.18").non_torch_single_gpu_bytes, NonTorchConstants{}.single_process_bytes);
+  // v0.13, v0.19 and v0.23 concurrencies: the sliding-window need is vLLM's uncapped formula.
+  for (const char* v : {"0.13", "0.19", "0.23"}) EXPECT_FALSE(Profile(v).sliding_window_capped_at_full) << v;
+  // v0.23 prints tokens = int(concurrency x L) on two lines, not one.
+  EXPECT_EQ(Profile("0.23").kv_log_format, KvLogFormat::kConcurrencyTokens);
+  EXPECT_EQ(Profile("0.19").kv_log_format, KvLogFormat::kGroupedTokens);
 }
 
 TEST(VllmVersion, PlanAppliesTheRelease) {
