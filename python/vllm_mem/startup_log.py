@@ -25,10 +25,11 @@ from typing import Any
 
 from . import _limits as L
 from . import _validate as V
+from .units import GiB_bytes
 
 __all__ = ["StartupLogExplanation", "TermComparison", "explain_startup_log", "read_startup_log"]
 
-GiB = float(1 << 30)
+GiB = float(GiB_bytes)
 
 #: Largest log read (a start-up log is tens of KiB; a day of serving logs is not a start-up).
 MAX_LOG_BYTES = 64 << 20

@@ -16,10 +16,10 @@ from types import TracebackType
 from typing import Any
 
 from . import _C
+from .units import GiB_bytes as _GiB
 
 __all__ = ["SimulatedDevice"]
 
-_GiB = 1 << 30
 
 
 class SimulatedDevice:

@@ -18,12 +18,12 @@ from typing import Any
 from .. import _limits as L
 from .. import _validate as V
 from .. import units
+from ..units import GiB_bytes
 
 #: API keyword -> flag, for the errors the API raises; extended per parser by add_* below.
 FIELDS_KEY = "_cli_fields"
 
 _INT = re.compile(r"[+-]?\d{1,20}")
-_GIB = 1 << 30
 
 
 def _fields(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -47,14 +47,15 @@ def parse_int(text: str, flag: str) -> int:
 def gib_to_bytes(text: str, flag: str, *, allow_zero: bool) -> int:
     """A number of GiB (2**30 bytes, as vLLM prints) as whole bytes, at most a device's 1 PiB;
     NaN, infinity and values whose bytes overflow are refused rather than raising."""
-    allowed = f"a number of GiB {'>= 0' if allow_zero else '> 0'} and at most {L.MAX_DEVICE_BYTES // _GIB}"
+    allowed = f"a number of GiB {'>= 0' if allow_zero else '> 0'} and at most {L.MAX_DEVICE_BYTES // GiB_bytes}"
     try:
         value = float(_arg_text(text, flag))
     except ValueError:
         raise V.bad_value(flag, allowed, text) from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero) or value * _GIB > L.MAX_DEVICE_BYTES:
+    too_big = math.isfinite(value) and value * GiB_bytes > L.MAX_DEVICE_BYTES
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero) or too_big:
         raise V.bad_value(flag, allowed, text)
-    return int(round(value * _GIB))
+    return int(round(value * GiB_bytes))
 
 
 def _gpu_sold_as(number: Any, unit: str, text: str, flag: str) -> str:
@@ -66,7 +67,8 @@ def _gpu_sold_as(number: Any, unit: str, text: str, flag: str) -> str:
     sold = [g for g in gpu_catalog() if unit.upper() == "GB" and g.nominal_memory_gb == number]
     if len(sold) == 1:
         return sold[0].name
-    decimal = f"{number} x 10**9 bytes is {round(float(number) * 10**9 / _GIB, 2)} GiB" if unit.upper() == "GB" \
+    as_gib = round(float(number) * 10**9 / GiB_bytes, 2)
+    decimal = f"{number} x 10**9 bytes is {as_gib} GiB" if unit.upper() == "GB" \
         else f"{number} {unit} is {number} x 10**{len(str(units.DECIMAL_UNITS[unit.lower()])) - 1} bytes"
     if sold:
         classes = ", ".join(f"{g.name} {round(g.total_memory_gib, 2)} GiB"
@@ -90,7 +92,7 @@ def gpu_value(text: str, flag: str = "--gpu") -> str | int:
     if parts is not None:
         num_bytes = units.parse_size(text, flag)
         if num_bytes < 1 or num_bytes > L.MAX_DEVICE_BYTES:
-            raise V.bad_value(flag, f"a size between 1B and {L.MAX_DEVICE_BYTES // _GIB}GiB", text)
+            raise V.bad_value(flag, f"a size between 1B and {L.MAX_DEVICE_BYTES // GiB_bytes}GiB", text)
         return num_bytes
     if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
         raise V.bad_value(flag, "a catalog GPU name or a size with a binary unit (80GiB, 85899345920B)", text)

@@ -15,9 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..units import GiB_bytes as GiB
 from ..units import format_gib_text, format_mib
-
-GiB = 1 << 30
 
 #: Segment colours, by the terms of vLLM's start-up log.
 COLORS = {

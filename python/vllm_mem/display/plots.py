@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._html import COLORS, GiB, size_and_share
+from ..units import GiB_bytes as GiB
+from ._html import COLORS, size_and_share
 from .sweep import SHORT_NAMES, columns, varying_axes
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ from .versions import usage_context as versions_usage_context
 
 SpecSource = Union[ModelSpec, ConfigSource]
 
-GiB = 1 << 30
 
 
 def spec_of(spec: SpecSource) -> ModelSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import _C
-from .inputs import GiB
+from ..units import GiB_bytes as GiB
 
 if TYPE_CHECKING:
     from .result import StartupPlan

@@ -8,7 +8,7 @@ from typing import Any
 from .. import _C
 from ..kv_cache import KvCacheCapacity
 from ..model_spec import ModelSpec
-from .inputs import GiB
+from ..units import GiB_bytes as GiB
 from .render import plan_to_dict, report_text
 
 #: Where a plan can fail, in vLLM's start-up order.
