@@ -201,15 +201,19 @@ def _check_cached_ref(repo: str, revision: str | None) -> None:
     ref = _repo_folder(repo) / "refs" / (revision or "main")
     if not os.path.lexists(ref):
         return
-    where = V.show(str(ref))
+    where = f"refs/{revision or 'main'} of {repo}"  # the cache's folder is in hub_cache_dir()
+    field = "revision" if revision else "repo_id"
     problem = V.file_problem(ref)
     if problem is not None:
-        V.fail("revision" if revision else "repo_id", f"the cache's {where} cannot be read: {problem}")
-    text = V.read_text(ref, "revision" if revision else "repo_id", 4096).strip()
+        V.fail(field, f"the cache's {where} cannot be read: {problem}")
+    try:
+        with open(ref, "rb") as f:
+            text = f.read(4096).decode("utf-8", "replace").strip()
+    except OSError as exc:
+        V.fail(field, f"the cache's {where} cannot be read: {exc.strerror or type(exc).__name__}")
     if not _COMMIT.fullmatch(text):
-        V.fail("revision" if revision else "repo_id",
-               f"the cache's {where} holds {V.show(text)}, not a 40-character commit hash: delete the file "
-               "(or the repo's folder) and fetch again")
+        V.fail(field, f"the cache's {where} holds {V.show(text)}, not a 40-character commit hash: delete the file "
+                      "(or the repo's folder in the cache) and fetch again")
 
 
 def _inside_repo(repo: str, path: Path, field: str, what: str) -> Path:
@@ -605,12 +609,21 @@ def _as_files(metadata: Any) -> list[SafetensorsFile]:
 
 
 def _shard_names(index_text_or_path: Path, where: str) -> list[str]:
+    # ``where`` names the index in messages: its file name (the folder is the caller's), or
+    # org/name/file for a Hub repo.
     """The shard files a ``model.safetensors.index.json`` names, as vLLM would load them: the
     ``weight_map`` values are file names in the checkpoint's own folder (vLLM keeps the
     folder's ``*.safetensors`` files the index names): no path separators, no ``..``, no absolute
     paths, each ending in ``.safetensors``."""
-    doc = load_json(V.read_text(index_text_or_path, "checkpoint", L.JSON_MAX_BYTES), "checkpoint", where=where,
-                    unique_keys=True)
+    problem = V.file_problem(index_text_or_path)
+    if problem is not None:
+        V.fail("checkpoint", f"{where}: cannot be read: {problem}")
+    try:
+        with open(index_text_or_path, "rb") as f:
+            data = f.read(L.JSON_MAX_BYTES + 1)  # the size is checked by the reader, bounded here
+    except OSError as exc:
+        V.fail("checkpoint", f"{where}: cannot be read: {exc.strerror or type(exc).__name__}")
+    doc = load_json(data.removeprefix(b"\xef\xbb\xbf"), "checkpoint", where=where, unique_keys=True)
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict):
         V.fail("checkpoint", f"{where} has no weight_map object")
@@ -717,7 +730,7 @@ def local_checkpoint_weights(folder: str | os.PathLike[str], num_layers: int | N
     path = V.path_of(folder, "checkpoint")
     index = path / _INDEX_FILE
     if os.path.lexists(index):
-        shards = _shard_names(index, V.show(str(index)))
+        shards = _shard_names(index, _INDEX_FILE)
     elif os.path.lexists(path / "model.safetensors"):
         shards = ["model.safetensors"]
     else:
