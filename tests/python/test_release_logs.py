@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -248,10 +249,10 @@ def test_the_docs_list_the_rules_no_log_confirms() -> None:
     doc = (ROOT / "docs" / "vllm_versions.md").read_text()
     section = doc.split("## Rules no log confirms", 1)[1].split("\n## ", 1)[0]
     markers = _checked_markers()
-    for name, rule in _versions_json()["rules"].items():
-        for change in rule["changes"]:
-            if (name, change["since"]) not in markers:
-                assert f"`{name}` {change['since']}" in section, (name, change["since"])
+    unconfirmed = {(name, change["since"]) for name, rule in _versions_json()["rules"].items()
+                   for change in rule["changes"] if (name, change["since"]) not in markers}
+    listed = set(re.findall(r"`(\w+)` (\d+\.\d+\.\d+)", section))
+    assert listed == unconfirmed, (sorted(unconfirmed - listed), sorted(listed - unconfirmed))
 
 
 if __name__ == "__main__":  # regenerate the docs table: python tests/python/test_release_logs.py
