@@ -341,8 +341,8 @@ def fetch_config(repo_id: str, revision: str | None = None, token: str | bool | 
                  local_files_only: bool | None = None, field: str = "repo_id") -> HubConfig:
     """``config.json`` of a Hub model, from the local cache when it is there (the Hub is asked
     which commit ``revision`` names unless offline), and ``model.safetensors.index.json`` when the
-    repo has one (from the cache only when the config was cached already). ``local_files_only=None`` follows ``HF_HUB_OFFLINE``; ``field`` is the argument
-    errors name."""
+    repo has one (from the cache only when the config was cached already).
+    ``local_files_only=None`` follows ``HF_HUB_OFFLINE``; ``field`` is the argument errors name."""
     repo, rev, tok, local = _check_args(repo_id, revision, token, local_files_only, field)
     _check_cached_ref(repo, rev)
     from huggingface_hub import try_to_load_from_cache
@@ -654,6 +654,18 @@ def checkpoint_weights(repo_id: str, revision: str | None = None, token: str | b
     from huggingface_hub import errors as E
 
     source = f"{repo}@{rev}" if rev else repo
+    try:
+        # One HEAD first, no retries (as fetch_config): an unreachable Hub is this one-line error
+        # in about a second, not huggingface_hub's retries of the index download.
+        _probe(repo, "config.json", rev, tok)
+    except Exception as exc:
+        if not _is_fetch_error(exc):
+            raise
+        if _unreachable(exc):
+            V.fail("weights_source", f"'headers' reads {repo}'s safetensors headers from the Hub, which could not be "
+                                     f"reached ({type(exc).__name__}): retry with network access, or use "
+                                     "weights_source='config'")
+        raise _hub_error(repo, rev, exc, local, "the safetensors headers") from None
     try:
         try:
             index = Path(_download(repo, _INDEX_FILE, rev, tok, False))

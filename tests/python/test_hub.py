@@ -353,6 +353,7 @@ class FakeHub:
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
         monkeypatch.setattr(huggingface_hub, "get_session", lambda: self)
         monkeypatch.setattr(huggingface_hub, "hf_hub_download", self.download)
+        monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda url, **kwargs: None)  # the HEAD first
 
     def download(self, repo_id: str, filename: str, **kwargs: Any) -> str:
         if self.index is None:

@@ -228,6 +228,24 @@ def test_unreachable_hub_fails_at_once_in_one_line(tmp_path: Path) -> None:
     assert hub_s - local_s < 1.5 and hub_s < 10, (hub_s, local_s)
 
 
+def test_headers_from_an_unreachable_hub_fail_at_once(tmp_path: Path) -> None:
+    # A warm cache makes the config readable; the headers then need the Hub, which refuses:
+    # one line at once, not huggingface_hub's retries of the index download.
+    cache = tmp_path / "hub"
+    add_snapshot(cache, "acme/m", COMMIT_A, {"config.json": bundled_text(LLAMA)})
+    proxy = f"http://127.0.0.1:{_closed_port()}"
+    env = {"HF_HUB_OFFLINE": None, "HF_HUB_CACHE": str(cache), "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy,
+           "https_proxy": proxy, "http_proxy": proxy}
+    started = time.monotonic()
+    args = ["plan", "acme/m", "--gpu", "H100", "--weights-source", "headers", "--json"]
+    r = run_cli(args, env=env)  # type: ignore[arg-type]
+    elapsed_s = time.monotonic() - started
+    message = one_error_line(r, json_mode=True)
+    assert message.startswith("--weights-source: 'headers' reads acme/m's safetensors headers from the Hub, which "
+                              "could not be reached"), message
+    assert elapsed_s < 10, elapsed_s
+
+
 # --- wrong numbers from headers ----------------------------------------------------------------
 
 
