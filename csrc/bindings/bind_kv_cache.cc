@@ -86,6 +86,7 @@ void BindKvCache(py::module_& m) {
       .def_readwrite("model_dtype", &KvCacheOptions::model_dtype)
       .def_readwrite("tensor_parallel_size", &KvCacheOptions::tensor_parallel_size)
       .def_readwrite("pipeline_parallel_size", &KvCacheOptions::pipeline_parallel_size)
+      .def_readwrite("decode_context_parallel_size", &KvCacheOptions::decode_context_parallel_size)
       .def_readwrite("max_num_batched_tokens", &KvCacheOptions::max_num_batched_tokens)
       .def_readwrite("max_concurrent_batches", &KvCacheOptions::max_concurrent_batches)
       .def_readwrite("disable_hybrid_kv_cache_manager", &KvCacheOptions::disable_hybrid_kv_cache_manager)

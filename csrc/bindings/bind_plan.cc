@@ -262,6 +262,12 @@ void BindPlan(py::module_& m) {
     const VersionLookup l = LookupVllmVersion(version);
     return py::make_tuple(l.profile->version, l.asked, l.newer_than_known, l.note);
   }, py::arg("version"), "(profile version, normalised asked version, newer than known, note).");
+  m.def("apply_vllm_version_kv_rules", [](KvCacheOptions& options, const std::string& version) {
+    const VllmVersionProfile& p = *LookupVllmVersion(version).profile;
+    ApplyVersionKvRules(p, "", options);
+    return p.version;
+  }, py::arg("options"), py::arg("version"),
+     "Sets the release's KV rules on options (as plan() applies them); returns the profile's version.");
   m.def("derived_max_model_len", &DerivedMaxModelLen, py::arg("spec"));
   m.def("vllm_profile_settings", [](const std::string& version) {
     const VllmVersionProfile& p = *LookupVllmVersion(version).profile;
@@ -353,6 +359,8 @@ void BindPlan(py::module_& m) {
       .def_readwrite("gpu_memory_utilization", &PlanInputs::gpu_memory_utilization)
       .def_readwrite("max_model_len", &PlanInputs::max_model_len)
       .def_readwrite("tensor_parallel_size", &PlanInputs::tensor_parallel_size)
+      .def_readwrite("decode_context_parallel_size", &PlanInputs::decode_context_parallel_size)
+      .def_readwrite("mamba_cache_mode", &PlanInputs::mamba_cache_mode)
       .def_readwrite("pipeline_parallel_size", &PlanInputs::pipeline_parallel_size)
       .def_readwrite("max_num_seqs", &PlanInputs::max_num_seqs)
       .def_readwrite("max_num_batched_tokens", &PlanInputs::max_num_batched_tokens)

@@ -224,6 +224,12 @@ class KvCacheOptions:
     def __init__(self) -> None:
         ...
     @property
+    def decode_context_parallel_size(self) -> int:
+        ...
+    @decode_context_parallel_size.setter
+    def decode_context_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def block_size(self) -> int:
         ...
     @block_size.setter
@@ -1017,6 +1023,7 @@ class PlanInputs:
     enforce_eager: bool
     gpu_name: str
     kv_cache_dtype: str
+    mamba_cache_mode: str
     non_torch_constants: NonTorchConstants
     quantization: str
     speculative: SpeculativeConfig | None
@@ -1026,6 +1033,12 @@ class PlanInputs:
     vllm_version: str
     vllm_version_source: str
     def __init__(self) -> None:
+        ...
+    @property
+    def decode_context_parallel_size(self) -> int:
+        ...
+    @decode_context_parallel_size.setter
+    def decode_context_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def block_size(self) -> int:
@@ -1847,6 +1860,10 @@ class UtilizationAssignment:
         ...
 def active_device_name() -> str:
     ...
+def apply_vllm_version_kv_rules(options: KvCacheOptions, version: str) -> str:
+    """
+    Sets the release's KV rules on options (as plan() applies them); returns the profile's version.
+    """
 def allowed_kv_cache_dtypes() -> str:
     ...
 def assign_utilizations(demands: collections.abc.Sequence[StageDemand], devices: collections.abc.Sequence[DeviceMemoryInfo], max_device_utilization_ppm: typing.SupportsInt | typing.SupportsIndex, step_ppm: typing.SupportsInt | typing.SupportsIndex) -> UtilizationAssignment:
@@ -1863,7 +1880,7 @@ def check_request_memory(total_memory_bytes: typing.SupportsInt | typing.Support
     ...
 def check_stages(config: StageConfigSet, devices: collections.abc.Sequence[DeviceMemoryInfo], default_device: DeviceMemoryInfo, reserve_bytes: typing.SupportsInt | typing.SupportsIndex = 0, free_is_live: bool = False) -> StageCheckResult:
     ...
-def check_stages_with_plans(config: StageConfigSet, devices: collections.abc.Sequence[DeviceMemoryInfo], default_device: DeviceMemoryInfo, reserve_bytes: typing.SupportsInt | typing.SupportsIndex, free_is_live: bool, models: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, ModelSpec, str, typing.SupportsInt | typing.SupportsIndex]]) -> tuple[StageCheckResult, list[StagePlanSummary]]:
+def check_stages_with_plans(config: StageConfigSet, devices: collections.abc.Sequence[DeviceMemoryInfo], default_device: DeviceMemoryInfo, reserve_bytes: typing.SupportsInt | typing.SupportsIndex, free_is_live: bool, models: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, ModelSpec, str, typing.SupportsInt | typing.SupportsIndex]], checkpoint_weights_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> tuple[StageCheckResult, list[StagePlanSummary]]:
     ...
 def close_gpu_matches(name: str, limit: typing.SupportsInt | typing.SupportsIndex = 5) -> list[str]:
     ...

@@ -329,18 +329,30 @@ def kv_cache_capacity(
     disable_hybrid_kv_cache_manager: bool = False,
     num_gpu_blocks_override: int | None = None,
     max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = False,
+    cap_sliding_window_at_full: bool | None = None,
     *,
     mamba_cache_dtype: str = "auto",
     mamba_ssm_cache_dtype: str = "auto",
     mamba_cache_mode: str = "none",
     num_speculative_tokens: int = 0,
+    vllm_version: str | None = None,
+    enable_prefix_caching: bool | None = None,
+    decode_context_parallel_size: int = 1,
 ) -> KvCacheCapacity:
     """KV-cache blocks, tokens and concurrency for the given per-worker bytes, as vLLM sizes them.
 
     Hybrid (Mamba / linear-attention) models also take vLLM's ``--mamba-cache-dtype``,
     ``--mamba-ssm-cache-dtype`` (``auto``, ``float32``, ``float16``, ``bfloat16``),
     ``--mamba-cache-mode`` (``none``, ``align``, ``all``) and the number of speculative tokens.
+
+    ``vllm_version`` picks the release whose KV rules apply, as :func:`vllm_mem.plan` resolves it
+    (the asked release, else the installed vLLM, else the newest profile): the printed token
+    count, the hybrid block alignment, the sliding-window need (``cap_sliding_window_at_full``
+    ``None``: the release's) and the hybrid KV-cache manager. ``decode_context_parallel_size``
+    is vLLM's ``--decode-context-parallel-size``: the KV cache is sharded along tokens, so the
+    tokens are what vLLM prints with DCP. ``enable_prefix_caching`` changes nothing for
+    attention-only models; on a hybrid model with ``mamba_cache_mode="none"`` it is refused
+    (vLLM then picks ``all`` or ``align`` by a per-model flag not modelled here: pass the mode).
 
     Raises
     ------
@@ -351,8 +363,13 @@ def kv_cache_capacity(
         A hybrid layout vLLM cannot build.
     """
     hybrid_defaults = (mamba_cache_dtype == "auto" and mamba_ssm_cache_dtype == "auto"
-                       and mamba_cache_mode == "none" and num_speculative_tokens == 0)
-    if spec.__class__ is ModelSpec and hybrid_defaults:
+                       and mamba_cache_mode == "none" and num_speculative_tokens.__class__ is int
+                       and num_speculative_tokens == 0)  # False == 0.0 == 0: the checked path refuses them
+    rules = _version_kv_rules(vllm_version)
+    if cap_sliding_window_at_full is None:
+        cap_sliding_window_at_full = rules.cap_sliding_window_at_full
+    if (spec.__class__ is ModelSpec and hybrid_defaults and rules.fast_path and not enable_prefix_caching
+            and decode_context_parallel_size.__class__ is int and decode_context_parallel_size == 1):
         # Positional fast path on the model's cached layouts; None when an argument is not a
         # plain in-range value, and the checked path below raises what it raises. An argument
         # added to this function must be added here and to bindings/bind_kv_cache.cc too
@@ -366,13 +383,71 @@ def kv_cache_capacity(
     options = _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
                        max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
                        max_concurrent_batches, cap_sliding_window_at_full)
+    rules.apply(options)
+    dcp = V.setting("tensor_parallel_size", decode_context_parallel_size, "decode_context_parallel_size")
+    if dcp != 1:  # the option's default is 1 (a shared dev tree may run an older _C without it)
+        options.decode_context_parallel_size = dcp
     options.mamba_cache_dtype = V.text(mamba_cache_dtype, "mamba_cache_dtype", allowed=_MAMBA_DTYPES)
     options.mamba_ssm_cache_dtype = V.text(mamba_ssm_cache_dtype, "mamba_ssm_cache_dtype", allowed=_MAMBA_DTYPES)
     options.mamba_cache_mode = V.text(mamba_cache_mode, "mamba_cache_mode", allowed=("none", "align", "all"))
     options.num_speculative_tokens = V.integer(num_speculative_tokens, "num_speculative_tokens", low=0,
                                                high=L.MAX_NUM_SEQS)
+    prefix = None if enable_prefix_caching is None else V.flag(enable_prefix_caching, "enable_prefix_caching")
     native = _C.kv_cache_capacity(_native_spec(spec), _available_list(available_bytes), options)
+    if prefix and options.mamba_cache_mode == "none" and any(g.kind == "mamba" for g in native.groups):
+        raise ValueError(PREFIX_CACHING_HYBRID)
     return KvCacheCapacity._from_native(native)
+
+
+#: Why enable_prefix_caching on a hybrid model needs the mode spelled out (also plan()'s).
+PREFIX_CACHING_HYBRID = (
+    "enable_prefix_caching: on a hybrid (Mamba / linear-attention) model vLLM then sets mamba_cache_mode to 'all' "
+    "when the model class supports Mamba prefix caching, else 'align' ('align' with speculative decoding in later "
+    "releases; MambaModelConfig.verify_and_update_config); which one this model gets is not modelled: pass "
+    "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')")
+
+
+class _VersionKvRules:
+    """One release's KV rules (plan/vllm_version_profile.cc ApplyVersionKvRules), read once."""
+
+    __slots__ = ("version", "kv_tokens_from_concurrency", "hybrid_align_to_user_block_size",
+                 "cap_sliding_window_at_full", "disable_hybrid_kv_cache_manager", "fast_path")
+
+    def __init__(self, version: str) -> None:
+        o = _C.KvCacheOptions()
+        defaults = (o.kv_tokens_from_concurrency, o.hybrid_align_to_user_block_size)
+        apply = getattr(_C, "apply_vllm_version_kv_rules", None)
+        # A development tree whose _C predates the binding keeps the options' defaults.
+        self.version = apply(o, version) if apply is not None else version
+        self.kv_tokens_from_concurrency = o.kv_tokens_from_concurrency
+        self.hybrid_align_to_user_block_size = o.hybrid_align_to_user_block_size
+        self.cap_sliding_window_at_full = o.cap_sliding_window_at_full
+        self.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager
+        # The positional fast path runs with KvCacheOptions' defaults: only for a release that has them.
+        self.fast_path = (defaults == (o.kv_tokens_from_concurrency, o.hybrid_align_to_user_block_size)
+                          and not o.disable_hybrid_kv_cache_manager)
+
+    def apply(self, options: Any) -> None:
+        options.kv_tokens_from_concurrency = self.kv_tokens_from_concurrency
+        options.hybrid_align_to_user_block_size = self.hybrid_align_to_user_block_size
+        if self.disable_hybrid_kv_cache_manager:
+            options.disable_hybrid_kv_cache_manager = True
+
+
+_RULES_BY_VERSION: dict[str, _VersionKvRules] = {}
+
+
+def _version_kv_rules(vllm_version: Any) -> _VersionKvRules:
+    """The release's rules, chosen as plan() chooses the release (planner/versions.py)."""
+    from .planner.versions import choose_vllm_version  # imported late: the planner imports this module
+
+    version, _source = choose_vllm_version(vllm_version)
+    rules = _RULES_BY_VERSION.get(version)
+    if rules is None:
+        rules = _VersionKvRules(version)
+        if len(_RULES_BY_VERSION) < 64:  # bounded: one entry per release asked
+            _RULES_BY_VERSION[version] = rules
+    return rules
 
 
 #: vLLM's CacheConfig MambaDType.

@@ -67,6 +67,7 @@ _MODELLED = (
     _f("max_model_len", "len"),
     _f("tensor_parallel_size", "int", "-tp"),
     _f("pipeline_parallel_size", "int", "-pp"),
+    _f("decode_context_parallel_size", "int", "-dcp"),
     _f("gpu_memory_utilization", "float"),
     _f("max_num_seqs", "int"),
     _f("max_num_batched_tokens", "hint"),
@@ -130,7 +131,7 @@ _NOT_MODELLED = {
     "CUDA-graph settings differ by release; give -O as JSON or --enforce-eager)",
     "disable_hybrid_kv_cache_manager": "the hybrid KV-cache manager switched off",
     "max_num_partial_prefills": "partial prefills", "long_prefill_token_threshold": "partial prefills",
-    "calculate_kv_scales": "KV scales", "decode_context_parallel_size": "decode context parallelism",
+    "calculate_kv_scales": "KV scales",
     "prefill_context_parallel_size": "prefill context parallelism",
 }
 
@@ -408,7 +409,8 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
     """The :func:`vllm_mem.plan` keywords of vLLM engine arguments (by EngineArgs field name).
     Values the planner cannot honour raise ``ValueError`` naming the flag (``flag_of(field)``)."""
     kw: dict[str, Any] = {}
-    direct = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
+    direct = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
+              "gpu_memory_utilization",
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager",
               "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype")
     for name in direct:
@@ -525,7 +527,8 @@ def _ignored_fields(command: VllmCommand) -> set[str]:
 
 #: plan() keywords the command's flags became: an error naming one names the flag instead.
 _KEYWORD_FLAGS = {name: flag_name(name) for name in (
-    "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_num_seqs",
+    "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
+    "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager", "speculative_config",
     "kv_cache_memory_bytes", "quantization", "dtype")}
 _KEYWORD_FLAGS.update(cudagraph_mode="--compilation-config.cudagraph_mode",

@@ -64,10 +64,48 @@ void ValidateCallOptions(const KvCacheOptions& o) {
   RequireNonNegative(o.num_gpu_blocks_override, "num_gpu_blocks_override");
 }
 
+/*! Decode context parallelism, with vLLM's own checks and messages: ParallelConfig (DCP reuses
+ *  the GPUs of a TP group, so it must divide TP) and ModelConfig.verify_with_parallel_config
+ *  (GQA / MQA models: only KV heads that TP duplicates can be sharded along tokens). MLA models
+ *  (one latent KV head) may use up to TP. */
+void ValidateDecodeContextParallel(const ModelSpec& spec, const KvCacheOptions& o) {
+  const int64_t dcp = o.decode_context_parallel_size;
+  RequirePositiveAtMost(dcp, kMaxTensorParallelSize, "decode_context_parallel_size", "vllm_mem/base/limits.h");
+  const int64_t tp = o.tensor_parallel_size;
+  if (tp % dcp != 0) {
+    // vLLM's message, its missing space included.
+    throw InvalidArgument("decode_context_parallel_size", "tp_size=" + std::to_string(tp) +
+                                                              " must be divisible bydcp_size=" + std::to_string(dcp) + ".");
+  }
+  if (dcp == 1 || spec.UsesMla()) return;
+  const int64_t kv = spec.num_kv_heads;
+  if (kv <= 0) return;  // attention-free: nothing to shard, nothing vLLM checks
+  if (tp <= kv) {
+    throw InvalidArgument("decode_context_parallel_size",
+                          "tensor parallel size " + std::to_string(tp) + " must be greater than total num kv heads " +
+                              std::to_string(kv) + " when enable decode context parallel for GQA/MQA");
+  }
+  const int64_t max_dcp = tp / kv;
+  if (dcp > max_dcp) {
+    throw InvalidArgument("decode_context_parallel_size",
+                          "decode context parallel size must less than or equal to (tensor parallel size " +
+                              std::to_string(tp) + " // total num kv heads " + std::to_string(kv) + ") = " +
+                              std::to_string(max_dcp) + ", but got " + std::to_string(dcp));
+  }
+  const int64_t q_per_kv = spec.num_attention_heads / kv;
+  if (q_per_kv % dcp != 0) {
+    throw InvalidArgument("decode_context_parallel_size",
+                          "Total number of q per kv attn heads (" + std::to_string(q_per_kv) +
+                              ") must be divisible by dcp world size when enable decode context parallel for GQA (" +
+                              std::to_string(dcp) + ").");
+  }
+}
+
 /*! \p cache: the model's cached layouts, or null to build the layout for this call only. */
 void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& available,
               const KvCacheOptions& o, const KvCacheLayoutCache* cache) {
   ValidateCallOptions(o);
+  ValidateDecodeContextParallel(spec, o);
   plan.layout = cache != nullptr ? cache->Get(o, available.size()) : BuildKvCacheLayout(spec, o, available.size());
   const int64_t tp = o.tensor_parallel_size;
   const int64_t pp = o.pipeline_parallel_size;
@@ -79,6 +117,7 @@ void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& a
                                                                    : kDefaultMaxNumBatchedTokens;
   plan.shape.max_concurrent_batches = o.max_concurrent_batches;
   plan.shape.cap_sliding_window_at_full = o.cap_sliding_window_at_full;
+  plan.shape.context_parallel_size = o.decode_context_parallel_size;
 
   std::vector<int64_t> needed(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
@@ -231,6 +270,11 @@ void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout, const K
   }
   if (!options.kv_tokens_from_concurrency && !cap.groups.empty()) {
     cap.num_tokens = CheckedMul(cap.num_blocks / static_cast<int64_t>(cap.groups.size()), cap.block_size, "num_tokens");
+    // "Multiplying the GPU KV cache size by the dcp_world_size N." (the concurrency-based count
+    // of later releases already has it: each spec's per-request need is divided by DCP).
+    if (options.decode_context_parallel_size > 1) {
+      cap.num_tokens = CheckedMul(cap.num_tokens, options.decode_context_parallel_size, "num_tokens");
+    }
   }
 }
 

@@ -139,7 +139,11 @@ int64_t MaxMemoryUsageBytes(const KvCacheSpec& spec, const KvRequestShape& shape
   const int64_t block = BlockSizeTokens(spec);
   int64_t blocks = 0;
   if (std::holds_alternative<FullAttentionKvSpec>(spec) || std::holds_alternative<MlaKvSpec>(spec)) {
-    blocks = FullBlocks(shape, block);
+    // Decode context parallelism: "each dcp rank only need save (max_model_len//dcp_world_size)
+    // tokens locally" (vLLM rounds up, cdiv).
+    blocks = shape.context_parallel_size > 1
+                 ? CeilDiv(CeilDiv(shape.max_model_len, shape.context_parallel_size), block)
+                 : FullBlocks(shape, block);
   } else if (const auto* sw = std::get_if<SlidingWindowKvSpec>(&spec)) {
     // The last W-1 computed tokens plus the tokens scheduled in flight, never more than
     // max_model_len; +1 because the window may start mid-block.

@@ -110,6 +110,8 @@ KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& in) {
   k.model_dtype = in.dtype.empty() ? "auto" : in.dtype;
   k.tensor_parallel_size = in.tensor_parallel_size;
   k.pipeline_parallel_size = in.pipeline_parallel_size;
+  k.decode_context_parallel_size = in.decode_context_parallel_size;
+  k.mamba_cache_mode = in.mamba_cache_mode.empty() ? "none" : in.mamba_cache_mode;
   k.max_num_batched_tokens = in.max_num_batched_tokens;
   // Releases before the hybrid allocator (and the V0 engine) size every layer for the full length.
   k.disable_hybrid_kv_cache_manager = !in.hybrid_kv_cache_manager;

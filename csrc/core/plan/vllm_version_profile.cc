@@ -420,6 +420,15 @@ std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelS
          (profile.long_max_model_len_warning ? "." : "");
 }
 
+void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options) {
+  const bool v0 = (engine.empty() ? profile.engine : engine) == "v0";
+  const KvLogFormat format = v0 ? KvLogFormat::kV0Blocks : profile.kv_log_format;
+  options.kv_tokens_from_concurrency = format == KvLogFormat::kCombinedLine || format == KvLogFormat::kConcurrencyTokens;
+  options.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
+  options.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
+  if (v0 || !profile.hybrid_kv_cache_manager) options.disable_hybrid_kv_cache_manager = true;
+}
+
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs) {
   PlanInputs in = inputs;
   in.resolved_vllm_version = profile.version;

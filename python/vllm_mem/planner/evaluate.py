@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _C
+from .. import _validate as V
+from ..kv_cache import PREFIX_CACHING_HYBRID
 from . import versions
 from .inputs import SpecSource, gpu_total, plan_inputs, spec_of
 from .result import StartupPlan
@@ -50,6 +52,8 @@ def plan(
     usage_context: str = "server",
     allow_long_max_model_len: bool | None = None,
     speculative_config: Mapping[str, Any] | str | None = None,
+    decode_context_parallel_size: int = 1,
+    enable_prefix_caching: bool | None = None,
 ) -> StartupPlan:
     """Plan vLLM's start-up memory on one GPU type, per pipeline rank.
 
@@ -111,7 +115,8 @@ def plan(
     # The fast path plans for the newest release: only when no other release is asked, none is
     # installed and nothing version-related is set (else the checked path resolves them).
     if (s._checkpoint is None and speculative_config is None and vllm_version is None and usage_context == "server"
-            and allow_long_max_model_len is None and not _version_dependent()):
+            and allow_long_max_model_len is None and not _version_dependent() and not enable_prefix_caching
+            and decode_context_parallel_size.__class__ is int and decode_context_parallel_size == 1):
         # Positional fast path on the model's cached KV layouts: None when an argument is not a
         # plain in-range value (or explicit capture sizes), and the checked path below raises
         # what it raises. An argument added to plan() must be added here and to
@@ -144,8 +149,13 @@ def plan(
         max_cudagraph_capture_size=max_cudagraph_capture_size,
         kv_cache_memory_bytes=kv_cache_memory_bytes,
         cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version,
-        usage_context=usage_context, allow_long_max_model_len=allow_long_max_model_len)
+        usage_context=usage_context, allow_long_max_model_len=allow_long_max_model_len,
+        decode_context_parallel_size=decode_context_parallel_size)
     inputs.speculative = speculative(speculative_config, spec)
+    if enable_prefix_caching is not None and V.flag(enable_prefix_caching, "enable_prefix_caching") and any(
+            layer.attention == _C.AttentionKind.NONE for layer in s.layers):
+        # Hybrid (state-space) layers: vLLM picks the Mamba cache mode by a per-model flag (kv_cache.py).
+        raise ValueError(PREFIX_CACHING_HYBRID)
     if s.checkpoint_weights is not None:  # weights_source="headers": the checkpoint's own bytes
         inputs.checkpoint_weights_bytes = s._checkpoint_weights_bytes(inputs.dtype, inputs.quantization or None)
     return StartupPlan(_C.evaluate_plan(s._spec, inputs), s)

@@ -56,6 +56,7 @@ def plan_inputs(
     vllm_version: str | None = None,
     usage_context: str = "server",
     allow_long_max_model_len: bool | None = None,
+    decode_context_parallel_size: int = 1,
 ) -> Any:
     """Checked conversion of the plan keywords to the core's PlanInputs. The defaults mirror
     :func:`plan`'s, so the fixed part of a sweep (its ``base``) plans the same as ``plan()``.
@@ -76,6 +77,10 @@ def plan_inputs(
     i.max_model_len = V.optional_setting("max_model_len", max_model_len) or 0
     i.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
     i.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
+    # --decode-context-parallel-size: bounded like TP, which it must divide (the core's check).
+    dcp = V.setting("tensor_parallel_size", decode_context_parallel_size, "decode_context_parallel_size")
+    if dcp != 1:  # the core's default is 1 (a shared dev tree may run an older _C without the field)
+        i.decode_context_parallel_size = dcp
     i.max_num_seqs = V.optional_setting("max_num_seqs", max_num_seqs) or 0  # 0: the release's default
     i.max_num_batched_tokens = V.optional_setting("max_num_batched_tokens", max_num_batched_tokens) or 0
     i.dtype = V.dtype(dtype)

@@ -22,6 +22,11 @@ struct KvCacheOptions {
   std::string model_dtype = "auto";    //!< vLLM --dtype, which "auto" KV dtype follows
   int64_t tensor_parallel_size = 1;
   int64_t pipeline_parallel_size = 1;
+  /*! --decode-context-parallel-size (vLLM >= 0.11): the KV cache is sharded along tokens over
+   *  this many ranks of each TP group, so one request needs cdiv(max_model_len, dcp) tokens of
+   *  full-attention / MLA KV per rank (kv_cache_interface.py AttentionSpec.max_memory_usage_bytes)
+   *  and the grouped token count is multiplied by it (_report_kv_cache_config). Must divide TP. */
+  int64_t decode_context_parallel_size = 1;
   int64_t max_num_batched_tokens = 0;  //!< 0: 8192, vLLM's API-server default on large GPUs
   int64_t max_concurrent_batches = 1;  //!< in-flight batches for sliding-window reservations
   bool disable_hybrid_kv_cache_manager = false;

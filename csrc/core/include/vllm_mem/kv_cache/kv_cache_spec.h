@@ -87,6 +87,10 @@ struct KvRequestShape {
   /*! v0.19 behaviour (see docs/kv_cache.md): a sliding-window layer never needs more blocks
    *  than a full-attention layer would, min(cdiv(min(W-1+T, L), B) + 1, cdiv(L, B)). */
   bool cap_sliding_window_at_full = true;
+  /*! Decode context parallelism: each rank keeps cdiv(max_model_len, this) tokens of a
+   *  full-attention / MLA layer (vLLM's AttentionSpec.max_memory_usage_bytes; sliding-window,
+   *  chunked-local and Mamba specs keep their own rules). */
+  int64_t context_parallel_size = 1;
 };
 
 /*! \brief "full_attention", "sliding_window", "mla", "chunked_local" or "mamba". */

@@ -63,6 +63,10 @@ struct PlanInputs {
   std::vector<int64_t> cudagraph_capture_sizes;  //!< empty: vLLM's defaults
   int64_t max_cudagraph_capture_size = 0;        //!< 0: vLLM's default
   int64_t kv_cache_memory_bytes = 0;  //!< --kv-cache-memory-bytes; 0: profile
+  int64_t decode_context_parallel_size = 1;  //!< --decode-context-parallel-size (KvCacheOptions)
+  /*! Hybrid models: --mamba-cache-mode as vLLM resolves it (with prefix caching vLLM picks
+   *  "all" / "align" itself; planner/ resolves it before the core sees it). */
+  std::string mamba_cache_mode = "none";
   /*! VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: the graph estimate is subtracted from the KV
    *  budget (default since vLLM v0.21; v0.19 logged it without subtracting). */
   std::optional<bool> cudagraph_memory_in_budget;  //!< unset: the version's default

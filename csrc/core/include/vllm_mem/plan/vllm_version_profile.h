@@ -101,6 +101,13 @@ struct VersionLookup {
  *  oldest profile is InvalidArgument("vllm_version"); a newer one uses the newest and says so. */
 VersionLookup LookupVllmVersion(std::string_view version);
 
+/*! \brief The KV-cache rules of \p profile's release on \p options, as plan() applies them (one
+ *  function, so kv_cache_capacity and plan agree): the printed token count (kv_log_format), the
+ *  hybrid block alignment, the sliding-window cap and, for releases without the hybrid KV-cache
+ *  manager (or the V0 engine), every layer sized for the full length. \p engine: "v0" or "v1"
+ *  ("" : the release's default). */
+void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options);
+
 /*! \brief The scheduler defaults vLLM picks: V1 by GPU tier and usage context ("server" for
  *  `vllm serve` / the API server, "offline" for the LLM class), V0 from max_model_len; then
  *  vLLM's clamps (tokens <= max_num_seqs x max_model_len, seqs <= tokens). Either figure the
