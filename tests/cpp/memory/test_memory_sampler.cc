@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -123,6 +125,16 @@ TEST(MemorySampler, SegmentMappedBetweenReadsIsNoSpike) {
 // Regression (issue 19): two threads stopping one sampler both joined its thread; the loser's
 // std::system_error escaped the noexcept Stop() and called std::terminate.
 TEST(MemorySampler, ConcurrentStopsJoinOnce) {
+  // Before the fix the stoppers could also deadlock in two concurrent joins: the watchdog turns
+  // that hang into a failure (abort) instead of a CTest timeout.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&done] {
+    for (int i = 0; i < 600 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done.load()) {
+      std::fprintf(stderr, "MemorySampler.ConcurrentStopsJoinOnce: stoppers hung in join\n");
+      std::abort();
+    }
+  });
   auto r = std::make_shared<FakeReader>();
   for (int round = 0; round < 200; ++round) {
     MemorySampler s(r, 0, 1e-4);
@@ -139,6 +151,8 @@ TEST(MemorySampler, ConcurrentStopsJoinOnce) {
     for (auto& t : stoppers) t.join();
     EXPECT_FALSE(s.running());
   }
+  done.store(true);
+  watchdog.join();
 }
 
 TEST(MemorySampler, StopIsIdempotentAndStartIsOnce) {
