@@ -9,6 +9,7 @@
 #include <string>
 
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/base/units.h"
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
@@ -161,8 +162,11 @@ TEST(VllmVersion, PlanAppliesTheRelease) {
   EXPECT_TRUE(v21.inputs.cudagraph_memory_in_budget.value());
   EXPECT_EQ(v21.available_kv_cache_bytes, v21.requested_bytes - v21.weights_bytes - v21.activation_peak_bytes -
                                               v21.non_torch_bytes - v21.cudagraph_bytes);
-  ASSERT_EQ(v21.kv_log_lines.size(), 1u);  // one combined line from 0.20
-  EXPECT_NE(v21.kv_log_lines[0].find(", Maximum concurrency for 8,192 tokens per request: "), std::string::npos);
+  // Two lines from 0.20 too (tokens from the concurrency), as the v0.23 start-up prints them.
+  ASSERT_EQ(v21.kv_log_lines.size(), 2u);
+  ASSERT_TRUE(v21.kv_cache.has_value());
+  EXPECT_EQ(v21.kv_log_lines[0], "GPU KV cache size: " + FormatThousands(v21.kv_cache->num_tokens) + " tokens");
+  EXPECT_EQ(v21.kv_log_lines[1].rfind("Maximum concurrency for 8,192 tokens per request: ", 0), 0u);
   // The Triton sampler (0.17) shrinks the profile-run peak against 0.16's PyTorch sort.
   in.vllm_version = "0.16";
   EXPECT_GT(EvaluatePlan(Llama(), in).activation_peak_bytes, v19.activation_peak_bytes);
