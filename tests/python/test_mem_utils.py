@@ -702,3 +702,63 @@ def test_torch_status_without_provider_in_a_fresh_process(tmp_path: Any) -> None
     assert result["stats"]["reserved_bytes.all.current"] == 4 * GiB
     (warned,) = result["warned"]
     assert "torch.cuda.memory_stats" in warned and "built without the torch provider" in warned
+
+
+# ---- the real-device path, on the fake CUDA driver (tests/fake_driver) -----------------------
+
+_FAKE_DRIVER_FALLBACK = """
+import json, os, warnings
+import torch
+GiB = 1 << 30
+log = os.environ["VLLM_MEM_FAKE_DRIVER_LOG"]
+
+def device_reads():
+    with open(log) as f:
+        return sum(1 for line in f if " cuMemGetInfo" in line)
+
+# torch.cuda as a CUDA torch gives it; torch maps a 1 GiB segment just before the driver's
+# second free-memory read (the fake's free drops by 1 GiB from that read on).
+torch.cuda.is_initialized = lambda: True
+torch.cuda.empty_cache = lambda: None
+def memory_stats(device=None):
+    reserved = GiB if device_reads() >= 2 else 0
+    return {"allocated_bytes.all.current": reserved, "allocated_bytes.all.peak": reserved,
+            "reserved_bytes.all.current": reserved}
+torch.cuda.memory_stats = memory_stats
+
+from vllm_mem.mem_utils import MemorySnapshot
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    first = MemorySnapshot(device=0)    # finds the provider missing (first device read)
+    snap = MemorySnapshot(device=0)     # torch.cuda around its device read
+print(json.dumps({"status": snap.torch_status, "source": snap.torch_source,
+                  "torch_memory": snap.torch_memory, "non_torch_memory": snap.non_torch_memory,
+                  "free_memory": snap.free_memory, "first_non_torch": first.non_torch_memory}))
+"""
+
+
+def test_real_device_without_provider_brackets_torch_cuda_reads(tmp_path: Any) -> None:
+    """The real reader (the fake CUDA driver) with torch imported and no provider: torch.cuda's
+    figures, read around the driver's read, so the segment mapped just before it is torch's."""
+    import json
+
+    pytest.importorskip("torch")
+    from fake_driver import FakeDriver, build_fake_driver
+
+    try:
+        libs = build_fake_driver(tmp_path / "libs")
+    except Exception as exc:  # no C compiler
+        pytest.skip(f"cannot build the fake CUDA driver: {exc}")
+    work = tmp_path / "work"
+    work.mkdir()
+    fd = FakeDriver(libs, work)
+    fd.state(**{"device.0.total_bytes": 80 * GiB, "device.0.free_bytes": 40 * GiB,
+                "device.0.free_drop_after_calls": 1, "device.0.free_drop_bytes": GiB})
+    out = fd.run(_FAKE_DRIVER_FALLBACK,
+                 env={"VLLM_MEM_TORCH_PROVIDER": str(tmp_path / "missing" / "_torch_provider.so")})
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (result["status"], result["source"]) == ("available", "torch.cuda")
+    assert result["free_memory"] == 39 * GiB
+    assert result["torch_memory"] == GiB
+    assert result["non_torch_memory"] == 40 * GiB  # read torch-then-device: 41 GiB
+    assert result["first_non_torch"] == 40 * GiB
