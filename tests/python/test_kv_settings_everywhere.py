@@ -119,21 +119,22 @@ def test_kv_cache_capacity_and_plan_agree_on_tokens(version: str, model: str) ->
     p = vllm_mem.plan(model, "H100", max_model_len=8192, vllm_version=version)
     assert p.kv_cache is not None
     cap = vllm_mem.kv_cache_capacity(model, p.available_kv_cache_bytes, max_model_len=8192, vllm_version=version,
-                                     max_num_batched_tokens=p.inputs["max_num_batched_tokens"])
+                                     max_num_batched_tokens=p.settings["max_num_batched_tokens"])
     assert (cap.num_blocks, cap.num_tokens) == (p.kv_cache.num_blocks, p.kv_cache.num_tokens)
 
 
 def test_plan_takes_dcp() -> None:
-    cfg = kimi_k2_config()
-    base = vllm_mem.plan(cfg, "H200", gpu_count=8, tensor_parallel_size=8, max_model_len=131072,
+    cfg = kimi_k2_config()  # bf16 here (the INT4 block left out): a large GPU holds its weights
+    big = {"total_memory_bytes": 512 * GiB}
+    base = vllm_mem.plan(cfg, **big, gpu_count=8, tensor_parallel_size=8, max_model_len=131072,
                          vllm_version="0.11.0", kv_cache_memory_bytes=11174 * BYTES_PER_BLOCK)
-    dcp = vllm_mem.plan(cfg, "H200", gpu_count=8, tensor_parallel_size=8, max_model_len=131072,
+    dcp = vllm_mem.plan(cfg, **big, gpu_count=8, tensor_parallel_size=8, max_model_len=131072,
                         vllm_version="0.11.0", kv_cache_memory_bytes=11174 * BYTES_PER_BLOCK,
                         decode_context_parallel_size=8)
     assert base.kv_cache is not None and dcp.kv_cache is not None
     assert dcp.kv_cache.num_tokens == 8 * base.kv_cache.num_tokens
     with pytest.raises(ValueError, match="must be divisible bydcp_size=3"):
-        vllm_mem.plan(cfg, "H200", gpu_count=8, tensor_parallel_size=8, max_model_len=131072,
+        vllm_mem.plan(cfg, **big, gpu_count=8, tensor_parallel_size=8, max_model_len=131072,
                       vllm_version="0.11.0", decode_context_parallel_size=3)
 
 
