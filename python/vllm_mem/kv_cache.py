@@ -20,6 +20,7 @@ from typing import Any, Union
 from . import _C
 from . import _limits as L
 from . import _validate as V
+from .errors import InvalidArgumentError
 from .model_spec import ConfigSource, ModelSpec
 
 __all__ = [
@@ -395,7 +396,7 @@ def kv_cache_capacity(
     prefix = None if enable_prefix_caching is None else V.flag(enable_prefix_caching, "enable_prefix_caching")
     native = _C.kv_cache_capacity(_native_spec(spec), _available_list(available_bytes), options)
     if prefix and options.mamba_cache_mode == "none" and any(g.kind == "mamba" for g in native.groups):
-        raise ValueError(PREFIX_CACHING_HYBRID)
+        raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
     return KvCacheCapacity._from_native(native)
 
 
@@ -416,9 +417,7 @@ class _VersionKvRules:
     def __init__(self, version: str) -> None:
         o = _C.KvCacheOptions()
         defaults = (o.kv_tokens_from_concurrency, o.hybrid_align_to_user_block_size)
-        apply = getattr(_C, "apply_vllm_version_kv_rules", None)
-        # A development tree whose _C predates the binding keeps the options' defaults.
-        self.version = apply(o, version) if apply is not None else version
+        self.version = _C.apply_vllm_version_kv_rules(o, version)
         self.kv_tokens_from_concurrency = o.kv_tokens_from_concurrency
         self.hybrid_align_to_user_block_size = o.hybrid_align_to_user_block_size
         self.cap_sliding_window_at_full = o.cap_sliding_window_at_full

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import _C
 from .. import _validate as V
+from ..errors import InvalidArgumentError
 from ..kv_cache import PREFIX_CACHING_HYBRID
 from . import versions
 from .inputs import SpecSource, gpu_total, plan_inputs, spec_of
@@ -155,7 +156,7 @@ def plan(
     if enable_prefix_caching is not None and V.flag(enable_prefix_caching, "enable_prefix_caching") and any(
             layer.attention == _C.AttentionKind.NONE for layer in s.layers):
         # Hybrid (state-space) layers: vLLM picks the Mamba cache mode by a per-model flag (kv_cache.py).
-        raise ValueError(PREFIX_CACHING_HYBRID)
+        raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
     if s.checkpoint_weights is not None:  # weights_source="headers": the checkpoint's own bytes
         inputs.checkpoint_weights_bytes = s._checkpoint_weights_bytes(inputs.dtype, inputs.quantization or None)
     return StartupPlan(_C.evaluate_plan(s._spec, inputs), s)
