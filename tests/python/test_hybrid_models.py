@@ -110,3 +110,67 @@ def test_plan_of_a_hybrid_model_reports_the_page_unification():
     assert "Setting attention block size to 272 tokens" in text
     assert text.index("Setting attention block size") < text.index("Available KV cache memory:")
     assert "Maximum concurrency for 32,768 tokens per request" in text
+
+
+# ai21labs/Jamba-v0.1's size-deciding fields (51.6 B parameters).
+JAMBA = {
+    "architectures": ["JambaForCausalLM"], "model_type": "jamba", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "intermediate_size": 14336, "vocab_size": 65536, "num_experts": 16, "num_experts_per_tok": 2,
+    "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8, "attn_layer_offset": 4,
+    "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 256, "tie_word_embeddings": False,
+}
+SMALL_NEMOTRON_H = {
+    "model_type": "nemotron_h", "torch_dtype": "bfloat16", "hidden_size": 256, "num_hidden_layers": 4,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 512,
+    "vocab_size": 1024, "mamba_num_heads": 8, "mamba_head_dim": 32, "n_groups": 4, "ssm_state_size": 16,
+    "hybrid_override_pattern": "M-*-",
+}
+
+
+def test_jamba_as_published():
+    spec = ModelSpec.from_hf_config(JAMBA)
+    assert abs(spec.num_parameters() / 1e9 - 51.6) < 0.1
+
+
+# Configs transformers or vLLM refuse (issue 22): each was sized as some other model.
+@pytest.mark.parametrize(("config", "field", "words"), [
+    # transformers' JambaConfig._check_supported_offset; at the period: 9.29 B, or no attention.
+    ({**JAMBA, "expert_layer_offset": 2}, "expert_layer_offset", "must be smaller than expert layer period (2"),
+    ({**JAMBA, "attn_layer_offset": 8}, "attn_layer_offset", "must be smaller than attention layer period (8"),
+    ({**JAMBA, "attn_layer_offset": -1}, "attn_layer_offset", "not negative"),
+    # vLLM's NemotronHMoE reads the expert fields for every E layer.
+    ({**SMALL_NEMOTRON_H, "hybrid_override_pattern": "ME*E"}, "n_routed_experts", "MoE layers (E)"),
+    # vLLM's SSD kernels: "nheads must be divisible by ngroups".
+    ({**SMALL_NEMOTRON_H, "n_groups": 3}, "n_groups", "nheads must be divisible by ngroups"),
+    # Mistral3Config.spatial_merge_size: 2.5 was read as the default 2.
+    ({"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3", "spatial_merge_size": 2.5,
+      "text_config": {"head_dim": 128, "hidden_size": 5120, "intermediate_size": 32768, "model_type": "mistral",
+                      "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8,
+                      "vocab_size": 131072},
+      "torch_dtype": "bfloat16", "vision_config": {"head_dim": 64, "hidden_size": 1024, "image_size": 1540,
+                                                   "intermediate_size": 4096, "model_type": "pixtral",
+                                                   "num_attention_heads": 16, "num_channels": 3,
+                                                   "num_hidden_layers": 24, "patch_size": 14}},
+     "spatial_merge_size", "must be a positive integer, got 2.5"),
+])
+def test_inconsistent_hybrid_configs_are_refused_by_field(config, field, words):
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        ModelSpec.from_hf_config(config)
+    assert e.value.field == field
+    assert words in str(e.value)
+
+
+def test_mamba2_groups_that_do_not_divide_tp_must_be_one():
+    # MambaMixer2's assertion: 4 groups at TP 8 were replicated to 8 as if they were 1.
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="num_groups must equal 1") as e:
+        kv_cache_capacity(SMALL_NEMOTRON_H, GIB, max_model_len=1024, tensor_parallel_size=8)
+    assert e.value.field == "tensor_parallel_size"
+
+
+@pytest.mark.parametrize("tokens", [False, 0.0, True])
+def test_num_speculative_tokens_is_an_int_on_every_path(tokens):
+    # False and 0.0 equal 0, so they once took the positional fast path unchecked.
+    spec = ModelSpec.from_hf_config("meta-llama/Llama-3.1-8B-Instruct")
+    with pytest.raises(TypeError, match="num_speculative_tokens"):
+        kv_cache_capacity(spec, GIB, max_model_len=1024, num_speculative_tokens=tokens)

@@ -103,6 +103,11 @@ def test_ngram_only_changes_the_capture_sizes() -> None:
     ({"method": "eagle3", "model": "no/such-model-here", "num_speculative_tokens": 1}, ValueError,
      "speculative_config.model"),
     ({"methd": "ngram"}, ValueError, "speculative_config"),
+    # SpeculativeConfig.__post_init__ (n-gram): the window's lower bound above its upper one.
+    ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 5, "prompt_lookup_max": 2}, ValueError,
+     "speculative_config.prompt_lookup_min: prompt_lookup_min=5 must be <= prompt_lookup_max=2"),
+    ({"method": "ngram", "num_speculative_tokens": False}, TypeError, "speculative_config.num_speculative_tokens"),
+    ({"method": "ngram", "num_speculative_tokens": 0.0}, TypeError, "speculative_config.num_speculative_tokens"),
     ([1, 2], TypeError, "speculative_config"),
     ("{not json", ValueError, "speculative_config"),
 ])

@@ -50,7 +50,13 @@ MambaStateTensor Tensor(const char* name, std::vector<int64_t> shape, DType dtyp
 
 int64_t Mamba2GroupsAfterReplication(int64_t n_groups, int64_t tp) {
   // extra_groups_for_head_shards: 0 when the groups divide TP, else tp - n_groups (for
-  // n_groups == 1 that gives one group per rank).
+  // n_groups == 1 that gives one group per rank). MambaMixer2 asserts that any other count
+  // divides TP (tp - n_groups would otherwise go negative and shrink the state).
+  if (n_groups % tp != 0 && n_groups != 1) {
+    throw InvalidArgument("tensor_parallel_size", "If tensor parallel world size does not divide num_groups, then "
+                                                  "num_groups must equal 1. (n_groups " + std::to_string(n_groups) +
+                                                      ", tensor_parallel_size " + std::to_string(tp) + ")");
+  }
   return n_groups % tp == 0 ? n_groups : n_groups + (tp - n_groups);
 }
 

@@ -65,6 +65,17 @@ std::string StringOr(const JsonValue& obj, const char* key) {
   return v->AsString();
 }
 
+/*! Mamba-2's heads split evenly into its B/C groups: vLLM's SSD kernels assert it
+ *  (selective_state_update: "nheads must be divisible by ngroups"), and MambaMixer2 maps each
+ *  group to num_heads / n_groups heads when it shards them. */
+void RequireGroupsDivideHeads(const HybridSpec& h, const char* groups_key, const char* heads_key) {
+  if (h.num_heads % h.n_groups != 0) {
+    throw InvalidArgument(groups_key, "nheads must be divisible by ngroups: " + std::string(heads_key) + " (" +
+                                          std::to_string(h.num_heads) + ") is not a multiple of " + groups_key +
+                                          " (" + std::to_string(h.n_groups) + ")");
+  }
+}
+
 void SetAttention(LayerSpec& l, bool attention) { l.attention = attention ? AttentionKind::kFull : AttentionKind::kNone; }
 
 /*! Mamba-2 dimensions under the spelling of Bamba / Granite-4.0-H / Falcon-H1 (mamba_*). The
@@ -88,6 +99,7 @@ void ReadMamba2Prefixed(HybridSpec& h, const ModelSpec& spec, const JsonValue& t
     h.head_dim = Dim(text, {"mamba_d_head"}, 0, kMaxHeadDim);
   }
   h.n_groups = Dim(text, {"mamba_n_groups"}, 1, kMaxAttentionHeads);
+  RequireGroupsDivideHeads(h, "mamba_n_groups", "mamba_n_heads");
   h.state_size = Dim(text, {"mamba_d_state"}, 128, kMaxHeadDim);
   h.conv_kernel = Dim(text, {"mamba_d_conv"}, 4, 1 << 10);
   h.chunk_size = Dim(text, {"mamba_chunk_size"}, 256, kMaxModelLenTokens);
@@ -135,14 +147,29 @@ void ReadListedLayers(ModelSpec& spec, const JsonValue& text) {
   }
 }
 
+/*! A Jamba layer offset: transformers' JambaConfig._check_supported_offset refuses one at or past
+ *  its period (i % period never equals it, so no layer would get attention / experts: a 51.6 B
+ *  model read as 9.29 B); a negative one matches no layer either. */
+int64_t JambaOffset(const JsonValue& text, const char* key, int64_t fallback, const char* what,
+                    const char* period_key, int64_t period) {
+  const int64_t offset = IntOr(text, {key}, fallback);
+  if (offset < 0 || offset >= period) {
+    throw InvalidArgument(key, std::string(what) + " layer offset (" + std::to_string(offset) +
+                                   ") must be smaller than " + what + " layer period (" + std::to_string(period) +
+                                   ", " + period_key + ") and not negative");
+  }
+  return offset;
+}
+
 /*! Jamba (vllm jamba.py, transformers JambaConfig.layers_block_type): attention where
  *  i % attn_layer_period == attn_layer_offset, Mamba-1 elsewhere; MoE where
  *  i % expert_layer_period == expert_layer_offset (when num_experts > 1). */
 void ReadJamba(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
   const int64_t attn_period = Dim(text, {"attn_layer_period"}, 8, kMaxNumLayers);
-  const int64_t attn_offset = IntOr(text, {"attn_layer_offset"}, 4);
+  const int64_t attn_offset = JambaOffset(text, "attn_layer_offset", 4, "attention", "attn_layer_period", attn_period);
   const int64_t expert_period = Dim(text, {"expert_layer_period"}, 2, kMaxNumLayers);
-  const int64_t expert_offset = IntOr(text, {"expert_layer_offset"}, 1);
+  const int64_t expert_offset =
+      JambaOffset(text, "expert_layer_offset", 1, "expert", "expert_layer_period", expert_period);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const int64_t idx = static_cast<int64_t>(i);
     const bool attention = idx % attn_period == attn_offset;
@@ -182,12 +209,21 @@ void ReadNemotronH(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
     l.moe = c == 'E';
     l.mlp = c == '-' || c == 'E';
   }
+  // vLLM's NemotronHMoE reads n_routed_experts, num_experts_per_tok and moe_intermediate_size
+  // from the config for every E layer; without them (spec.moe unset) the layer would be sized as
+  // nothing, or as a dense MLP.
+  if (!spec.moe.has_value() && pattern.find('E') != std::string::npos) {
+    throw InvalidArgument("n_routed_experts", "hybrid_override_pattern has MoE layers (E), which vLLM builds from "
+                                              "n_routed_experts, num_experts_per_tok and moe_intermediate_size; "
+                                              "this config has no routed experts");
+  }
   h.kind = RecurrentMixerKind::kMamba2;
   h.num_heads = Dim(text, {"mamba_num_heads"}, 0, kMaxAttentionHeads);
   h.head_dim = Dim(text, {"mamba_head_dim"}, 0, kMaxHeadDim);
   // vLLM's NemotronHMamba2Mixer: intermediate_size = mamba_num_heads * mamba_head_dim.
   h.intermediate_size = CheckedMul(h.num_heads, h.head_dim, "mamba_num_heads");
   h.n_groups = Dim(text, {"n_groups"}, 8, kMaxAttentionHeads);
+  RequireGroupsDivideHeads(h, "n_groups", "mamba_num_heads");
   h.state_size = Dim(text, {"ssm_state_size"}, 128, kMaxHeadDim);
   h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
   h.chunk_size = Dim(text, {"chunk_size"}, 128, kMaxModelLenTokens);
@@ -299,6 +335,7 @@ void ReadHybridLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& t
     h.head_dim = Dim(text, {"head_dim"}, 64, kMaxHeadDim);
     h.intermediate_size = CheckedMul(Dim(text, {"expand"}, 2, 1 << 10), spec.hidden_size, "expand");
     h.n_groups = Dim(text, {"n_groups"}, 1, kMaxAttentionHeads);
+    RequireGroupsDivideHeads(h, "n_groups", "num_heads");
     h.state_size = Dim(text, {"state_size"}, 128, kMaxHeadDim);
     h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
     h.chunk_size = Dim(text, {"chunk_size"}, 256, kMaxModelLenTokens);

@@ -76,6 +76,14 @@ void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& 
       // MambaMixer2: in_proj (z, x, B, C, dt) with groups replicated to the TP size when they do
       // not divide it, conv1d over (x, B, C), A (float32), D, dt_bias, gated RMSNorm over I,
       // out_proj. The checkpoint (per_rank false) holds the unreplicated groups.
+      if (per_rank && h.n_groups % tp != 0 && h.n_groups != 1) {
+        // MambaMixer2 asserts it (replicating groups to the head shards is only built for one
+        // group); tp - n_groups below would otherwise go negative and shrink the count.
+        throw InvalidArgument("tensor_parallel_size", "If tensor parallel world size does not divide num_groups, then "
+                                                      "num_groups must equal 1. (n_groups " +
+                                                          std::to_string(h.n_groups) + ", tensor_parallel_size " +
+                                                          std::to_string(tp) + ")");
+      }
       const int64_t groups =
           per_rank && h.n_groups % tp != 0 ? h.n_groups + (tp - h.n_groups) : h.n_groups;
       const int64_t t = per_rank ? tp : 1;

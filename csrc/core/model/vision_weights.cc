@@ -14,6 +14,8 @@
 #include "core/model/vision_weights.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -334,8 +336,26 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
     const JsonValue* bias = config.Find("multimodal_projector_bias");
     s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector == VisionProjectorKind::kLlavaNext;
     if (s.projector == VisionProjectorKind::kMistral3) {
+      // Absent or null: Mistral3Config's default, 2. Anything else must be a whole number: a
+      // 2.5 (or a string) once fell back to 2 here, sizing a projector vLLM cannot build.
       const JsonValue* m = config.Find("spatial_merge_size");
-      s.spatial_merge_size = (m != nullptr && m->IsNumber() && m->AsNumber().integer) ? *m->AsNumber().integer : 2;
+      s.spatial_merge_size = 2;
+      if (m != nullptr && !m->IsNull()) {
+        if (!m->IsNumber()) {
+          throw InvalidArgument("spatial_merge_size", "must be a positive integer, got " + m->KindName());
+        }
+        const auto& n = m->AsNumber();
+        if (n.integer) {
+          s.spatial_merge_size = *n.integer;
+        } else if (n.value >= 1 && n.value <= static_cast<double>(kMaxHeadDim) &&
+                   n.value == std::floor(n.value)) {
+          s.spatial_merge_size = static_cast<int64_t>(n.value);  // 2.0: integral, as model_spec.cc accepts
+        } else {
+          std::ostringstream got;
+          got << n.value;
+          throw InvalidArgument("spatial_merge_size", "must be a positive integer, got " + got.str());
+        }
+      }
       RequirePositiveAtMost(s.spatial_merge_size, kMaxHeadDim, "spatial_merge_size", "a merge of patches per side");
     }
   }

@@ -80,9 +80,15 @@ def speculative_config(value: Any, target: Any) -> Any:
     if draft_tp is not None:
         c.draft_tensor_parallel_size = V.integer(draft_tp, f"{FIELD}.draft_tensor_parallel_size", low=1,
                                                  high=L.MAX_TENSOR_PARALLEL_SIZE)
+    lookup: dict[str, int] = {}
     for key in ("prompt_lookup_max", "prompt_lookup_min"):  # n-gram windows: no memory, checked only
         if value.get(key) is not None:
-            V.integer(value[key], f"{FIELD}.{key}", low=1, high=L.MAX_MODEL_LEN_TOKENS)
+            lookup[key] = V.integer(value[key], f"{FIELD}.{key}", low=1, high=L.MAX_MODEL_LEN_TOKENS)
+    if (c.method == "ngram" and len(lookup) == 2
+            and lookup["prompt_lookup_min"] > lookup["prompt_lookup_max"]):
+        # vLLM's SpeculativeConfig.__post_init__ (n-gram only: other methods reset both to 0).
+        V.fail(f"{FIELD}.prompt_lookup_min", f"prompt_lookup_min={lookup['prompt_lookup_min']} must be <= "
+                                             f"prompt_lookup_max={lookup['prompt_lookup_max']}")
     if value.get("eagle_embed_tokens_shared") is not None:
         c.eagle_embed_tokens_shared = V.flag(value["eagle_embed_tokens_shared"], f"{FIELD}.eagle_embed_tokens_shared")
     if value.get("eagle_lm_head_shared") is not None:
