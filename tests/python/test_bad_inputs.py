@@ -170,8 +170,10 @@ for _f in ("block_size", "max_num_batched_tokens", "num_gpu_blocks_override"):
     API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, _f, BAD_OPTIONAL_COUNTS)
 for _f in ("kv_cache_dtype", "dtype"):
     API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, _f, BAD_NAMES)
-for _f in ("disable_hybrid_kv_cache_manager", "cap_sliding_window_at_full"):
-    API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, _f, BAD_FLAGS)
+API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, "disable_hybrid_kv_cache_manager", BAD_FLAGS)
+# None means "the release's rule" here (kv_cache_capacity's vllm_version decides it).
+API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, "cap_sliding_window_at_full",
+                    [c for c in BAD_FLAGS if c[0] != "none"])
 
 for _f in ("max_model_len", "tensor_parallel_size", "max_num_seqs", "block_size"):
     API_CASES += _cases("sweep", vllm_mem.sweep, SWEEP, _f,
