@@ -474,6 +474,22 @@ def test_sweep_takes_the_checkpoint_bytes_plan_takes(tmp_path: Path) -> None:
     assert len(figures) == 4 and config_only not in figures
 
 
+def test_stage_plans_take_the_checkpoint_bytes_plan_takes(tmp_path: Path) -> None:
+    # 0.3.0: the stage check planned a headers spec with the config's weights.
+    config = json.loads(bundled_text("Qwen/Qwen3-8B"))
+    config["torch_dtype"] = "float32"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    write_safetensors(tmp_path / "model.safetensors", {"model.layers.0.blob": ("F32", [1 << 26])})
+    spec = ModelSpec.from_hf_config(tmp_path, weights_source="headers")
+    stages = {"stages": [{"stage_id": 0, "devices": "0,1", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9}]}
+    (row,) = vllm_mem.check_stages(stages, gpus="H100-80GB", models={0: spec}, max_model_len=4096).plans
+    want = vllm_mem.plan(spec, "H100-80GB", tensor_parallel_size=2, max_model_len=4096)
+    assert row["weights_bytes"] == want.weights_bytes
+    config_only = vllm_mem.plan(ModelSpec.from_hf_config(tmp_path), "H100-80GB", tensor_parallel_size=2,
+                                max_model_len=4096).weights_bytes
+    assert want.weights_bytes != config_only
+
+
 # --- hypothesis: generated headers -----------------------------------------------------------------
 
 hypothesis = pytest.importorskip("hypothesis")

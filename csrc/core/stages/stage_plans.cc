@@ -55,6 +55,8 @@ std::vector<StagePlanSummary> PlanStages(const StageCheckResult& check, const st
     if (stage->max_num_seqs > 0) in.max_num_seqs = stage->max_num_seqs;
     if (stage->max_num_batched_tokens > 0) in.max_num_batched_tokens = stage->max_num_batched_tokens;
     in.enforce_eager = stage->enforce_eager;
+    // The same weights as plan() for a spec read from its checkpoint's headers.
+    in.checkpoint_weights_bytes = m.checkpoint_weights_bytes;
     const StartupPlan plan = EvaluatePlan(m.spec, in);
 
     row.max_model_len = plan.inputs.max_model_len;

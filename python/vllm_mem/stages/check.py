@@ -230,13 +230,18 @@ def check_stages(
             else:
                 model_items.append((stage.stage_id, _file_model(stage)))
     lengths = max_model_len if isinstance(max_model_len, Mapping) else {}
+    stored: list[int] = []  # per model: its checkpoint's bytes when read from headers, as plan() takes them
     for stage_id, model in model_items:
         sid = V.integer(stage_id, "models key", low=0)
         spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
         length = lengths.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
         planned.append((sid, spec._spec, spec.name,
                         V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)))
-    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
+        stored.append(spec._checkpoint_weights_bytes("auto", None))  # stage plans use --dtype auto
+    if any(stored):
+        result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned, stored)
+    else:
+        result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
     report = result.report()
     if key_notes:  # the core's report ends with its Notes (if any); these join them
         report += ("" if "\nNotes:\n" in report else "\nNotes:\n") + "".join(f"  - {n}\n" for n in key_notes)

@@ -27,6 +27,7 @@ struct StageModel {
   ModelSpec spec;
   std::string name;            //!< for the report
   int64_t max_model_len = 0;   //!< 0: the stage's max_model_len, else the model's limit
+  int64_t checkpoint_weights_bytes = 0;  //!< the checkpoint's bytes as served (headers); 0: the config's
 };
 
 /*! \brief One stage's plan, summarised. */
