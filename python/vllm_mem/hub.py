@@ -220,11 +220,12 @@ def _inside_repo(repo: str, path: Path, field: str, what: str) -> Path:
     """``path`` (a snapshot file, a symlink to blobs/) as a regular file inside the repo's folder."""
     folder = _repo_folder(repo).resolve()
     real = path.resolve()
-    if folder not in real.parents:
-        V.fail(field, f"the cache's {what} of {repo} ({V.show(str(path))}) points outside {V.show(str(folder))}")
+    if folder not in real.parents:  # a link to anywhere else on the machine is not this repo's file
+        V.fail(field, f"the cache's {what} of {repo} points outside the repo's folder in the cache: delete the "
+                      "snapshot and fetch again")
     problem = V.file_problem(real)
     if problem is not None:
-        V.fail(field, f"the cache's {what} of {repo} ({V.show(str(path))}) cannot be read: {problem}")
+        V.fail(field, f"the cache's {what} of {repo} cannot be read: {problem}")
     return path
 
 

@@ -152,6 +152,21 @@ def test_refs_that_leave_the_repo_folder_or_are_fifos(tmp_path: Path, monkeypatc
     with pytest.raises(ValueError, match=r"^repo_id: the cache's refs/main of acme/m cannot be read: not a regular "
                                          r"file$"):
         ModelSpec.from_pretrained("acme/m")
+    # The snapshot's config.json a link out of the repo's folder, then a FIFO.
+    ref.unlink()
+    ref.write_text(COMMIT_A)
+    config = cache / "models--acme--m" / "snapshots" / COMMIT_A / "config.json"
+    config.unlink()
+    (tmp_path / "outside.json").write_text(bundled_text(LLAMA))
+    config.symlink_to(tmp_path / "outside.json")
+    with pytest.raises(ValueError, match=r"^repo_id: the cache's config.json of acme/m points outside the repo's "
+                                         r"folder in the cache"):
+        ModelSpec.from_pretrained("acme/m")
+    config.unlink()
+    os.mkfifo(config)
+    with pytest.raises(ValueError, match=r"^repo_id: the cache's config.json of acme/m cannot be read: not a regular "
+                                         r"file$"):
+        ModelSpec.from_pretrained("acme/m")
 
 
 @pytest.mark.parametrize("revision", ["../refs/main", "/etc/passwd", "main/../../x", "a//b", "x\n", "v1.lock",
