@@ -142,4 +142,9 @@ def load_yaml(text: str, field: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "nesting depth" in str(problem):
+            # PyYAML >= 6.0.4's scanner has its own nesting limit and, scanning flow collections
+            # ahead of the events, can reach it before _check_events counts our bound: the file
+            # is then deeper than our bound too, and is refused in the same words.
+            V.fail(field, f"nested deeper than {L.MAX_STAGE_DEPTH} levels{where}")
         V.fail(field, f"not valid YAML{where}: {V.clip(str(problem), 120)}")
