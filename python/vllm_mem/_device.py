@@ -8,6 +8,7 @@ import sys
 from typing import Any, Union
 
 from . import _C
+from .errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["CudaDevice", "DeviceLike", "LiveMemory", "device_index", "live_memory", "make_device"]
 
@@ -54,17 +55,17 @@ def device_index(device: DeviceLike) -> int:
     if device is None:
         return int(_C.current_device())
     if isinstance(device, bool):
-        raise TypeError(f"device must be an int, 'cuda:N' or a torch.device, got {device!r}")
+        raise InvalidArgumentTypeError(f"device: must be an int, 'cuda:N' or a torch.device; got {device!r}", "device")
     if isinstance(device, int):
         if device < 0:
-            raise ValueError(f"device: unknown CUDA device index {device} (indices are >= 0)")
+            raise InvalidArgumentError(f"device: unknown CUDA device index {device} (indices are >= 0)", "device")
         return device
     if isinstance(device, str):
         index = _C.parse_cuda_device(device)
         return int(_C.current_device()) if index is None else int(index)
     dev_type = getattr(device, "type", None)
     if not isinstance(dev_type, str):
-        raise TypeError(f"device must be an int, 'cuda:N' or a torch.device, got {device!r}")
+        raise InvalidArgumentTypeError(f"device: must be an int, 'cuda:N' or a torch.device; got {device!r}", "device")
     index = getattr(device, "index", None)
     if dev_type != "cuda":
         _C.parse_cuda_device(str(device))  # raises ValueError with the common message

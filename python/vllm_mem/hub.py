@@ -14,7 +14,6 @@ cold cache) is a ``ValueError`` naming the repo and what to do; ``docs/models.md
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any, NoReturn
 from . import _limits as L
 from . import _validate as V
 from ._bounded_json import load_json
+from .errors import InvalidArgumentError
 
 __all__ = ["CheckpointWeights", "HubConfig", "SafetensorsFile", "SafetensorsTensor", "check_environment",
            "checkpoint_weights", "fetch_config", "hub_cache_dir", "is_hub_id", "local_checkpoint_weights",
@@ -316,7 +316,7 @@ def _hub_error(repo: str, revision: str | None, exc: BaseException, local: bool,
         text = f"{V.show(repo)} is not a valid Hub id or revision: {exc}"
     else:
         text = f"fetching {what} of {repo}{at} failed ({type(exc).__name__}: {exc}); retry, or give a local path"
-    return ValueError(V.clip(f"{field}: {text}", L.MAX_MESSAGE_CHARS))
+    return InvalidArgumentError(V.clip(f"{field}: {text}", L.MAX_MESSAGE_CHARS), field)
 
 
 def _is_fetch_error(exc: BaseException) -> bool:

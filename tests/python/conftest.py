@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+# The fake CUDA driver's fixtures (tests/fake_driver), for every test module here.
+from fake_driver import fake_driver, fake_driver_libs  # noqa: F401
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 

@@ -102,7 +102,7 @@ def test_plan_cold_cache_is_one_line(cache: Path, capsys: pytest.CaptureFixture[
     assert err.startswith("vllm-mem plan: error: CONFIG: config.json of acme/nothing is not in the local cache")
     code, out, err = _main(["plan", "acme/nothing", "--gpu", "H100", "--json"], capsys)
     e = json.loads(err)["error"]
-    assert code == 2 and e["field"] == "CONFIG" and e["type"] == "ValueError" and "HF_HUB_OFFLINE" in e["message"]
+    assert code == 2 and e["field"] == "CONFIG" and e["type"] == "InvalidArgumentError" and "HF_HUB_OFFLINE" in e["message"]
 
 
 def test_cli_process_with_the_network_unreachable(cache: Path) -> None:

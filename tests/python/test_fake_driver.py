@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_driver import FakeDriver, fake_driver, fake_driver_libs  # noqa: F401  (pytest fixtures)
+from fake_driver import FakeDriver
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, Union
 from .. import _C
 from .. import _limits as L
 from .. import _validate as V
+from ..errors import InvalidArgumentError
 
 GpuSpec = Union[str, int]
 GpusArg = Union[None, GpuSpec, Sequence[GpuSpec], Mapping[int, GpuSpec]]
@@ -68,10 +69,9 @@ def live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:
     is still read. On a simulated device its snapshot is read."""
     count = int(_C.device_count())
     if count <= 0:
-        raise ValueError(
+        raise InvalidArgumentError(
             "gpus: no GPU is visible for a live check; to check offline pass gpus='H100-80GB' "
-            "or a total in bytes (CLI: --gpu H100-80GB)"
-        )
+            "or a total in bytes (CLI: --gpu H100-80GB)", "gpus")
     real = str(_C.active_device_name()) == "cuda"
     out = []
     for index in range(count):
@@ -82,8 +82,9 @@ def live_devices(visible: list[int]) -> list[_C.DeviceMemoryInfo]:
             try:
                 mem = live_memory(index)
             except RuntimeError as exc:  # the driver or NVML answered but cannot read the device
-                raise ValueError(f"gpus: cannot read cuda:{index} for a live check ({exc}); to check "
-                                 "offline pass gpus='H100-80GB' or a total in bytes (CLI: --gpu H100-80GB)") from exc
+                raise InvalidArgumentError(f"gpus: cannot read cuda:{index} for a live check ({exc}); to check "
+                                           "offline pass gpus='H100-80GB' or a total in bytes (CLI: --gpu H100-80GB)",
+                                           "gpus") from exc
             total, free = mem.total_bytes, mem.free_bytes
         else:
             snap = _C.measure_snapshot(index)
