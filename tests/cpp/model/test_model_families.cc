@@ -11,9 +11,12 @@
 #include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
+#include "expect_invalid_argument.h"
 
 namespace vllm_mem {
 namespace {
+
+using testing::ExpectInvalidArgument;
 
 // facebook/opt-125m config.json (https://huggingface.co/facebook/opt-125m/blob/main/config.json),
 // the fields that decide memory.
@@ -95,15 +98,6 @@ std::string With(std::string config, const std::string& key, const std::string& 
   return config.replace(at + needle.size(), end - at - needle.size(), value);
 }
 
-void ExpectField(const std::function<void()>& f, const std::string& field) {
-  try {
-    f();
-    FAIL() << "expected InvalidArgument(" << field << ")";
-  } catch (const InvalidArgument& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-  }
-}
-
 }  // namespace
 
 // opt-125m: 125,239,296 parameters (transformers' OPTForCausalLM.num_parameters(), the figure the
@@ -181,9 +175,12 @@ TEST(ModelFamilies, Phi3PublishedCountsRopeAndWindow) {
   const ModelSpec su = ModelSpec::FromHfConfigText(
       With(kPhi4Mini, "rope_scaling", R"({"type": "su", "original_max_position_embeddings": 8192})"));
   EXPECT_EQ(su.traits.short_rope_cache_positions, 8192);
-  ExpectField([] { ModelSpec::FromHfConfigText(With(With(kPhi4Mini, "original_max_position_embeddings", "null"),
-                                                     "rope_scaling", R"({"type": "longrope"})")); },
-              "original_max_position_embeddings");
+  ExpectInvalidArgument(
+      [] {
+        ModelSpec::FromHfConfigText(With(With(kPhi4Mini, "original_max_position_embeddings", "null"), "rope_scaling",
+                                         R"({"type": "longrope"})"));
+      },
+      "original_max_position_embeddings");
 }
 
 // The language model of Qwen3.5/3.6-35B-A3B: 34,660,610,688 parameters, the Hugging Face Hub's
@@ -217,28 +214,32 @@ TEST(ModelFamilies, MalformedFieldsAreRefusedByName) {
   const std::string llama = R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
     "num_attention_heads": 8, "vocab_size": 10, "max_position_embeddings": 128})";
   auto read = [](const std::string& text) { return [text] { ModelSpec::FromHfConfigText(text); }; };
-  ExpectField(read(With(llama, "architectures", "\"LlamaForCausalLM\"")), "architectures");
-  ExpectField(read(With(llama, "architectures", "[1, 2]")), "architectures");
-  ExpectField(read(With(llama, "rope_scaling", "\"linear\"")), "rope_scaling");
-  ExpectField(read(With(llama, "rope_scaling", R"({"rope_type": "fancy", "factor": 2.0})")), "rope_scaling.rope_type");
-  ExpectField(read(With(llama, "partial_rotary_factor", "\"0.5\"")), "partial_rotary_factor");
-  ExpectField(read(With(llama, "max_position_embeddings", "0")), "max_position_embeddings / n_positions / "
-                                                                  "max_sequence_length / seq_length");
-  ExpectField(read(R"({"model_type": "gemma3", "text_config": "gemma3_text"})"), "text_config");
-  ExpectField(read(R"({"model_type": "gemma3", "text_config": [{"model_type": "gemma3_text"}]})"), "text_config");
+  ExpectInvalidArgument(read(With(llama, "architectures", "\"LlamaForCausalLM\"")), "architectures");
+  ExpectInvalidArgument(read(With(llama, "architectures", "[1, 2]")), "architectures");
+  ExpectInvalidArgument(read(With(llama, "rope_scaling", "\"linear\"")), "rope_scaling");
+  ExpectInvalidArgument(read(With(llama, "rope_scaling", R"({"rope_type": "fancy", "factor": 2.0})")),
+                        "rope_scaling.rope_type");
+  ExpectInvalidArgument(read(With(llama, "partial_rotary_factor", "\"0.5\"")), "partial_rotary_factor");
+  ExpectInvalidArgument(read(With(llama, "max_position_embeddings", "0")),
+                        "max_position_embeddings / n_positions / "
+                        "max_sequence_length / seq_length");
+  ExpectInvalidArgument(read(R"({"model_type": "gemma3", "text_config": "gemma3_text"})"), "text_config");
+  ExpectInvalidArgument(read(R"({"model_type": "gemma3", "text_config": [{"model_type": "gemma3_text"}]})"),
+                        "text_config");
   const std::string moe = With(With(llama, "num_experts_per_tok", "2"), "model_type", "\"qwen3_moe\"");
-  ExpectField(read(With(moe, "num_experts", "-8")), "num_local_experts / num_experts / n_routed_experts");
-  ExpectField(read(With(With(moe, "num_experts", "8"), "mlp_only_layers", "\"0,1\"")), "mlp_only_layers");
-  ExpectField(read(With(llama, "quantization_config",
-                        R"({"quant_method": "compressed-tensors", "config_groups": [{"weights": {"num_bits": 4}}]})")),
-              "quantization_config.config_groups");
+  ExpectInvalidArgument(read(With(moe, "num_experts", "-8")), "num_local_experts / num_experts / n_routed_experts");
+  ExpectInvalidArgument(read(With(With(moe, "num_experts", "8"), "mlp_only_layers", "\"0,1\"")), "mlp_only_layers");
+  ExpectInvalidArgument(
+      read(With(llama, "quantization_config",
+                R"({"quant_method": "compressed-tensors", "config_groups": [{"weights": {"num_bits": 4}}]})")),
+      "quantization_config.config_groups");
   // What vLLM accepts still reads: known rope types, the old "type" key, null fields.
   EXPECT_NO_THROW(ModelSpec::FromHfConfigText(With(llama, "rope_scaling", R"({"type": "dynamic", "factor": 2.0})")));
   EXPECT_NO_THROW(ModelSpec::FromHfConfigText(With(llama, "rope_scaling", "null")));
   EXPECT_NO_THROW(ModelSpec::FromHfConfigText(With(llama, "architectures", "null")));
   EXPECT_NO_THROW(ModelSpec::FromHfConfigText(With(moe, "num_experts", "0")));  // dense (Granite writes 0)
   // An empty --kv-cache-dtype is not "auto" (vLLM's choices refuse it).
-  ExpectField([] { ResolveKvCacheDType("", DType::kBFloat16, "kv_cache_dtype"); }, "kv_cache_dtype");
+  ExpectInvalidArgument([] { ResolveKvCacheDType("", DType::kBFloat16, "kv_cache_dtype"); }, "kv_cache_dtype");
   EXPECT_EQ(ResolveKvCacheDType("auto", DType::kBFloat16, "kv_cache_dtype").element_size_bytes, 2);
 }
 

@@ -11,10 +11,13 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
+#include "expect_invalid_argument.h"
 #include "bundled_config.h"
 
 namespace vllm_mem {
 namespace {
+
+using testing::ExpectInvalidArgument;
 
 ModelSpec Bundled(const std::string& id) {
   std::string file = id;
@@ -40,15 +43,6 @@ std::string TinyLlama(const std::string& extra = "", const std::string& dtype = 
     "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": )" +
          std::to_string(intermediate) + R"(, "vocab_size": 1000, "torch_dtype": ")" + dtype +
          R"(", "tie_word_embeddings": false)" + extra + "}";
-}
-
-void ExpectInvalid(const std::function<void()>& f, const std::string& field) {
-  try {
-    f();
-    FAIL() << "expected InvalidArgument(" << field << ")";
-  } catch (const InvalidArgument& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-  }
 }
 
 }  // namespace
@@ -136,7 +130,7 @@ TEST(Weights, DtypeResolution) {
   ModelSpec fp32 = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
     "num_attention_heads": 8, "vocab_size": 128, "torch_dtype": "float32"})");
   EXPECT_EQ(ComputeWeights(fp32, Opts()).dtype, "bfloat16");  // vLLM serves fp32 as bf16
-  ExpectInvalid([&] { WeightBytes(s, Opts(1, 1, "int3")); }, "dtype");
+  ExpectInvalidArgument([&] { WeightBytes(s, Opts(1, 1, "int3")); }, "dtype");
 }
 
 TEST(Weights, OnlineFp8HalvesLinearLayersOnly) {
@@ -171,22 +165,22 @@ TEST(Weights, AwqStorage) {
 
 TEST(Weights, QuantizationOptionErrors) {
   ModelSpec plain = ModelSpec::FromHfConfigText(TinyLlama());
-  ExpectInvalid([&] { WeightBytes(plain, Opts(1, 1, "auto", "int2-magic")); }, "quantization");
-  ExpectInvalid([&] { WeightBytes(plain, Opts(1, 1, "auto", "awq")); }, "quantization");
+  ExpectInvalidArgument([&] { WeightBytes(plain, Opts(1, 1, "auto", "int2-magic")); }, "quantization");
+  ExpectInvalidArgument([&] { WeightBytes(plain, Opts(1, 1, "auto", "awq")); }, "quantization");
   ModelSpec awq = ModelSpec::FromHfConfigText(TinyLlama(R"(, "quantization_config": {"quant_method": "awq"})"));
-  ExpectInvalid([&] { WeightBytes(awq, Opts(1, 1, "auto", "fp8")); }, "quantization");
+  ExpectInvalidArgument([&] { WeightBytes(awq, Opts(1, 1, "auto", "fp8")); }, "quantization");
   EXPECT_EQ(WeightBytes(awq, Opts(1, 1, "auto", "awq_marlin")), WeightBytes(awq, Opts()));
-  ExpectInvalid([] { ModelSpec::FromHfConfigText(TinyLlama(R"(, "quantization_config": {"quant_method": "qqq9"})")); },
+  ExpectInvalidArgument([] { ModelSpec::FromHfConfigText(TinyLlama(R"(, "quantization_config": {"quant_method": "qqq9"})")); },
                 "quantization_config.quant_method");
 }
 
 TEST(Weights, ParallelLayoutErrors) {
   ModelSpec s = ModelSpec::FromHfConfigText(TinyLlama());
-  ExpectInvalid([&] { WeightBytes(s, Opts(3)); }, "tensor_parallel_size");  // 8 heads
-  ExpectInvalid([&] { WeightBytes(s, Opts(0)); }, "tensor_parallel_size");
-  ExpectInvalid([&] { WeightBytes(s, Opts(1, 5)); }, "pipeline_parallel_size");  // 4 layers
+  ExpectInvalidArgument([&] { WeightBytes(s, Opts(3)); }, "tensor_parallel_size");  // 8 heads
+  ExpectInvalidArgument([&] { WeightBytes(s, Opts(0)); }, "tensor_parallel_size");
+  ExpectInvalidArgument([&] { WeightBytes(s, Opts(1, 5)); }, "pipeline_parallel_size");  // 4 layers
   ModelSpec odd = ModelSpec::FromHfConfigText(TinyLlama("", "bfloat16", 100));
-  ExpectInvalid([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");
+  ExpectInvalidArgument([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");
 }
 
 TEST(Weights, OverflowIsAnError) {
@@ -215,7 +209,7 @@ TEST(Weights, MoeExpertsRouterAndSharedExperts) {
   ModelSpec odd = ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 64,
     "num_attention_heads": 8, "intermediate_size": 128, "vocab_size": 128, "num_local_experts": 4,
     "num_experts_per_tok": 2, "moe_intermediate_size": 36})");
-  ExpectInvalid([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");  // 36 experts' width / 8
+  ExpectInvalidArgument([&] { WeightBytes(odd, Opts(8)); }, "tensor_parallel_size");  // 36 experts' width / 8
 }
 
 TEST(Weights, MlaProjections) {
