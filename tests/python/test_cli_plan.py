@@ -81,3 +81,34 @@ def test_gpus_lists_the_catalog() -> None:
     assert {"H100-80GB", "A100-80GB", "MI300X", "RTX-4090"} <= names
     text = run("gpus")
     assert text.returncode == 0 and "79.19" in text.stdout
+
+
+def test_plan_takes_vllm_dcp_and_prefix_caching_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    # -dcp and --enable-prefix-caching reach plan() as the API's keywords: the same plan, and
+    # vLLM's own DCP refusal names the flag.
+    from vllm_mem import cli
+
+    argv = ["plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "-tp", "16", "-dcp", "2",
+            "--max-model-len", "8192", "--enable-prefix-caching", "--json"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    api = vllm_mem.plan("meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", tensor_parallel_size=16,
+                        decode_context_parallel_size=2, max_model_len=8192, enable_prefix_caching=True)
+    assert out["kv_cache"] == api.to_dict()["kv_cache"]
+    assert cli.main([*argv[:6], "-dcp", "3", "--json"]) == 2
+    error = json.loads(capsys.readouterr().err)["error"]
+    assert error["field"] == "--decode-context-parallel-size" and "dcp_size=3" in error["message"]
+
+
+def test_kv_capacity_follows_the_asked_release(capsys: pytest.CaptureFixture[str]) -> None:
+    # --vllm-version decides the capacity's rules, not only the log lines: the CLI's tokens equal
+    # kv_cache_capacity(vllm_version=...) for that release.
+    from vllm_mem import cli
+
+    for version in ("0.13", "0.23"):
+        assert cli.main(["kv", "google/gemma-3-4b-it", "--available-gib", "20", "--max-model-len", "8192",
+                         "--vllm-version", version, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        cap = vllm_mem.kv_cache_capacity("google/gemma-3-4b-it", 20 * 2**30, max_model_len=8192,
+                                         vllm_version=version)
+        assert out["num_tokens"] == cap.num_tokens and out["vllm_version"]["source"] == "asked"

@@ -84,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
                 print(note, file=sys.stderr)
             print(shortfall, file=sys.stderr)
         return EXIT_DOES_NOT_FIT
-    cap = kv_cache_capacity(spec, available, **kwargs)
+    # The release that --vllm-version (or the installed vLLM) names decides the capacity's rules
+    # too, not only the log lines printed below.
+    cap = kv_cache_capacity(spec, available, vllm_version=args.vllm_version, **kwargs)
     log_lines = list(_C.kv_log_lines_for(version, "", cap.num_blocks, cap.num_tokens, cap.max_concurrency,
                                          cap.block_size, cap.bytes_per_block, cap.max_model_len, len(cap.groups)))
-    version_line = (f"vLLM {profile['version']} rules ({source}"
-                    + (f": asked {version}" if source == "asked" else "") + ")")
+    version_line = f"vLLM {profile['version']} rules ({f'asked {version}' if source == 'asked' else source})"
     if args.json:
         print_json({"fits": True, "model": spec.name, "max_model_len_defaulted": defaulted,
                     "vllm_version": {"planned_with": profile["version"], "asked": args.vllm_version,

@@ -45,6 +45,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options.add_speculative_config(p)
     options.add_text(p, "--quantization", "quantization", "-q")
     p.add_argument("--enforce-eager", action="store_true")
+    # Bounded as tensor_parallel_size is (DCP shards a TP group); plan() checks vLLM's rules.
+    p.add_argument("--decode-context-parallel-size", "-dcp", dest="decode_context_parallel_size", default=1,
+                   metavar="N", help="vLLM --decode-context-parallel-size: the KV cache sharded along tokens "
+                                     "over N of the tensor-parallel ranks (default 1)",
+                   type=options.typed("--decode-context-parallel-size", lambda t, f: V.setting(
+                       "tensor_parallel_size", options.parse_int(t, f), f)))
+    p.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true", default=None,
+                   help="vLLM --enable-prefix-caching (changes memory on hybrid models only)")
+    options._fields(p).update(decode_context_parallel_size="--decode-context-parallel-size",
+                                enable_prefix_caching="--enable-prefix-caching")
     options.add_bytes(p, "--kv-cache-memory-bytes", "kv_cache_memory_bytes", "vLLM --kv-cache-memory-bytes")
     p.add_argument("--cudagraph-not-in-budget", action="store_const", const=False, default=None,
                    dest="cudagraph_memory_in_budget",
@@ -97,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         cudagraph_memory_in_budget=args.cudagraph_memory_in_budget, vllm_version=args.vllm_version,
         usage_context=args.usage_context, allow_long_max_model_len=args.allow_long_max_model_len,
-        speculative_config=args.speculative_config)
+        speculative_config=args.speculative_config,
+        decode_context_parallel_size=args.decode_context_parallel_size,
+        enable_prefix_caching=args.enable_prefix_caching)
     live: dict[str, Any] | None = _live_snapshot(p.requested_bytes)
     if args.json:
         out = p.to_dict()
