@@ -385,9 +385,8 @@ def kv_cache_capacity(
                        max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
                        max_concurrent_batches, cap_sliding_window_at_full)
     rules.apply(options)
-    dcp = V.setting("tensor_parallel_size", decode_context_parallel_size, "decode_context_parallel_size")
-    if dcp != 1:  # the option's default is 1 (a shared dev tree may run an older _C without it)
-        options.decode_context_parallel_size = dcp
+    options.decode_context_parallel_size = V.setting("tensor_parallel_size", decode_context_parallel_size,
+                                                     "decode_context_parallel_size")
     options.mamba_cache_dtype = V.text(mamba_cache_dtype, "mamba_cache_dtype", allowed=_MAMBA_DTYPES)
     options.mamba_ssm_cache_dtype = V.text(mamba_ssm_cache_dtype, "mamba_ssm_cache_dtype", allowed=_MAMBA_DTYPES)
     options.mamba_cache_mode = V.text(mamba_cache_mode, "mamba_cache_mode", allowed=("none", "align", "all"))

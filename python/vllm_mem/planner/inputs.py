@@ -78,9 +78,8 @@ def plan_inputs(
     i.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
     i.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
     # --decode-context-parallel-size: bounded like TP, which it must divide (the core's check).
-    dcp = V.setting("tensor_parallel_size", decode_context_parallel_size, "decode_context_parallel_size")
-    if dcp != 1:  # the core's default is 1 (a shared dev tree may run an older _C without the field)
-        i.decode_context_parallel_size = dcp
+    i.decode_context_parallel_size = V.setting("tensor_parallel_size", decode_context_parallel_size,
+                                               "decode_context_parallel_size")
     i.max_num_seqs = V.optional_setting("max_num_seqs", max_num_seqs) or 0  # 0: the release's default
     i.max_num_batched_tokens = V.optional_setting("max_num_batched_tokens", max_num_batched_tokens) or 0
     i.dtype = V.dtype(dtype)

@@ -238,10 +238,8 @@ def check_stages(
         planned.append((sid, spec._spec, spec.name,
                         V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)))
         stored.append(spec._checkpoint_weights_bytes("auto", None))  # stage plans use --dtype auto
-    if any(stored):
-        result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned, stored)
-    else:
-        result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
+    # 0 for a model without checkpoint figures: the core then counts its weights from the config.
+    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned, stored)
     report = result.report()
     if key_notes:  # the core's report ends with its Notes (if any); these join them
         report += ("" if "\nNotes:\n" in report else "\nNotes:\n") + "".join(f"  - {n}\n" for n in key_notes)
