@@ -432,19 +432,25 @@ class _VersionKvRules:
             options.disable_hybrid_kv_cache_manager = True
 
 
-_RULES_BY_VERSION: dict[str, _VersionKvRules] = {}
+_RULES_BY_VERSION: dict[str | None, _VersionKvRules] = {}
 
 
 def _version_kv_rules(vllm_version: Any) -> _VersionKvRules:
-    """The release's rules, chosen as plan() chooses the release (planner/versions.py)."""
+    """The release's rules, chosen as plan() chooses the release (planner/versions.py).
+
+    Cached by what was asked (``None``: the installed vLLM, else the newest profile, which
+    planner/versions.py reads once per process too), so a repeated call costs one dict look-up:
+    the function-level import below alone costs several microseconds, on every sizing call."""
+    if vllm_version is None or vllm_version.__class__ is str:
+        rules = _RULES_BY_VERSION.get(vllm_version)
+        if rules is not None:
+            return rules
     from .planner.versions import choose_vllm_version  # imported late: the planner imports this module
 
-    version, _source = choose_vllm_version(vllm_version)
-    rules = _RULES_BY_VERSION.get(version)
-    if rules is None:
-        rules = _VersionKvRules(version)
-        if len(_RULES_BY_VERSION) < 64:  # bounded: one entry per release asked
-            _RULES_BY_VERSION[version] = rules
+    version, _source = choose_vllm_version(vllm_version)  # checks the text before it is a key
+    rules = _VersionKvRules(version)
+    if len(_RULES_BY_VERSION) < 64:  # bounded: one entry per release asked
+        _RULES_BY_VERSION[vllm_version] = rules
     return rules
 
 
