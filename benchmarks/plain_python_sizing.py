@@ -207,6 +207,12 @@ def _layer_specs(m: dict[str, Any], block: int, kv_bytes: int, kv_heads: int) ->
             for kind, window, _ in m["layers"]]
 
 
+#: A sliding-window layer's per-request need: vLLM's uncapped formula (window - 1 + batched
+#: tokens, not capped at max_model_len), which every release profiled follows
+#: (docs/vllm_versions.md, sliding_window_capped_at_full); the library applies it by release.
+CAP_SLIDING_WINDOW_AT_FULL = False
+
+
 def _max_mem(spec: tuple, max_model_len: int, in_flight: int, cap: bool) -> int:
     kind, block, page, window = spec
     full = -(-max_model_len // block)
@@ -340,7 +346,8 @@ def kv_cache_capacity(m: dict[str, Any], available_bytes: Any, max_model_len: in
                       kv_cache_dtype: str = "auto", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                       max_num_batched_tokens: int | None = None, dtype: str = "auto",
                       disable_hybrid_kv_cache_manager: bool = False, num_gpu_blocks_override: int | None = None,
-                      max_concurrent_batches: int = 1, cap_sliding_window_at_full: bool = True) -> dict[str, Any]:
+                      max_concurrent_batches: int = 1,
+                      cap_sliding_window_at_full: bool = CAP_SLIDING_WINDOW_AT_FULL) -> dict[str, Any]:
     if isinstance(available_bytes, (list, tuple)):
         if not available_bytes or len(available_bytes) > MAX_WORLD_SIZE:
             raise ValueError("available_bytes: must be an int or a non-empty list of ints")
@@ -598,7 +605,7 @@ def plan(m: dict[str, Any], total_memory_bytes: int, gpu_memory_utilization: flo
     layout = _kv_layout(m, block, kv_dtype, dtype, tp, pp)
     in_flight = mnbt
     non_torch = (NON_TORCH_MULTI if tp * pp > 1 else NON_TORCH_SINGLE) + (TP_NCCL + TP_PEER * (tp - 1) if tp > 1 else 0)
-    blocks_per_request = sum(-(-_max_mem(s, mml, in_flight, True) // s[2]) for s, _ in layout["groups"])
+    blocks_per_request = sum(-(-_max_mem(s, mml, in_flight, CAP_SLIDING_WINDOW_AT_FULL) // s[2]) for s, _ in layout["groups"])
     ranks = []
     for r in range(pp):
         w = weights[r]["total_bytes"]
@@ -619,7 +626,8 @@ def plan(m: dict[str, Any], total_memory_bytes: int, gpu_memory_utilization: flo
     if all(a > 0 for a in budgets):
         fits_len = upper
         for r in range(pp):
-            fits_len = min(fits_len, _largest_fitting(layout["ranks"][r][0], upper, budgets[r], in_flight, True))
+            fits_len = min(fits_len, _largest_fitting(layout["ranks"][r][0], upper, budgets[r], in_flight,
+                                                             CAP_SLIDING_WINDOW_AT_FULL))
     out = {"requested_bytes": requested, "free_memory_bytes": free, "ranks": ranks,
            "tightest_pp_rank": tight["pp_rank"], "weights_bytes": tight["weights_bytes"],
            "activation_peak_bytes": tight["activation_peak_bytes"], "non_torch_bytes": non_torch,
@@ -635,9 +643,10 @@ def plan(m: dict[str, Any], total_memory_bytes: int, gpu_memory_utilization: flo
     elif worst_profile > free:
         out.update(failure_phase="profile_peak", shortfall_bytes=worst_profile - free)
     else:
-        short = any(_shortfall(layout["ranks"][r][0], budgets[r], mml, in_flight, True) for r in range(pp))
+        short = any(_shortfall(layout["ranks"][r][0], budgets[r], mml, in_flight, CAP_SLIDING_WINDOW_AT_FULL) for r in range(pp))
         if not short:
-            out.update(fits=True, kv_cache=_capacity(layout, budgets, mml, mnbt, tp, pp, 0, 1, True))
+            out.update(fits=True, kv_cache=_capacity(layout, budgets, mml, mnbt, tp, pp, 0, 1,
+                                                      CAP_SLIDING_WINDOW_AT_FULL))
         elif any(x["num_blocks"] == 0 for x in ranks):
             out.update(failure_phase="no_kv_blocks",
                        shortfall_bytes=max(max(x["kv_bytes_per_block"] - x["available_kv_cache_bytes"] for x in ranks), 0))
