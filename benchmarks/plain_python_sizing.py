@@ -605,7 +605,8 @@ def plan(m: dict[str, Any], total_memory_bytes: int, gpu_memory_utilization: flo
     layout = _kv_layout(m, block, kv_dtype, dtype, tp, pp)
     in_flight = mnbt
     non_torch = (NON_TORCH_MULTI if tp * pp > 1 else NON_TORCH_SINGLE) + (TP_NCCL + TP_PEER * (tp - 1) if tp > 1 else 0)
-    blocks_per_request = sum(-(-_max_mem(s, mml, in_flight, CAP_SLIDING_WINDOW_AT_FULL) // s[2]) for s, _ in layout["groups"])
+    cap = CAP_SLIDING_WINDOW_AT_FULL
+    blocks_per_request = sum(-(-_max_mem(s, mml, in_flight, cap) // s[2]) for s, _ in layout["groups"])
     ranks = []
     for r in range(pp):
         w = weights[r]["total_bytes"]
@@ -626,8 +627,7 @@ def plan(m: dict[str, Any], total_memory_bytes: int, gpu_memory_utilization: flo
     if all(a > 0 for a in budgets):
         fits_len = upper
         for r in range(pp):
-            fits_len = min(fits_len, _largest_fitting(layout["ranks"][r][0], upper, budgets[r], in_flight,
-                                                             CAP_SLIDING_WINDOW_AT_FULL))
+            fits_len = min(fits_len, _largest_fitting(layout["ranks"][r][0], upper, budgets[r], in_flight, cap))
     out = {"requested_bytes": requested, "free_memory_bytes": free, "ranks": ranks,
            "tightest_pp_rank": tight["pp_rank"], "weights_bytes": tight["weights_bytes"],
            "activation_peak_bytes": tight["activation_peak_bytes"], "non_torch_bytes": non_torch,
@@ -643,10 +643,9 @@ def plan(m: dict[str, Any], total_memory_bytes: int, gpu_memory_utilization: flo
     elif worst_profile > free:
         out.update(failure_phase="profile_peak", shortfall_bytes=worst_profile - free)
     else:
-        short = any(_shortfall(layout["ranks"][r][0], budgets[r], mml, in_flight, CAP_SLIDING_WINDOW_AT_FULL) for r in range(pp))
+        short = any(_shortfall(layout["ranks"][r][0], budgets[r], mml, in_flight, cap) for r in range(pp))
         if not short:
-            out.update(fits=True, kv_cache=_capacity(layout, budgets, mml, mnbt, tp, pp, 0, 1,
-                                                      CAP_SLIDING_WINDOW_AT_FULL))
+            out.update(fits=True, kv_cache=_capacity(layout, budgets, mml, mnbt, tp, pp, 0, 1, cap))
         elif any(x["num_blocks"] == 0 for x in ranks):
             out.update(failure_phase="no_kv_blocks",
                        shortfall_bytes=max(max(x["kv_bytes_per_block"] - x["available_kv_cache_bytes"] for x in ranks), 0))
