@@ -30,10 +30,13 @@ GiB = float(1 << 30)
 #: weights are an exact count; the peak and non-torch terms are the version rules under test
 #: (0.05 GiB is the bar the issue sets for multimodal peaks). The available memory is the total
 #: less those terms, so its tolerance is their sum.
-TOL_GIB = {"weights_gib": 0.02, "peak_activation_gib": 0.05, "non_torch_gib": 0.02,
-           "available_kv_cache_gib": 0.10}
-PLAN_TERM = {"weights_gib": "weights_bytes", "peak_activation_gib": "activation_peak_bytes",
-             "non_torch_gib": "non_torch_bytes", "available_kv_cache_gib": "available_kv_cache_bytes"}
+TOL_GIB = {"weights_gib": 0.02, "peak_activation_gib": 0.05, "non_torch_gib": 0.02, "available_kv_cache_gib": 0.10}
+PLAN_TERM = {
+    "weights_gib": "weights_bytes",
+    "peak_activation_gib": "activation_peak_bytes",
+    "non_torch_gib": "non_torch_bytes",
+    "available_kv_cache_gib": "available_kv_cache_bytes",
+}
 
 
 @cache
@@ -64,14 +67,20 @@ def _plan(log: dict[str, Any], **overrides: Any) -> Any:
     """The start-up as the entry records it; settings it leaves unset (None) are the release's."""
     total = log["total_memory_gib"]
     kwargs: dict[str, Any] = dict(
-        gpu=log["gpu_name"], gpu_memory_utilization=log["gpu_memory_utilization"],
-        max_model_len=log["max_model_len"], tensor_parallel_size=log["tensor_parallel_size"],
-        max_num_seqs=log["max_num_seqs"], max_num_batched_tokens=log["max_num_batched_tokens"],
-        block_size=log["block_size"], vllm_version=log["release"], usage_context=log["usage_context"],
+        gpu=log["gpu_name"],
+        gpu_memory_utilization=log["gpu_memory_utilization"],
+        max_model_len=log["max_model_len"],
+        tensor_parallel_size=log["tensor_parallel_size"],
+        max_num_seqs=log["max_num_seqs"],
+        max_num_batched_tokens=log["max_num_batched_tokens"],
+        block_size=log["block_size"],
+        vllm_version=log["release"],
+        usage_context=log["usage_context"],
         # The printed total (2 decimals) where the log gives one; else only the KV lines are
         # compared, from the printed available memory (kv_cache_memory_bytes), and any budget
         # above it will do.
-        total_memory_bytes=round(total * GiB) if total else round(2 * log["observed"]["available_kv_cache_gib"] * GiB))
+        total_memory_bytes=round(total * GiB) if total else round(2 * log["observed"]["available_kv_cache_gib"] * GiB),
+    )
     kwargs.update(overrides)
     return vllm_mem.plan(_config(log), **kwargs)
 
@@ -118,8 +127,10 @@ def test_each_printed_term_within_its_tolerance(log: dict[str, Any]) -> None:
 def _kv_from_printed_available(log: dict[str, Any]) -> tuple[tuple[int, int], tuple[float, float]]:
     """The plan's KV tokens and concurrency for the printed available memory, over its rounding
     interval (+-0.005 GiB)."""
-    plans = [_plan(log, kv_cache_memory_bytes=math.floor((log["observed"]["available_kv_cache_gib"] + d) * GiB))
-             for d in (-0.005, 0.005)]
+    plans = [
+        _plan(log, kv_cache_memory_bytes=math.floor((log["observed"]["available_kv_cache_gib"] + d) * GiB))
+        for d in (-0.005, 0.005)
+    ]
     caps = [p.kv_cache for p in plans]
     return (caps[0].num_tokens, caps[1].num_tokens), (caps[0].max_concurrency, caps[1].max_concurrency)
 
@@ -154,11 +165,18 @@ def test_sliding_window_need_is_vllms_uncapped_formula_on_v0_19(row: dict[str, A
     obs = row["observed"]
     found = []
     for delta in (-0.005, 0.005):
-        p = vllm_mem.plan(configs[row["model_config_ref"]], gpu="H100-80GB", vllm_version=row["vllm_version"],
-                          max_model_len=row["max_model_len"], tensor_parallel_size=row["tensor_parallel_size"],
-                          max_num_seqs=row["max_num_seqs"], max_num_batched_tokens=row["max_num_batched_tokens"],
-                          gpu_memory_utilization=row["gpu_memory_utilization"], quantization=None,
-                          kv_cache_memory_bytes=math.floor((obs["available_kv_cache_memory_gib"] + delta) * GiB))
+        p = vllm_mem.plan(
+            configs[row["model_config_ref"]],
+            gpu="H100-80GB",
+            vllm_version=row["vllm_version"],
+            max_model_len=row["max_model_len"],
+            tensor_parallel_size=row["tensor_parallel_size"],
+            max_num_seqs=row["max_num_seqs"],
+            max_num_batched_tokens=row["max_num_batched_tokens"],
+            gpu_memory_utilization=row["gpu_memory_utilization"],
+            quantization=None,
+            kv_cache_memory_bytes=math.floor((obs["available_kv_cache_memory_gib"] + delta) * GiB),
+        )
         found.append(p.kv_cache.max_concurrency)
     assert found[0] - 0.005 <= obs["maximum_concurrency_x"] <= found[1] + 0.005, (found, obs["maximum_concurrency_x"])
 
@@ -187,6 +205,24 @@ def test_the_sampler_rule_change_at_0_17_matches_the_same_models_peaks() -> None
     assert abs(drop - printed) <= 0.02, (drop, printed)
 
 
+def test_the_0_11_0_start_up_rules_out_the_sort_sampler() -> None:
+    """v0.11.0 took FlashInfer's top-k/top-p by default on CUDA (PR #26859 turned it off after
+    0.11.0): the Mistral-Small-3.2-24B start-up printed 2.12 GiB over 1,024 x 131,072 dummy logits,
+    where the PyTorch sort of 0.11.1-0.16 (36.4 B/logit) gives 4.88 GiB and FlashInfer's three
+    float32 copies (12 B/logit, from the code) leave the forward's 1.85 GiB as the peak."""
+    log = next(g for g in _logs() if g["id"] == "llmd-benchmark-mistral-small-3.2-24b-h100")
+    printed = log["observed"]["peak_activation_gib"]
+    flashinfer = _plan(log).activation_peak_bytes / GiB
+    sort = _plan(log, vllm_version="0.11.1").activation_peak_bytes / GiB
+    assert sort - printed > 2.5, sort
+    # Below the printed peak by the multimodal profile run the plan does not model (<= 0.3 GiB).
+    assert 0 < printed - flashinfer <= 0.3, flashinfer
+    # The sort path's peak is its sampler phase; FlashInfer's is (36.4 - 12) B per logit less, under
+    # the forward that the 0.11.0 plan's peak is.
+    flashinfer_sampler_phase = sort - (36.4 - 12.0) * 1024 * 131072 / GiB
+    assert flashinfer_sampler_phase < flashinfer < printed, (flashinfer_sampler_phase, flashinfer)
+
+
 def _profile_rule(release: str, rule: str) -> dict[str, Any]:
     prof = next(p for p in vllm_mem.vllm_versions() if p["version"] == release)
     return next(r for r in prof["rules"] if r["rule"] == rule)
@@ -204,8 +240,9 @@ def _checked_markers() -> dict[tuple[str, str], list[str]]:
 def test_each_check_names_a_change_in_force_for_that_release() -> None:
     markers = _checked_markers()
     for log in _logs():
-        profile_version = vllm_mem.plan("meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", max_model_len=8192,
-                                        vllm_version=log["release"]).vllm_version
+        profile_version = vllm_mem.plan(
+            "meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", max_model_len=8192, vllm_version=log["release"]
+        ).vllm_version
         for check in log["checks"]:
             rule, since = check.split("@")
             assert _profile_rule(profile_version, rule)["since"] == since, (log["id"], check)
@@ -234,8 +271,9 @@ def rule_table_rows() -> list[str]:
             r = compiled[(name, change["since"])]
             refs = change.get("checked", [])
             checked = ", ".join(ref.split("#")[1] if "#" in ref else Path(ref).name for ref in refs)
-            rows.append(f"| `{name}` | `{r['value']}` | {r['since']} | {r['release']} | {checked or 'no log'} | "
-                        f"{r['source']} |")
+            rows.append(
+                f"| `{name}` | `{r['value']}` | {r['since']} | {r['release']} | {checked or 'no log'} | {r['source']} |"
+            )
     return rows
 
 
@@ -249,8 +287,12 @@ def test_the_docs_list_the_rules_no_log_confirms() -> None:
     doc = (ROOT / "docs" / "vllm_versions.md").read_text()
     section = doc.split("## Rules no log confirms", 1)[1].split("\n## ", 1)[0]
     markers = _checked_markers()
-    unconfirmed = {(name, change["since"]) for name, rule in _versions_json()["rules"].items()
-                   for change in rule["changes"] if (name, change["since"]) not in markers}
+    unconfirmed = {
+        (name, change["since"])
+        for name, rule in _versions_json()["rules"].items()
+        for change in rule["changes"]
+        if (name, change["since"]) not in markers
+    }
     listed = set(re.findall(r"`(\w+)` (\d+\.\d+\.\d+)", section))
     assert listed == unconfirmed, (sorted(unconfirmed - listed), sorted(listed - unconfirmed))
 
