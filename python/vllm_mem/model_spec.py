@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -22,28 +23,41 @@ ConfigSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 _BUNDLED_SUFFIX = ".json"
 
 
+@functools.cache
 def _bundled_dir() -> Path:
+    # importlib.resources costs ~17 us a call; the package does not move while it runs.
     return Path(str(resources.files("vllm_mem") / "configs"))
+
+
+@functools.cache
+def _bundled_files() -> dict[str, Path]:
+    """File stem (the id with '/' spelled '--') -> file of each bundled config, sorted, listed once
+    (installed files)."""
+    return {path.stem: path for path in sorted(_bundled_dir().glob("*" + _BUNDLED_SUFFIX))}
+
+
+@functools.cache
+def _bundled_by_lowercase() -> dict[str, Path]:
+    """Lower-cased id and lower-cased last part -> file; the first id in sorted order wins, as
+    the search it replaces did (an id holds a '/', a last part none, so the two never meet)."""
+    index: dict[str, Path] = {}
+    for stem, path in _bundled_files().items():
+        known = stem.replace("--", "/")
+        index.setdefault(known.lower(), path)
+        index.setdefault(known.split("/")[-1].lower(), path)
+    return index
 
 
 def bundled_model_configs() -> list[str]:
     """Names of the model configs shipped with the package (Hugging Face ids)."""
-    names = []
-    for path in sorted(_bundled_dir().glob("*" + _BUNDLED_SUFFIX)):
-        names.append(path.stem.replace("--", "/"))
-    return names
+    return [stem.replace("--", "/") for stem in _bundled_files()]
 
 
 def _bundled_path(name: str) -> Path | None:
-    candidate = _bundled_dir() / (name.replace("/", "--") + _BUNDLED_SUFFIX)
-    if candidate.is_file():
-        return candidate
-    # Case-insensitive match on the id or on its last part ("llama-3.1-8b-instruct").
-    wanted = name.lower()
-    for known in bundled_model_configs():
-        if known.lower() == wanted or known.split("/")[-1].lower() == wanted:
-            return _bundled_dir() / (known.replace("/", "--") + _BUNDLED_SUFFIX)
-    return None
+    """The bundled config named exactly ``name`` ('org/name' or its file's 'org--name'), else
+    case-insensitively by id or by its last part ("llama-3.1-8b-instruct")."""
+    found = _bundled_files().get(name.replace("/", "--"))
+    return found if found is not None else _bundled_by_lowercase().get(name.lower())
 
 
 def _read_config_text(source: ConfigSource) -> tuple[str, str]:
@@ -55,16 +69,18 @@ def _read_config_text(source: ConfigSource) -> tuple[str, str]:
     if not isinstance(source, (str, os.PathLike)):
         raise V.bad_type("config", "a path to config.json, a folder holding one, a bundled model name "
                                    "or a dict", source)
-    path = V.path_of(source, "config")
-    if V.file_problem(path) == "is a directory":
-        path = path / "config.json"
-        if V.file_problem(path) == "no such file":
+    path = V.path_name(source, "config")  # a str: a Path costs more than the rest of the checks
+    problem = V.file_problem(path)
+    if problem == "is a directory":
+        path = os.path.join(path, "config.json")
+        problem = V.file_problem(path)
+        if problem == "no such file":
             V.fail("config", f"no config.json in folder {V.show(str(source))}")
-    if V.file_problem(path) in (None, "permission denied", "not a regular file"):
-        return V.read_text(path, "config", L.MAX_CONFIG_FILE_BYTES), str(path)
-    bundled = _bundled_path(str(source))
+    if problem in (None, "permission denied", "not a regular file"):
+        return V.read_text(path, "config", L.MAX_CONFIG_FILE_BYTES, checked=problem is None), path
+    bundled = _bundled_path(path)
     if bundled is not None:
-        return bundled.read_text(encoding="utf-8"), bundled.stem.replace("--", "/")
+        return V.read_text(bundled, "config", L.MAX_CONFIG_FILE_BYTES), bundled.stem.replace("--", "/")
     from .hub import fetch_config, is_hub_id  # after paths and bundled names: a Hub id (org/name)
 
     if isinstance(source, str) and is_hub_id(source):
@@ -378,6 +394,8 @@ def _mxfp4_backend(value: Any) -> str:
 
 def _weights_source(value: Any) -> bool:
     """True for ``"headers"`` (read the checkpoint's safetensors headers), False for ``"config"``."""
+    if value.__class__ is str and (value == "config" or value == "headers"):
+        return value == "headers"  # the common case without building V.text's message parts
     return V.text(value, "weights_source", allowed=("config", "headers")) == "headers"
 
 

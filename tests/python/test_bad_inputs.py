@@ -481,8 +481,15 @@ def test_unreadable_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where
             raise PermissionError(13, "Permission denied", str(p))
         return real_open(p, *args, **kwargs)
 
+    def guarded_os_open(p: Any, *args: Any, **kwargs: Any) -> Any:  # read_text's open (no buffer)
+        if where == "open" and Path(str(p)) == path:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_os_open(p, *args, **kwargs)
+
+    real_os_open = os.open
     monkeypatch.setattr(os, "stat", stat)
     monkeypatch.setattr("builtins.open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_os_open)
     call = (lambda: vllm_mem.ModelSpec.from_hf_config(path)) if entry == "config" else (
         lambda: vllm_mem.load_stage_config(path))
     text = check(Case(entry, call, ValueError, "config"))
