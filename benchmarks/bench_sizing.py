@@ -33,25 +33,13 @@ from vllm_mem import ModelSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plain_python_sizing as plain  # noqa: E402
+from bench_inputs import KV_AVAILABLE_BYTES, MAX_MODEL_LEN, MODELS, PLAN_SETTINGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "build" / "bench"
 CONFIG_DIR = ROOT / "python" / "vllm_mem" / "configs"
 TARGET_RATIO = 5.0
 GIB = 1 << 30
-
-#: model -> (tensor_parallel_size, GPU for the plan): each on a deployment that serves it.
-MODELS = {
-    "meta-llama/Llama-3.1-8B-Instruct": (1, "H100-80GB"),
-    "Qwen/Qwen3-30B-A3B": (1, "H100-80GB"),
-    "google/gemma-3-27b-it": (2, "H100-80GB"),
-    "deepseek-ai/DeepSeek-V3": (8, "H200"),
-}
-KV_AVAILABLE_BYTES = 20 * GIB
-MAX_MODEL_LEN = 8192
-# Every setting whose default follows the vLLM release is given, so both sides plan the same.
-PLAN_SETTINGS = dict(gpu_memory_utilization=0.92, max_model_len=MAX_MODEL_LEN, max_num_seqs=256,
-                     max_num_batched_tokens=8192, cudagraph_memory_in_budget=True)
 
 
 def time_call(call: Callable[[], object], repeats: int, number: int) -> float:

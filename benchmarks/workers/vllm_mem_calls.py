@@ -13,22 +13,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import vllm_mem  # noqa: E402
+from bench_inputs import GIB, KV_AVAILABLE_BYTES, MAX_MODEL_LEN, MODELS, PLAN_SETTINGS  # noqa: E402
 from side_by_side import ns_per_call, rate_per_s, worker_main  # noqa: E402
 from vllm_mem import ModelSpec  # noqa: E402
 
-GIB = 1 << 30
-#: model -> (tensor_parallel_size, GPU for the plan), as bench_sizing.py.
-MODELS = {
-    "meta-llama/Llama-3.1-8B-Instruct": (1, "H100-80GB"),
-    "Qwen/Qwen3-30B-A3B": (1, "H100-80GB"),
-    "google/gemma-3-27b-it": (2, "H100-80GB"),
-    "deepseek-ai/DeepSeek-V3": (8, "H200"),
-}
 SWEEP_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-#: Every setting whose default follows the vLLM release is given, so both sides plan the same.
-PLAN_SETTINGS = dict(gpu_memory_utilization=0.92, max_model_len=8192, max_num_seqs=256,
-                     max_num_batched_tokens=8192, cudagraph_memory_in_budget=True)
-KV_AVAILABLE_BYTES = 20 * GIB
 #: The issue's max_model_len sweep: 128 lengths x 4 GPUs x 4 TP x 2 KV dtypes x 16 utilizations.
 LENGTH_GRID = dict(
     gpus=["H100-80GB", "H200-141GB", "A100-80GB", "L40S"],
@@ -61,7 +50,7 @@ def plan_calls(args: Any, metrics: dict[str, float], figures: dict[str, Any]) ->
             return vllm_mem.plan(spec, total_memory_bytes=total, tensor_parallel_size=tp, **PLAN_SETTINGS)
 
         def kv(spec: ModelSpec = spec, tp: int = tp) -> Any:
-            return vllm_mem.kv_cache_capacity(spec, KV_AVAILABLE_BYTES, max_model_len=8192,
+            return vllm_mem.kv_cache_capacity(spec, KV_AVAILABLE_BYTES, max_model_len=MAX_MODEL_LEN,
                                               tensor_parallel_size=tp)
 
         p, k = plan(), kv()
@@ -104,8 +93,8 @@ def peer_calls(args: Any, metrics: dict[str, float], figures: dict[str, Any]) ->
 
     p = plan()
     figures["config load"] = f"{spec.num_layers} layers, {spec.weight_bytes()} weight bytes (the config's)"
-    figures["plan"] = (f"KV {p.available_kv_cache_bytes / GIB:.2f} GiB, fits {p.fits}, "
-                       f"largest max_model_len {p.max_model_len_that_fits}")
+    figures["plan"] = (f"fits {p.fits}, largest max_model_len {p.max_model_len_that_fits}, KV cache "
+                       f"(all blocks) {p.available_kv_cache_bytes / GIB:.2f} GiB")
     figures["plan from the file"] = f"fits {plan_from_file().fits}"
     metrics["config load"] = ns_per_call(lambda: ModelSpec.from_hf_config(path), args.repeats, args.number)
     metrics["plan"] = ns_per_call(plan, args.repeats, args.number)

@@ -46,8 +46,8 @@ def measure(args: Any) -> dict[str, Any]:
 
     p, m = plan(), plan_from_file()
     figures["config load"] = f"{model.num_layers} layers, {model.num_params} parameters (estimated)"
-    figures["plan"] = (f"KV {p.breakdown.kv_cache_gib:.2f} GiB at the context, fits {p.fits}, "
-                       f"largest context {p.max_context_vram}")
+    figures["plan"] = (f"fits {p.fits}, largest context {p.max_context_vram}, KV of one "
+                       f"{args.max_model_len}-token sequence {p.breakdown.kv_cache_gib:.2f} GiB")
     figures["plan from the file"] = f"fits {m.fits}, largest context {m.max_context_vram}"
     metrics["config load"] = ns_per_call(lambda: inspect_model(path), args.repeats, args.number)
     metrics["plan"] = ns_per_call(plan, args.repeats, args.number)
