@@ -17,8 +17,9 @@ import vllm_mem
 BODY = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 2,
         "vocab_size": 1000, "intermediate_size": 128, "torch_dtype": "bfloat16"}
 # Hybrids still without rules (the Mamba-2 / Mamba-1 / gated-DeltaNet hybrids have them:
-# tests/python/test_hybrid_models.py).
-HYBRIDS = ["zamba", "zamba2", "minimax", "minimax_text_01", "mamba", "falcon_mamba", "plamo2", "lfm2"]
+# tests/python/test_hybrid_models.py; the pure Mamba-1 models mamba / falcon_mamba:
+# tests/python/test_families_hybrid.py, as lfm2).
+HYBRIDS = ["zamba", "zamba2", "minimax", "minimax_text_01", "plamo2"]
 
 
 def _config(model_type: str | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@
 
 #include "core/base/checked_math.h"
 #include "core/model/parallelism.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
@@ -104,6 +105,12 @@ MambaStateLayout ComputeMambaState(const ModelSpec& model, DType model_dtype, co
           Tensor("ssm", {Divide(h.num_heads, tp, "linear_num_value_heads"), h.head_dim, h.head_k_dim}, ssm_dtype));
       break;
     }
+    case RecurrentMixerKind::kShortConv:
+      // MambaStateShapeCalculator.short_conv_state_shape: (conv_kernel - 1 + num_spec, conv_dim / tp),
+      // in short_conv_state_dtype (the conv dtype); no SSM state.
+      out.tensors.push_back(Tensor(
+          "conv", {h.conv_kernel - 1 + spec, Divide(h.intermediate_size, tp, "conv_dim")}, conv_dtype));
+      break;
   }
   for (const MambaStateTensor& t : out.tensors) {
     out.page_size_bytes = CheckedAdd(out.page_size_bytes, t.bytes, "mamba_state_bytes");
@@ -206,6 +213,10 @@ HybridLayerPlan PlanHybridLayers(const ModelSpec& model, const KvSpecBuildOption
     // vllm/model_executor/models/qwen3_5.py refuses it when the model is built.
     throw Unsupported("Qwen3.5 currently does not support 'all' prefix caching, please use "
                       "'--mamba-cache-mode=align' instead");
+  }
+  // Families whose vLLM model refuses it when built (model_families.json traits; LFM2).
+  if (const JsonValue* family = FamilyTraits(model.model_type); h.cache_mode == MambaCacheMode::kAll && family) {
+    if (const JsonValue* refusal = family->Find("mamba_cache_mode_all_refusal")) throw Unsupported(refusal->AsString());
   }
   const DType model_dtype = ResolveModelDType(h.model_dtype, model.dtype, "dtype");
   MambaStateOptions so;

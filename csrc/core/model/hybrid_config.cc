@@ -11,6 +11,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/model/hybrid_spec.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 
 namespace vllm_mem {
@@ -236,26 +237,35 @@ void ReadNemotronH(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
   if (h.config_ssm_cache_dtype.empty()) h.config_ssm_cache_dtype = "float32";
 }
 
-/*! Qwen3-Next / Qwen3.5 (vllm qwen3_next.py, qwen3_5.py): layer_types "linear_attention" /
- *  "full_attention", else full attention every full_attention_interval-th layer. */
-void ReadGatedDeltaNet(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+/*! layer_types when present: a list of num_hidden_layers strings; nullptr when absent. */
+const JsonValue* LayerTypes(const ModelSpec& spec, const JsonValue& text) {
   const JsonValue* types = Present(text, "layer_types");
-  const int64_t interval = Dim(text, {"full_attention_interval"}, 4, kMaxNumLayers);
   if (types != nullptr && (!types->IsArray() || static_cast<int64_t>(types->AsArray().size()) != spec.num_layers)) {
     throw InvalidArgument("layer_types", "must be a list of num_hidden_layers (" + std::to_string(spec.num_layers) +
                                              ") strings");
   }
+  return types;
+}
+
+/*! Whether layer \p i of layer_types is "full_attention"; \p other is the only other name allowed. */
+bool FullAttentionAt(const JsonValue& types, size_t i, const char* other) {
+  const JsonValue& t = types.AsArray()[i];
+  const std::string k = t.IsString() ? t.AsString() : "";
+  if (k != "full_attention" && k != other) {
+    throw InvalidArgument("layer_types", std::string("entries must be \"") + other + "\" or \"full_attention\", got " +
+                                             (t.IsString() ? EchoValue(k) : t.KindName()));
+  }
+  return k == "full_attention";
+}
+
+/*! Qwen3-Next / Qwen3.5 (vllm qwen3_next.py, qwen3_5.py): layer_types "linear_attention" /
+ *  "full_attention", else full attention every full_attention_interval-th layer. */
+void ReadGatedDeltaNet(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const JsonValue* types = LayerTypes(spec, text);
+  const int64_t interval = Dim(text, {"full_attention_interval"}, 4, kMaxNumLayers);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     bool full = (static_cast<int64_t>(i) + 1) % interval == 0;
-    if (types != nullptr) {
-      const JsonValue& t = types->AsArray()[i];
-      const std::string k = t.IsString() ? t.AsString() : "";
-      if (k != "full_attention" && k != "linear_attention") {
-        throw InvalidArgument("layer_types", "entries must be \"linear_attention\" or \"full_attention\", got " +
-                                                 (t.IsString() ? EchoValue(k) : t.KindName()));
-      }
-      full = k == "full_attention";
-    }
+    if (types != nullptr) full = FullAttentionAt(*types, i, "linear_attention");
     SetAttention(spec.layers[i], full);
     spec.layers[i].recurrent_state = !full;
   }
@@ -277,9 +287,99 @@ void ReadGatedDeltaNet(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
   }
 }
 
+/*! The layer reader model_families.json names for this family ("hybrid_layers"), or "" when its
+ *  rules are written here per model_type. */
+std::string HybridLayersTrait(std::string_view model_type) {
+  const JsonValue* family = FamilyTraits(model_type);
+  const JsonValue* mixer = family != nullptr ? family->Find("hybrid_layers") : nullptr;
+  return mixer != nullptr ? mixer->AsString() : "";
+}
+
+/*! A pure Mamba-1 model (vllm mamba.py, transformers MambaConfig / FalconMambaConfig): every
+ *  layer a MambaMixer, no attention, no MLP. intermediate_size absent is expand * hidden_size,
+ *  time_step_rank "auto" (or absent) ceil(hidden_size / 16), as MambaConfig.__init__ computes
+ *  them; MambaMixer's x_proj / dt_proj widths follow time_step_rank (kept in head_dim). */
+void ReadPureMamba1(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  h.kind = RecurrentMixerKind::kMamba1;
+  const int64_t expand = Dim(text, {"expand"}, 2, 1 << 10);
+  h.intermediate_size =
+      Dim(text, {"intermediate_size"}, CheckedMul(expand, spec.hidden_size, "expand"), kMaxIntermediateSize);
+  h.state_size = Dim(text, {"state_size"}, 16, kMaxHeadDim);
+  h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
+  const JsonValue* rank = Present(text, "time_step_rank");
+  h.head_dim = (rank == nullptr || rank->IsString()) ? CeilDiv(spec.hidden_size, 16)
+                                                     : Dim(text, {"time_step_rank"}, 0, kMaxHiddenSize);
+  if (rank != nullptr && rank->IsString() && rank->AsString() != "auto") {
+    throw InvalidArgument("time_step_rank", "must be an integer or \"auto\", got " + EchoValue(rank->AsString()));
+  }
+  h.conv_bias = BoolOr(text, "use_conv_bias", true);
+  h.proj_bias = BoolOr(text, "use_bias", false);
+  for (LayerSpec& l : spec.layers) {
+    SetAttention(l, false);
+    l.recurrent_state = true;
+    l.mlp = false;
+  }
+}
+
+/*! LFM2's feed-forward width (vllm lfm2.py Lfm2MLP, transformers Lfm2Config): block_ff_dim (the
+ *  original key, which transformers prefers) or intermediate_size; with block_auto_adjust_ff_dim,
+ *  int(2 * I / 3), times block_ffn_dim_multiplier when set, rounded up to block_multiple_of. */
+int64_t Lfm2FeedForward(const JsonValue& text, int64_t intermediate) {
+  int64_t ff = Dim(text, {"block_ff_dim", "intermediate_size"}, intermediate, kMaxIntermediateSize);
+  if (!BoolOr(text, "block_auto_adjust_ff_dim", true)) return ff;
+  ff = 2 * ff / 3;
+  if (const JsonValue* m = Present(text, "block_ffn_dim_multiplier"); m != nullptr) {
+    if (!m->IsNumber() || !(m->AsNumber().value > 0.0 && m->AsNumber().value <= 64.0)) {
+      throw InvalidArgument("block_ffn_dim_multiplier", "must be a number in (0, 64]");
+    }
+    ff = static_cast<int64_t>(m->AsNumber().value * static_cast<double>(ff));
+  }
+  const int64_t multiple = Dim(text, {"block_multiple_of"}, 256, kMaxIntermediateSize);
+  return CheckedMul(multiple, CeilDiv(ff, multiple), "block_multiple_of");
+}
+
+/*! LFM2 (vllm lfm2.py, transformers Lfm2Config): layer_types "conv" (ShortConv) / "full_attention",
+ *  else full attention at full_attn_idxs (every layer when absent); every layer has the SwiGLU
+ *  feed-forward. ShortConv's width is conv_dim (vLLM builds in_proj from it), its kernel conv_L_cache. */
+void ReadLfm2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const JsonValue* types = LayerTypes(spec, text);
+  const JsonValue* idxs = Present(text, "full_attn_idxs");
+  if (types == nullptr && idxs != nullptr && !idxs->IsArray()) {
+    throw InvalidArgument("full_attn_idxs", "must be a list of layer indices");
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    bool attention = idxs == nullptr;  // transformers: every layer attends when neither is given
+    if (types != nullptr) {
+      attention = FullAttentionAt(*types, i, "conv");
+    } else if (idxs != nullptr) {
+      for (const JsonValue& e : idxs->AsArray()) {
+        if (!e.IsNumber() || !e.AsNumber().integer || *e.AsNumber().integer < 0 ||
+            *e.AsNumber().integer >= spec.num_layers) {
+          throw InvalidArgument("full_attn_idxs", "entries must be layer indices in [0, " +
+                                                      std::to_string(spec.num_layers) + ")");
+        }
+        attention = attention || *e.AsNumber().integer == static_cast<int64_t>(i);
+      }
+    }
+    SetAttention(spec.layers[i], attention);
+    spec.layers[i].recurrent_state = !attention;
+  }
+  h.kind = RecurrentMixerKind::kShortConv;
+  h.intermediate_size = Dim(text, {"conv_dim"}, spec.hidden_size, kMaxHiddenSize);
+  if (h.intermediate_size != spec.hidden_size) {
+    // vLLM's ShortConv projects from conv_dim: a different hidden size cannot be loaded.
+    throw InvalidArgument("conv_dim", "must equal hidden_size (" + std::to_string(spec.hidden_size) +
+                                          "): vLLM's ShortConv in_proj takes conv_dim inputs");
+  }
+  h.conv_kernel = Dim(text, {"conv_L_cache"}, 3, 1 << 10);
+  h.conv_bias = BoolOr(text, "conv_bias", false);
+  spec.intermediate_size = Lfm2FeedForward(text, spec.intermediate_size);
+}
+
 }  // namespace
 
 bool IsHybridModelType(std::string_view t) {
+  if (!HybridLayersTrait(t).empty()) return true;
   for (const char* known : {"jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1", "qwen3_next", "qwen3_5",
                             "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "mamba2"}) {
     if (t == known) return true;
@@ -328,6 +428,10 @@ void ReadHybridLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& t
       }
       for (LayerSpec& l : spec.layers) l.moe = spec.moe.has_value();
     }
+  } else if (HybridLayersTrait(t) == "mamba1") {
+    ReadPureMamba1(spec, h, text);
+  } else if (HybridLayersTrait(t) == "short_conv") {
+    ReadLfm2(spec, h, text);
   } else if (t == "mamba2") {
     // Mamba2ForCausalLM (vllm mamba2.py): every layer a Mamba-2 mixer, no attention, no MLP.
     h.kind = RecurrentMixerKind::kMamba2;

@@ -14,6 +14,7 @@
 #include "core/model/weights_common.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/hybrid_spec.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
 
@@ -117,6 +118,17 @@ void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& 
       e.mixer = Add(e.mixer, Mul(Split(value, t, "linear value dim"), hidden));
       break;
     }
+    case RecurrentMixerKind::kShortConv: {
+      // LFM2's ShortConv (vllm short_conv.py): in_proj (B, C, x: 3 x conv_dim, merged column),
+      // the depthwise conv (conv_dim x L_cache, column), out_proj (row); biases with conv_bias.
+      const int64_t t = per_rank ? tp : 1;
+      const int64_t dim = Split(h.intermediate_size, t, "conv_dim");
+      e.mixer = Add(e.mixer, Mul(hidden, 3 * dim));
+      e.mixer = Add(e.mixer, Mul(dim, h.conv_kernel));
+      e.mixer = Add(e.mixer, Mul(dim, hidden));
+      if (h.conv_bias) e.mixer = Add(e.mixer, Add(Add(3 * dim, dim), hidden));
+      break;
+    }
   }
 }
 
@@ -147,11 +159,12 @@ void AddMlp(const ModelSpec& s, const LayerSpec& l, int64_t tp, LayerElements& e
   e.mlp = Add(e.mlp, MlpElements(s, s.intermediate_size, tp, gated, "intermediate_size"));
 }
 
-/*! Norms of one layer: Nemotron-H and Mamba-2 blocks have one (the block's norm), the others an
- *  input norm and a norm before the MLP. */
+/*! Norms of one layer: Nemotron-H and Mamba-2 blocks have one (the block's norm), the families
+ *  with traits as many as model_families.json says (Mamba: one), the others an input norm and a
+ *  norm before the MLP (traits.norms_per_layer's default, 2). */
 int64_t NormElements(const ModelSpec& s) {
   const bool single = s.model_type == "nemotron_h" || s.model_type == "mamba2";
-  return Mul(single ? 1 : 2, s.hidden_size);
+  return Mul(single ? 1 : s.traits.norms_per_layer, s.hidden_size);
 }
 
 LayerElements Layer(const ModelSpec& s, const LayerSpec& l, int64_t tp, bool per_rank) {
@@ -166,6 +179,10 @@ LayerElements Layer(const ModelSpec& s, const LayerSpec& l, int64_t tp, bool per
 /*! The rotary cos/sin cache: only families whose attention uses RoPE (Jamba, Nemotron-H,
  *  Granite-4.0-H with position_embedding_type "nope" and Mamba-2 have none). */
 bool UsesRope(const ModelSpec& s) {
+  // A family with traits says so itself (model_families.json "rotary": LFM2).
+  if (const JsonValue* family = FamilyTraits(s.model_type); family != nullptr && family->Find("rotary") != nullptr) {
+    return family->Find("rotary")->AsBool();
+  }
   return s.model_type == "qwen3_next" || s.model_type.rfind("qwen3_5", 0) == 0 || s.model_type == "falcon_h1" ||
          s.model_type == "bamba";
 }

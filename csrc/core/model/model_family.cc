@@ -30,14 +30,21 @@ void CheckTraits(const JsonValue& doc) {
     for (const auto& [key, value] : entry.AsObject()) {
       bool ok = false;
       for (const char* b : {"tie_word_embeddings_default", "bias_default", "gated_mlp", "rotary",
-                            "embeddings_on_every_pp_rank"}) {
+                            "embeddings_on_every_pp_rank", "attention_free", "qk_norm"}) {
         if (key == b) ok = value.IsBool();
       }
       for (const char* s :
-           {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field"}) {
+           {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field",
+            "mamba_cache_mode_all_refusal"}) {
         if (key == s) ok = value.IsString();
       }
       if (key == "norm") ok = value.IsString() && (value.AsString() == "rmsnorm" || value.AsString() == "layernorm");
+      // The recurrent mixers hybrid_config.cc reads for a whole model (every layer that mixer alone).
+      if (key == "hybrid_layers") {
+        ok = value.IsString() && (value.AsString() == "mamba1" || value.AsString() == "short_conv");
+      }
+      if (key == "norms_per_layer") ok = value.IsNumber() && value.AsNumber().integer.has_value() &&
+                                         *value.AsNumber().integer >= 1 && *value.AsNumber().integer <= 4;
       if (key == "learned_positions_offset") ok = value.IsNumber() && value.AsNumber().integer.has_value() &&
                                                   *value.AsNumber().integer >= 0 && *value.AsNumber().integer <= 16;
       if (!ok) throw std::logic_error("model_families.json: traits." + type + "." + key + " is unknown or mistyped");

@@ -343,6 +343,8 @@ void ApplyFamilyTraits(const std::string& model_type, const JsonValue& text, Arc
   if (const JsonValue* every = family->Find("embeddings_on_every_pp_rank")) {
     t.embeddings_on_every_pp_rank = every->AsBool();
   }
+  if (const JsonValue* norms = family->Find("norms_per_layer")) t.norms_per_layer = *norms->AsNumber().integer;
+  if (const JsonValue* qk_norm = family->Find("qk_norm")) t.qk_norm = qk_norm->AsBool();
   if (const JsonValue* offset = family->Find("learned_positions_offset")) {
     const int64_t positions =
         OptionalIntIn(text, {"max_position_embeddings"}, 1, kMaxModelLenTokens).value_or(0);
@@ -543,6 +545,57 @@ ModelSpec ModelSpec::FromHfConfigText(std::string_view json_text, const ModelRea
 
 namespace {
 
+/*! Query heads, KV heads, MLA ranks and head_dim of an attention model. */
+void ReadAttentionShape(ModelSpec& spec, const JsonValue& text) {
+  spec.num_attention_heads =
+      RequiredPositiveInt(text, {"num_attention_heads", "n_head", "num_heads"}, kMaxAttentionHeads);
+  // Total KV heads, vLLM's spellings in vLLM's order of preference.
+  if (auto kv = OptionalInt(text, {"n_head_kv", "num_kv_heads", "num_key_value_heads",
+                                    "multi_query_group_num", "num_attention_groups"})) {
+    spec.num_kv_heads = *kv;
+  } else if (const JsonValue* attn = text.Find("attn_config"); attn != nullptr && attn->IsObject() &&
+                                                                  attn->Find("kv_n_heads") != nullptr) {
+    spec.num_kv_heads = AsInteger(*attn->Find("kv_n_heads"), "attn_config.kv_n_heads");  // MPT, DBRX
+  } else if (spec.model_type == "falcon" && OptionalBool(text, "multi_query").value_or(false) &&
+             !OptionalBool(text, "new_decoder_architecture").value_or(false)) {
+    spec.num_kv_heads = 1;
+  } else {
+    spec.num_kv_heads = spec.num_attention_heads;
+  }
+  if (spec.num_kv_heads <= 0) {
+    throw InvalidArgument("num_key_value_heads", "must be a positive integer, got " +
+                                                     std::to_string(spec.num_kv_heads));
+  }
+  // Grouped-query attention: each KV head serves num_attention_heads / num_kv_heads query heads
+  // (transformers' repeat_kv, vLLM's attention layers); any other count is not a model.
+  if (spec.num_attention_heads % spec.num_kv_heads != 0) {
+    throw InvalidArgument("num_key_value_heads",
+                          "must divide num_attention_heads (" + std::to_string(spec.num_attention_heads) +
+                              "), got " + std::to_string(spec.num_kv_heads));
+  }
+
+  if (text.Find("kv_lora_rank") != nullptr && !text.Find("kv_lora_rank")->IsNull()) {
+    MlaSpec mla;
+    mla.kv_lora_rank = RequiredPositiveInt(text, {"kv_lora_rank"}, kMaxHeadDim);
+    mla.qk_rope_head_dim = RequiredPositiveInt(text, {"qk_rope_head_dim"}, kMaxHeadDim);
+    mla.qk_nope_head_dim = RequiredPositiveInt(text, {"qk_nope_head_dim"}, kMaxHeadDim);
+    mla.v_head_dim = RequiredPositiveInt(text, {"v_head_dim"}, kMaxHeadDim);
+    mla.q_lora_rank = OptionalIntIn(text, {"q_lora_rank"}, 0, kMaxHiddenSize).value_or(0);
+    spec.mla = mla;
+    spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  } else if (auto hd = OptionalInt(text, {"head_dim", "hidden_size_per_head"})) {
+    spec.head_dim = *hd;
+  } else {
+    if (spec.hidden_size % spec.num_attention_heads != 0) {
+      throw InvalidArgument("head_dim", "not given, and hidden_size (" + std::to_string(spec.hidden_size) +
+                                            ") is not divisible by num_attention_heads (" +
+                                            std::to_string(spec.num_attention_heads) + ")");
+    }
+    spec.head_dim = spec.hidden_size / spec.num_attention_heads;
+  }
+  RequirePositiveAtMost(spec.head_dim, kMaxHeadDim, "head_dim", "vllm_mem/base/limits.h: 100x beyond real models");
+}
+
 /*! Refuses a model_type the core has no exact rules for (model_family.h), or records why the
  *  figures are a generic estimate when the caller asked for one. Before any other field is read,
  *  so a hybrid never gets as far as a transformer-shaped KV size. */
@@ -596,14 +649,19 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   }
   // A text_config that is not an object (a string, a list) would otherwise be skipped and the
   // wrapper's top level read as the language model: a plausible, wrong model.
-  if (const JsonValue* t = raw_config.Find("text_config"); t != nullptr && !t->IsNull() && !t->IsObject()) {
-    throw InvalidArgument("text_config", "must be an object (the language model's config), got " + t->KindName());
+  for (const char* key : {"text_config", "llm_config"}) {
+    if (const JsonValue* t = raw_config.Find(key); t != nullptr && !t->IsNull() && !t->IsObject()) {
+      throw InvalidArgument(key, "must be an object (the language model's config), got " + t->KindName());
+    }
   }
   // Published files omit fields equal to transformers' class defaults (Gemma-3's text_config
   // has no vocab_size): fill them as transformers does before reading (config_defaults.h).
   const JsonValue config = ApplyConfigDefaults(raw_config);
   // Multimodal checkpoints keep the language model's fields under text_config.
+  // InternVL's remote-code config names it llm_config; vLLM reads that as text_config
+  // (transformers_utils/config.py _CONFIG_ATTRS_MAPPING {"llm_config": "text_config"}).
   const JsonValue* nested = config.Find("text_config");
+  if (nested == nullptr || nested->IsNull()) nested = config.Find("llm_config");
   const JsonValue& text = (nested != nullptr && nested->IsObject()) ? *nested : config;
 
   ModelSpec spec;
@@ -624,55 +682,13 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   spec.num_layers = RequiredPositiveInt(text, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"},
                                         kMaxNumLayers);
   spec.hidden_size = RequiredPositiveInt(text, {"hidden_size", "n_embd", "d_model"}, kMaxHiddenSize);
-  spec.num_attention_heads =
-      RequiredPositiveInt(text, {"num_attention_heads", "n_head", "num_heads"}, kMaxAttentionHeads);
   spec.vocab_size = RequiredPositiveInt(text, {"vocab_size", "padded_vocab_size"}, kMaxVocabSize);
 
-  // Total KV heads, vLLM's spellings in vLLM's order of preference.
-  if (auto kv = OptionalInt(text, {"n_head_kv", "num_kv_heads", "num_key_value_heads",
-                                    "multi_query_group_num", "num_attention_groups"})) {
-    spec.num_kv_heads = *kv;
-  } else if (const JsonValue* attn = text.Find("attn_config"); attn != nullptr && attn->IsObject() &&
-                                                                  attn->Find("kv_n_heads") != nullptr) {
-    spec.num_kv_heads = AsInteger(*attn->Find("kv_n_heads"), "attn_config.kv_n_heads");  // MPT, DBRX
-  } else if (spec.model_type == "falcon" && OptionalBool(text, "multi_query").value_or(false) &&
-             !OptionalBool(text, "new_decoder_architecture").value_or(false)) {
-    spec.num_kv_heads = 1;
-  } else {
-    spec.num_kv_heads = spec.num_attention_heads;
-  }
-  if (spec.num_kv_heads <= 0) {
-    throw InvalidArgument("num_key_value_heads", "must be a positive integer, got " +
-                                                     std::to_string(spec.num_kv_heads));
-  }
-  // Grouped-query attention: each KV head serves num_attention_heads / num_kv_heads query heads
-  // (transformers' repeat_kv, vLLM's attention layers); any other count is not a model.
-  if (spec.num_attention_heads % spec.num_kv_heads != 0) {
-    throw InvalidArgument("num_key_value_heads",
-                          "must divide num_attention_heads (" + std::to_string(spec.num_attention_heads) +
-                              "), got " + std::to_string(spec.num_kv_heads));
-  }
-
-  if (text.Find("kv_lora_rank") != nullptr && !text.Find("kv_lora_rank")->IsNull()) {
-    MlaSpec mla;
-    mla.kv_lora_rank = RequiredPositiveInt(text, {"kv_lora_rank"}, kMaxHeadDim);
-    mla.qk_rope_head_dim = RequiredPositiveInt(text, {"qk_rope_head_dim"}, kMaxHeadDim);
-    mla.qk_nope_head_dim = RequiredPositiveInt(text, {"qk_nope_head_dim"}, kMaxHeadDim);
-    mla.v_head_dim = RequiredPositiveInt(text, {"v_head_dim"}, kMaxHeadDim);
-    mla.q_lora_rank = OptionalIntIn(text, {"q_lora_rank"}, 0, kMaxHiddenSize).value_or(0);
-    spec.mla = mla;
-    spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
-  } else if (auto hd = OptionalInt(text, {"head_dim", "hidden_size_per_head"})) {
-    spec.head_dim = *hd;
-  } else {
-    if (spec.hidden_size % spec.num_attention_heads != 0) {
-      throw InvalidArgument("head_dim", "not given, and hidden_size (" + std::to_string(spec.hidden_size) +
-                                            ") is not divisible by num_attention_heads (" +
-                                            std::to_string(spec.num_attention_heads) + ")");
-    }
-    spec.head_dim = spec.hidden_size / spec.num_attention_heads;
-  }
-  RequirePositiveAtMost(spec.head_dim, kMaxHeadDim, "head_dim", "vllm_mem/base/limits.h: 100x beyond real models");
+  // Attention-free families (model_families.json "attention_free": Mamba) have no heads: vLLM
+  // reads getattr(hf_text_config, "num_attention_heads", 0), so 0 heads, 0 KV heads, no head_dim.
+  const JsonValue* family_traits = FamilyTraits(spec.model_type);
+  const JsonValue* attention_free = family_traits != nullptr ? family_traits->Find("attention_free") : nullptr;
+  if (attention_free == nullptr || !attention_free->AsBool()) ReadAttentionShape(spec, text);
 
   // GPT-2 style configs leave n_inner null meaning 4 * hidden.
   spec.intermediate_size = OptionalInt(text, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"})

@@ -56,6 +56,8 @@ int64_t KvHeadsPerRank(int64_t total_kv_heads, int64_t tensor_parallel_size) {
     throw InvalidArgument("tensor_parallel_size",
                           "must be an integer >= 1, got " + std::to_string(tensor_parallel_size));
   }
+  // Attention-free models (Mamba: model_families.json attention_free) have no KV head to place.
+  if (total_kv_heads == 0) return 0;
   if (total_kv_heads >= tensor_parallel_size) {
     if (total_kv_heads % tensor_parallel_size != 0) {
       throw InvalidArgument("tensor_parallel_size",

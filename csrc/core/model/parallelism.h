@@ -22,7 +22,7 @@ void ValidateParallelism(int64_t num_layers, int64_t tensor_parallel_size, int64
 
 /*! \brief KV heads per tensor-parallel rank: max(1, total / tp). Heads are replicated when
  *  tp > total; InvalidArgument (field tensor_parallel_size) when neither divides the other,
- *  as vLLM's model code asserts. */
+ *  as vLLM's model code asserts. 0 for an attention-free model (no KV heads). */
 int64_t KvHeadsPerRank(int64_t total_kv_heads, int64_t tensor_parallel_size);
 
 /*! \brief Query heads per rank; InvalidArgument unless tp divides num_attention_heads. */

@@ -43,6 +43,9 @@ struct Tensor {
   Split split = Split::kReplicated;
   bool loaded = true;  //!< false: in the checkpoint, skipped by vLLM
   int64_t copies = 1;  //!< identical encoder layers
+  /*! > 0: split only when TP divides this head count, else whole on every rank (InternViT's
+   *  attention falls back to InternSdpaAttention, built with plain Linears). */
+  int64_t split_if_tp_divides = 0;
 };
 
 int64_t Elements(const Tensor& t) { return Mul(Add(Mul(t.out, t.in), t.bias ? t.out : 0), t.copies); }
@@ -57,7 +60,8 @@ int64_t ElementsPerRank(const Tensor& t, int64_t tp) {
     return n / tp;
   };
   int64_t n = 0;
-  switch (t.split) {
+  const Split split = t.split_if_tp_divides > 0 && t.split_if_tp_divides % tp != 0 ? Split::kReplicated : t.split;
+  switch (split) {
     case Split::kReplicated: n = Add(Mul(t.out, t.in), t.bias ? t.out : 0); break;
     case Split::kColumn: n = Add(Mul(divide(t.out), t.in), t.bias ? divide(t.out) : 0); break;
     // RowParallelLinear keeps the whole bias on every rank.
@@ -79,6 +83,24 @@ void EncoderLayers(int64_t h, int64_t inter, int64_t layers, int64_t loaded, boo
     out.push_back({gated ? Mul(2, inter) : inter, h, bias, Split::kColumn, is_loaded, copies});
     out.push_back({h, inter, bias, Split::kRow, is_loaded, copies});
     out.push_back({norm_elements_per_layer, 1, false, Split::kReplicated, is_loaded, copies});
+  }
+}
+
+/*! InternViT's encoder layers, built (loaded_layers) and skipped, as vLLM's InternVisionEncoder. */
+void InternVitLayers(const VisionEncoderSpec& s, std::vector<Tensor>& out) {
+  const int64_t h = s.hidden_size;
+  const int64_t norms = Add(Add(Mul(s.rms_norm ? 2 : 4, h), Mul(2, h)), s.qk_normalization ? Mul(2, h) : 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t copies = pass == 0 ? s.loaded_layers : s.num_layers - s.loaded_layers;
+    if (copies == 0) continue;
+    const bool is_loaded = pass == 0;
+    // vllm intern_vit.py _init_attn: InternParallelAttention when TP divides the heads, else
+    // InternSdpaAttention (replicated).
+    out.push_back({Mul(3, h), h, s.qkv_bias, Split::kColumn, is_loaded, copies, s.num_heads});
+    out.push_back({h, h, true, Split::kRow, is_loaded, copies, s.num_heads});
+    out.push_back({s.intermediate_size, h, true, Split::kColumn, is_loaded, copies});
+    out.push_back({h, s.intermediate_size, true, Split::kRow, is_loaded, copies});
+    out.push_back({norms, 1, false, Split::kReplicated, is_loaded, copies});  // norms, ls1 / ls2, q/k norms
   }
 }
 
@@ -148,6 +170,35 @@ std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
       for (Tensor& x : t) x.split = Split::kReplicated;
       t.push_back({Mul(2, h), 1});  // final_layernorm
       break;
+    case VisionEncoderKind::kQwen3Vl: {
+      // Qwen3_VisionTransformer (vllm qwen3_vl.py): Conv3d patch embedding with bias, a learned
+      // position table (nn.Embedding, replicated), blocks of LayerNorm + qkv / proj + a plain
+      // GELU MLP (all with bias), the patch merger (LayerNorm over h) and one DeepStack merger
+      // per deepstack_visual_indexes entry (use_postshuffle_norm: LayerNorm over the merged width).
+      t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), patch_area), true});
+      t.push_back({s.num_position_embeddings, h});
+      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+      const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
+      t.push_back({Mul(2, h), 1});
+      t.push_back({merged, merged, true, Split::kColumn});
+      t.push_back({s.out_hidden_size, merged, true, Split::kRow});
+      if (s.num_deepstack_mergers > 0) {
+        t.push_back({Mul(2, merged), 1, false, Split::kReplicated, true, s.num_deepstack_mergers});
+        t.push_back({merged, merged, true, Split::kColumn, true, s.num_deepstack_mergers});
+        t.push_back({s.out_hidden_size, merged, true, Split::kRow, true, s.num_deepstack_mergers});
+      }
+      break;
+    }
+    case VisionEncoderKind::kInternVit:
+      // InternVisionModel (vllm intern_vit.py): class token, Conv2d patch embedding with bias,
+      // position table of grid + 1 rows; each layer qkv (qkv_bias) / proj (bias), optional q/k
+      // RMSNorms over the whole width, norm1 / norm2 (RMSNorm, or LayerNorm with bias), the layer
+      // scales ls1 / ls2, fc1 / fc2 with bias. No post-norm.
+      t.push_back({h, 1});
+      t.push_back({h, Mul(s.num_channels, patch_area), true});
+      t.push_back({Add(grid, 1), h});
+      InternVitLayers(s, t);
+      break;
   }
   switch (s.projector) {
     case VisionProjectorKind::kGemma3:
@@ -169,7 +220,23 @@ std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
       t.push_back({s.text_hidden_size, s.vision_output_dim, s.projector_bias, Split::kColumn});
       break;
     case VisionProjectorKind::kQwen25Vl:
+    case VisionProjectorKind::kQwen3Vl:
       break;
+    case VisionProjectorKind::kLlava:
+      // LlavaMultiModalProjector (vllm llava.py): linear_1 over the concatenated feature layers,
+      // linear_2; no image_newline (that is LLaVA-NeXT's).
+      t.push_back({s.text_hidden_size, Mul(h, s.num_feature_layers), s.projector_bias, Split::kColumn});
+      t.push_back({s.text_hidden_size, s.text_hidden_size, s.projector_bias, Split::kRow});
+      break;
+    case VisionProjectorKind::kInternVl: {
+      // mlp1 (vllm internvl.py _init_mlp1): LayerNorm, Linear, GELU, Linear over the pixel-shuffled
+      // width h / downsample_ratio^2; plain (replicated) layers.
+      const int64_t shuffled = Mul(h, Mul(s.downsample_ratio_inverse, s.downsample_ratio_inverse));
+      t.push_back({Mul(2, shuffled), 1});
+      t.push_back({s.text_hidden_size, shuffled, true});
+      t.push_back({s.text_hidden_size, s.text_hidden_size, true});
+      break;
+    }
     case VisionProjectorKind::kKimiVl: {
       const int64_t merged = Mul(h, Mul(s.merge_kernel_h, s.merge_kernel_w));
       t.push_back({Mul(2, h), 1});                  // pre_norm (LayerNorm)
@@ -239,6 +306,59 @@ void ReadFeatureLayers(const JsonValue& config, VisionEncoderSpec& s) {
   s.post_layernorm_loaded = false;  // require_post_norm=False for LLaVA-style towers
 }
 
+/*! InternViT's switches and InternVL's select_layer / downsample_ratio (configuration_intern_vit.py,
+ *  configuration_internvl_chat.py; vllm internvl.py builds num_hidden_layers + select_layer + 1
+ *  layers for a negative select_layer, select_layer + 1 otherwise). */
+void ReadInternVit(const JsonValue& config, const JsonValue& v, VisionEncoderSpec& s) {
+  // Absent: InternVisionConfig's defaults (config_defaults.json intern_vit_6b fills them first).
+  s.qk_normalization = VisionBool(v, "qk_normalization", true);
+  s.qkv_bias = VisionBool(v, "qkv_bias", false);
+  const JsonValue* norm = v.Find("norm_type");
+  const std::string norm_type = norm != nullptr && norm->IsString() ? norm->AsString() : "rms_norm";
+  if (norm_type != "rms_norm" && norm_type != "layer_norm") {
+    throw InvalidArgument("vision_config.norm_type", "must be rms_norm or layer_norm (InternViT's NORM2FN), got " +
+                                                         EchoValue(norm_type.substr(0, 40)));
+  }
+  s.rms_norm = norm_type == "rms_norm";
+  const JsonValue* select = config.Find("select_layer");
+  int64_t layer = -1;
+  if (select != nullptr && !select->IsNull()) {
+    if (!select->IsNumber() || !select->AsNumber().integer) {
+      throw InvalidArgument("select_layer", "must be an integer, got " + select->KindName());
+    }
+    layer = *select->AsNumber().integer;
+  }
+  if (layer < -s.num_layers || layer >= s.num_layers) {
+    throw InvalidArgument("select_layer", "must index one of the vision tower's " + std::to_string(s.num_layers) +
+                                              " layers, got " + std::to_string(layer));
+  }
+  s.loaded_layers = layer < 0 ? s.num_layers + layer + 1 : layer + 1;
+  // downsample_ratio 0.5: the pixel shuffle folds 2 x 2 patches (vllm: int(1 / downsample_ratio)).
+  const JsonValue* ratio = config.Find("downsample_ratio");
+  const double r = ratio != nullptr && ratio->IsNumber() ? ratio->AsNumber().value : 0.5;
+  if (!(r > 0.0 && r <= 1.0)) {
+    throw InvalidArgument("downsample_ratio", "must be a number in (0, 1] (InternVL's pixel-shuffle ratio)");
+  }
+  s.downsample_ratio_inverse = static_cast<int64_t>(1.0 / r);
+}
+
+/*! Qwen3-VL's deepstack_visual_indexes: one DeepStack merger per entry, each a tower layer. */
+int64_t DeepstackMergers(const JsonValue& v, int64_t num_layers) {
+  const JsonValue* list = v.Find("deepstack_visual_indexes");
+  if (list == nullptr || list->IsNull()) return 0;
+  if (!list->IsArray() || static_cast<int64_t>(list->AsArray().size()) > num_layers) {
+    throw InvalidArgument("vision_config.deepstack_visual_indexes",
+                          "must be a list of at most depth (" + std::to_string(num_layers) + ") layer indices");
+  }
+  for (const JsonValue& e : list->AsArray()) {
+    if (!e.IsNumber() || !e.AsNumber().integer || *e.AsNumber().integer < 0 || *e.AsNumber().integer >= num_layers) {
+      throw InvalidArgument("vision_config.deepstack_visual_indexes",
+                            "entries must be layer indices in [0, " + std::to_string(num_layers) + ")");
+    }
+  }
+  return static_cast<int64_t>(list->AsArray().size());
+}
+
 }  // namespace
 
 const char* VisionEncoderKindName(VisionEncoderKind kind) {
@@ -249,6 +369,8 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
     case VisionEncoderKind::kLlama4: return "llama4";
     case VisionEncoderKind::kQwen25Vl: return "qwen2_5_vl";
     case VisionEncoderKind::kMoonVit: return "moonvit";
+    case VisionEncoderKind::kQwen3Vl: return "qwen3_vl";
+    case VisionEncoderKind::kInternVit: return "intern_vit";
   }
   return "unknown";  // unreachable: every enumerator is handled above
 }
@@ -268,6 +390,8 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   else if (cls == "llama4_vision_model") s.encoder = VisionEncoderKind::kLlama4;
   else if (cls == "qwen2_5_vl_vision") s.encoder = VisionEncoderKind::kQwen25Vl;
   else if (cls == "moonvit") s.encoder = VisionEncoderKind::kMoonVit;
+  else if (cls == "qwen3_vl_vision") s.encoder = VisionEncoderKind::kQwen3Vl;
+  else if (cls == "intern_vit_6b") s.encoder = VisionEncoderKind::kInternVit;
   else return std::nullopt;  // mllama and others: no rules, the caveat stays
   if (wrapper == "gemma3") s.projector = VisionProjectorKind::kGemma3;
   else if (wrapper == "mistral3") s.projector = VisionProjectorKind::kMistral3;
@@ -275,6 +399,9 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   else if (wrapper == "llama4") s.projector = VisionProjectorKind::kLlama4;
   else if (wrapper == "qwen2_5_vl") s.projector = VisionProjectorKind::kQwen25Vl;
   else if (wrapper == "kimi_vl") s.projector = VisionProjectorKind::kKimiVl;
+  else if (wrapper == "llava") s.projector = VisionProjectorKind::kLlava;
+  else if (wrapper == "internvl_chat") s.projector = VisionProjectorKind::kInternVl;
+  else if (wrapper == "qwen3_vl" || wrapper == "qwen3_vl_moe") s.projector = VisionProjectorKind::kQwen3Vl;
   else return std::nullopt;
 
   s.text_hidden_size = text_hidden_size;
@@ -291,7 +418,7 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   }
   s.loaded_layers = s.num_layers;
   const bool learned_positions = s.encoder == VisionEncoderKind::kSiglip || s.encoder == VisionEncoderKind::kClip ||
-                                 s.encoder == VisionEncoderKind::kLlama4;
+                                 s.encoder == VisionEncoderKind::kLlama4 || s.encoder == VisionEncoderKind::kInternVit;
   if (learned_positions) {
     s.image_size = VisionInt(v, {"image_size"}, kMaxHiddenSize);
     if (s.image_size < s.patch_size) {
@@ -307,6 +434,16 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
       s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
       s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
       s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
+      break;
+    case VisionEncoderKind::kQwen3Vl:
+      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
+      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
+      s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
+      s.num_position_embeddings = VisionInt(v, {"num_position_embeddings"}, kMaxModelLenTokens);
+      s.num_deepstack_mergers = DeepstackMergers(v, s.num_layers);
+      break;
+    case VisionEncoderKind::kInternVit:
+      ReadInternVit(config, v, s);
       break;
     case VisionEncoderKind::kMoonVit: {
       s.pos_emb_height = VisionInt(v, {"init_pos_emb_height"}, kMaxHeadDim);
@@ -331,10 +468,11 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
     default:
       break;
   }
-  if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext) {
+  if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext ||
+      s.projector == VisionProjectorKind::kLlava) {
     ReadFeatureLayers(config, s);
     const JsonValue* bias = config.Find("multimodal_projector_bias");
-    s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector == VisionProjectorKind::kLlavaNext;
+    s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector != VisionProjectorKind::kMistral3;
     if (s.projector == VisionProjectorKind::kMistral3) {
       // Absent or null: Mistral3Config's default, 2. Anything else must be a whole number: a
       // 2.5 (or a string) once fell back to 2 here, sizing a projector vLLM cannot build.

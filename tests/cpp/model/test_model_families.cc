@@ -245,7 +245,8 @@ TEST(ModelFamilies, MalformedFieldsAreRefusedByName) {
 
 // The traits table is data the readers trust: every entry belongs to a supported family.
 TEST(ModelFamilies, TraitsBelongToSupportedFamilies) {
-  for (const char* type : {"opt", "phi3", "qwen3_5_moe", "qwen3_5_moe_text"}) {
+  for (const char* type : {"opt", "phi3", "qwen3_5_moe", "qwen3_5_moe_text", "mamba", "falcon_mamba", "lfm2",
+                           "qwen3_vl_text", "qwen3_vl_moe_text"}) {
     EXPECT_EQ(ClassifyModelType(type).support, ModelSupport::kSupported) << type;
     const JsonValue* traits = FamilyTraits(type);
     ASSERT_NE(traits, nullptr) << type;

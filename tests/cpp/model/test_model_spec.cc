@@ -126,7 +126,7 @@ TEST(ModelSpec, FamiliesWithoutRulesAreRefusedOrLabelled) {
   // A config without a model_type is not a Hugging Face config: refused too.
   EXPECT_THROW(ModelSpec::FromHfConfigText("{" + body), InvalidArgument);
   // A hybrid state-space model would be sized as a transformer: refused as not modelled.
-  for (const char* hybrid : {"zamba2", "minimax", "mamba", "lfm2"}) {
+  for (const char* hybrid : {"zamba2", "minimax", "plamo2", "zamba"}) {
     try {
       ModelSpec::FromHfConfigText(config(hybrid));
       FAIL() << hybrid;

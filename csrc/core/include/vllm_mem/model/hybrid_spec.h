@@ -29,6 +29,7 @@ enum class RecurrentMixerKind {
   kMamba1,         //!< MambaMixer (Jamba): conv (d_conv-1, d_inner), ssm (d_inner, d_state)
   kMamba2,         //!< MambaMixer2: conv (d_conv-1+spec, (I + 2*G*N)/tp), ssm (H/tp, P, N)
   kGatedDeltaNet,  //!< Qwen3-Next / Qwen3.5 GDN: conv (k-1+spec, (2*Hk*Dk + Hv*Dv)/tp), ssm (Hv/tp, Dv, Dk)
+  kShortConv,      //!< LFM2's ShortConv: conv (L_cache-1, conv_dim/tp) only, no SSM state
 };
 
 /*! \brief The recurrent mixer's dimensions (the fields a kind does not use stay 0). */

@@ -20,6 +20,8 @@ enum class VisionEncoderKind {
   kLlama4,    //!< llama4_vision_model (Llama-4 Scout / Maverick)
   kQwen25Vl,  //!< Qwen2.5-VL's windowed ViT with its patch merger
   kMoonVit,   //!< moonvit (Kimi-VL)
+  kQwen3Vl,   //!< Qwen3-VL's ViT: learned position table, patch merger and DeepStack mergers
+  kInternVit, //!< intern_vit_6b (InternVL's InternViT-300M / 6B)
 };
 
 /*! \brief The projector between the tower and the language model (the wrapper's model_type). */
@@ -30,6 +32,9 @@ enum class VisionProjectorKind {
   kLlama4,     //!< pixel-shuffle MLP (vision_adapter) and linear_1
   kQwen25Vl,   //!< none beyond the tower's own merger (counted with the tower)
   kKimiVl,     //!< LayerNorm, linear_1 / linear_2 over merged patches
+  kLlava,      //!< linear_1 / linear_2 (LLaVA-1.5: no image_newline)
+  kQwen3Vl,    //!< none beyond the tower's own mergers (counted with the tower)
+  kInternVl,   //!< mlp1: LayerNorm, Linear, Linear over pixel-shuffled patches
 };
 
 /*! \brief What sizes the vision tower and projector. Counts are validated when read. */
@@ -60,6 +65,12 @@ struct VisionEncoderSpec {
   int64_t vision_output_dim = 0;   //!< Llama-4
   int64_t projector_input_dim = 0; //!< Llama-4 vision_adapter
   int64_t projector_output_dim = 0;
+  int64_t num_position_embeddings = 0;  //!< Qwen3-VL's learned position table rows
+  int64_t num_deepstack_mergers = 0;    //!< Qwen3-VL deepstack_visual_indexes length
+  bool qk_normalization = false;        //!< InternViT-6B's q/k RMSNorms over all heads
+  bool rms_norm = false;                //!< InternViT norm_type "rms_norm" (else LayerNorm with bias)
+  bool qkv_bias = true;                 //!< InternViT qkv_bias
+  int64_t downsample_ratio_inverse = 1; //!< InternVL pixel shuffle: 1 / downsample_ratio per side
 };
 
 /*! \brief Parameters of the tower and projector in the checkpoint (every layer, norms, heads). */
@@ -72,7 +83,7 @@ int64_t VisionEncoderParameters(const VisionEncoderSpec& spec);
  *  asserts. */
 int64_t VisionEncoderBytesPerRank(const VisionEncoderSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
 
-/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit". */
+/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit", "qwen3_vl", "intern_vit". */
 const char* VisionEncoderKindName(VisionEncoderKind kind);
 
 }  // namespace vllm_mem
