@@ -13,6 +13,7 @@
 #include "vllm_mem/base/json.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
+#include "vllm_mem/model/dtype.h"
 #include "vllm_mem/plan/activation_estimate.h"
 #include "vllm_mem/plan/cudagraph_estimate.h"
 #include "vllm_mem/plan/gpu_catalog.h"
@@ -454,9 +455,15 @@ void BindPlan(py::module_& m) {
   fast::AddFunction(m, &kEvaluatePlanFastDef);
   m.def("suggest_plan_changes", &SuggestPlanChanges, py::arg("spec"), py::arg("plan"),
         py::call_guard<py::gil_scoped_release>());
-  m.def("format_suggestions", &FormatSuggestions, py::arg("suggestions"));
-  m.def("format_plan_report", &FormatPlanReport, py::arg("spec"), py::arg("plan"), py::arg("model_name"),
-        py::arg("suggestions_text"));
+  // What the text report (python/vllm_mem/planner/render.py) names that the plan resolved on the way.
+  m.def("served_dtype", [](const ModelSpec& spec, const std::string& dtype) {
+    return DTypeName(ResolveModelDType(dtype, spec.dtype, "dtype"));
+  }, py::arg("spec"), py::arg("dtype"), "The dtype vLLM serves the model in for --dtype (auto: float32 as bfloat16).");
+  m.def("resolved_num_speculative_tokens", [](const ModelSpec& target, const SpeculativeConfig& config, int64_t tp,
+                                              int64_t pp) {
+    return ResolveSpeculativeConfig(target, config, tp, pp).num_speculative_tokens;
+  }, py::arg("target"), py::arg("config"), py::arg("tensor_parallel_size"), py::arg("pipeline_parallel_size"),
+     "num_speculative_tokens as vLLM resolves it (the drafter's n_predict when not given).");
   m.def("failure_phase_names", [] {
     std::vector<std::string> names;
     for (auto p : {FailurePhase::kNone, FailurePhase::kFreeMemory, FailurePhase::kWeights, FailurePhase::kProfilePeak,

@@ -84,6 +84,8 @@ def test_ngram_only_changes_the_capture_sizes() -> None:
     assert sizes[0] == 4 and all(s % 4 == 0 for s in sizes)  # multiples of 1 + K
     # VllmConfig._set_cudagraph_sizes / adjust_cudagraph_sizes_for_spec_decode:
     assert _C.spec_decode_capture_sizes([], 0, 4, 8192, 3) == [3, 6, 9, 18, 24]
+    assert "\n  speculative decoding: ngram, num_speculative_tokens=3; decode graphs are multiples of 1 + K " \
+           "tokens\n" in p.report()
 
 
 @pytest.mark.parametrize(("config", "error", "words"), [

@@ -376,15 +376,4 @@ std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const Star
   return out;
 }
 
-std::string FormatSuggestions(const std::vector<PlanSuggestion>& suggestions) {
-  std::string out;
-  int i = 0;
-  for (const auto& s : suggestions) {
-    out += "  " + std::to_string(++i) + ". " + s.setting + "  (" + s.direction + " " + s.lever + "; frees " +
-           FormatFixed(static_cast<double>(s.bytes_freed) / static_cast<double>(kGiB), 2) + " GiB per GPU; " +
-           (s.fits_after ? "fits" : "not enough alone") + ")\n     " + s.reason + "\n";
-  }
-  return out;
-}
-
 }  // namespace vllm_mem

@@ -1,21 +1,18 @@
 /*!
  * \file core/plan/startup_plan.cc
- * \brief Evaluating one start-up plan, per pipeline rank, and its text report.
+ * \brief Evaluating one start-up plan, per pipeline rank (the text report: planner/render.py).
  */
 #include "vllm_mem/plan/startup_plan.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <optional>
 #include <string>
 
 #include "core/base/checked_math.h"
-#include "vllm_mem/model/dtype.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
-#include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
@@ -69,23 +66,6 @@ void ValidateInputs(const ModelSpec& spec, const PlanInputs& in) {
                           "tensor_parallel_size x pipeline_parallel_size = " + std::to_string(world) +
                               " GPUs, but only " + std::to_string(in.gpu_count) + " are available (gpu_count)");
   }
-}
-
-std::string Pct(int64_t bytes, int64_t total) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%5.1f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
-  return buf;
-}
-
-std::string Gib2(int64_t bytes) {
-  return FormatFixed(static_cast<double>(bytes) / static_cast<double>(kGiB), 2);
-}
-
-std::string Row(const std::string& label, int64_t bytes, int64_t total, const std::string& source) {
-  char buf[512];
-  std::snprintf(buf, sizeof(buf), "  %-30s %9s GiB %s  %s\n", label.c_str(), Gib2(bytes).c_str(),
-                Pct(bytes, total).c_str(), source.c_str());
-  return buf;
 }
 
 }  // namespace
@@ -409,167 +389,6 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const 
     plan.kv_cache_memory_suggestion_fits = holds;
   }
   return plan;
-}
-
-namespace {
-struct TotalSource {
-  std::string header;  //!< after "(79.19 GiB each, "
-  std::string row;     //!< the budget table's source column
-};
-
-// Where the total comes from, said as it is: only a figure the runtime reported (or a catalog
-// figure read from such a report) is "as CUDA reports it"; a catalog estimate says "estimated"
-// with its bound, a bare total "as given".
-TotalSource DescribeTotal(const PlanInputs& in) {
-  const std::string& given = in.total_memory_source;
-  if (!given.empty()) {
-    if (given.rfind("estimated", 0) == 0) return {"estimated", given};
-    if (given.rfind("given", 0) == 0) return {"as given", given};
-    return {"as CUDA reports it", given};
-  }
-  if (in.gpu_name.empty()) return {"as given", "given (total_memory_bytes)"};
-  for (const GpuInfo& g : GpuCatalog()) {
-    if (g.name != in.gpu_name || g.total_memory_bytes != in.total_memory_bytes) continue;
-    switch (g.figure_source) {
-      case MemoryFigureSource::kEstimated:
-        return {"estimated", "estimated, +-" + FormatGib(g.figure_uncertainty_bytes) + " GiB (catalog; vllm-mem gpus)"};
-      case MemoryFigureSource::kMeasured:
-        return {"as CUDA reports it", "cudaMemGetInfo total (catalog: measured)"};
-      case MemoryFigureSource::kReportedMib:
-        return {"as CUDA reports it", "cudaMemGetInfo total (catalog: torch's MiB)"};
-      case MemoryFigureSource::kReportedGib:
-        return {"as CUDA reports it", "cudaMemGetInfo total (catalog: torch's GiB)"};
-    }
-  }
-  return {"as CUDA reports it", "cudaMemGetInfo total"};
-}
-}  // namespace
-
-std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, const std::string& model_name,
-                             const std::string& suggestions_text) {
-  const PlanInputs& in = plan.inputs;
-  const int64_t total = in.total_memory_bytes;
-  const int64_t world = in.tensor_parallel_size * in.pipeline_parallel_size;
-  std::string out;
-  out += "vLLM start-up memory plan: " + (model_name.empty() ? spec.model_type : model_name) + " on " +
-         std::to_string(world) + " x " + (in.gpu_name.empty() ? "GPU" : in.gpu_name) + " (" + FormatGib(total) +
-         " GiB each, " + DescribeTotal(in).header + ")\n";
-  out += "settings: gpu_memory_utilization=" + PythonFloatRepr(in.gpu_memory_utilization) +
-         " max_model_len=" + std::to_string(in.max_model_len) + " tensor_parallel_size=" +
-         std::to_string(in.tensor_parallel_size) + " pipeline_parallel_size=" +
-         std::to_string(in.pipeline_parallel_size) + " max_num_seqs=" + std::to_string(in.max_num_seqs) +
-         " max_num_batched_tokens=" + std::to_string(in.max_num_batched_tokens) + "\n          dtype=" +
-         in.dtype + (in.dtype == "auto" ? " (" + DTypeName(ResolveModelDType("auto", spec.dtype, "dtype")) + ")" : "") + (in.quantization.empty() ? "" : " quantization=" + in.quantization) +
-         " kv_cache_dtype=" + in.kv_cache_dtype + " cudagraphs=" +
-         (in.enforce_eager ? std::string("off (enforce_eager)") : CudagraphModeName(in.cudagraph_mode)) +
-         (in.kv_cache_memory_bytes > 0 ? " kv_cache_memory_bytes=" + std::to_string(in.kv_cache_memory_bytes) : "") +
-         "\n";
-  out += "vLLM " + in.resolved_vllm_version + " rules (" +
-         (in.vllm_version_source.empty() ? std::string(in.vllm_version.empty() ? "newest known" : "asked")
-                                         : in.vllm_version_source) +
-         "): " + in.vllm_version_note + "; engine " + in.vllm_engine + ", usage_context " + in.usage_context +
-         (in.cudagraph_memory_in_budget.value_or(false) ? ", CUDA graphs in the KV budget" : ", CUDA graphs outside the KV budget") +
-         "\n";
-  if (!in.dtype_note.empty()) out += in.dtype_note + "\n";
-  // A figure without exact rules behind it says so before anyone reads a number.
-  if (!spec.HasExactRules()) out += "GENERIC ESTIMATE (allow_unknown): " + spec.generic_estimate_reason + "\n";
-  for (const std::string& caveat : spec.caveats) out += "caveat: " + caveat + "\n";
-  out += "\n";
-  out += "budget (per GPU)                    GiB     device  source\n";
-  out += Row("total memory", total, total, DescribeTotal(in).row);
-  out += Row("free at start-up", in.free_memory_bytes, total,
-             plan.free_memory_assumed ? "assumed: total - idle CUDA context/NCCL baseline" : "given");
-  out += Row("requested", plan.requested_bytes, total,
-             "ceil(total x " + PythonFloatRepr(in.gpu_memory_utilization) + "), vLLM request_memory");
-  out += "\nbreakdown (tightest GPU: pipeline rank " + std::to_string(plan.tightest_pp_rank) + ")\n";
-  const RankPlan& t = plan.ranks.at(static_cast<size_t>(plan.tightest_pp_rank));
-  out += Row("weights", t.weights_bytes, total,
-             in.checkpoint_weights_bytes > 0 ? "checkpoint headers: bytes as stored, split as the config  [Model loading took]"
-                                             : "config: parameters x dtype  [Model loading took]");
-  if (t.vision_encoder_bytes > 0) {
-    out += Row("  of which vision encoder", t.vision_encoder_bytes, total,
-               "config: " + (spec.vision ? std::string(VisionEncoderKindName(spec.vision->encoder)) : std::string("vision")) +
-                   " tower + projector, every PP rank");
-  }
-  if (t.draft_weights_bytes > 0) {
-    out += Row("  of which drafter", t.draft_weights_bytes, total,
-               "speculative " + in.speculative->method + ": its own weights, shared embedding/lm_head counted once");
-  }
-  const std::string act_src = t.activation.sampler_dominates
-                                  ? "estimate: sampler over " + std::to_string(std::min(in.max_num_seqs, in.max_num_batched_tokens)) +
-                                        " x " + std::to_string(spec.vocab_size) + " logits"
-                                  : "estimate: forward of " + std::to_string(in.max_num_batched_tokens) + " tokens";
-  out += Row("peak activation", t.activation_peak_bytes, total, act_src + "  [torch peak memory increase]");
-  out += Row("non-torch", t.non_torch_bytes, total,
-             std::string(t.non_torch.nccl_bytes > 0 ? "estimate: CUDA runtime + NCCL buffers" : "estimate: CUDA runtime, cuBLAS") +
-                 "  [non-torch forward increase memory]");
-  std::string cg_src = in.enforce_eager ? "enforce_eager: no graphs"
-                                        : "estimate: " + t.cudagraph.profiling_line.substr(std::min<size_t>(
-                                                             t.cudagraph.profiling_line.size(), 29));
-  if (!in.cudagraph_memory_in_budget.value_or(false) && t.cudagraph_bytes > 0) cg_src += " (not in the KV budget)";
-  out += Row("CUDA graph", t.cudagraph_bytes, total, cg_src + "  [Estimated CUDA graph memory]");
-  out += Row("KV cache", std::max<int64_t>(0, t.available_kv_cache_bytes), total,
-             in.kv_cache_memory_bytes > 0 ? "kv_cache_memory_bytes  [as specified]"
-                                          : "requested - the above  [Available KV cache memory]");
-  if (t.draft_kv_cache_bytes > 0) {
-    out += Row("  of which drafter KV", t.draft_kv_cache_bytes, total,
-               "the drafter's attention layers' share of every block (one pool, shared block table)");
-  }
-  if (in.speculative) {
-    out += "  speculative decoding: " + in.speculative->method +
-           (in.speculative->draft_name.empty() ? "" : " (" + in.speculative->draft_name + ")") +
-           ", num_speculative_tokens=" +
-           std::to_string(ResolveSpeculativeConfig(spec, *in.speculative, in.tensor_parallel_size,
-                                                   in.pipeline_parallel_size).num_speculative_tokens) +
-           "; decode graphs are multiples of 1 + K tokens\n";
-  }
-  if (t.available_kv_cache_bytes < 0) {
-    out += "  (the KV budget is negative: " + Gib2(t.available_kv_cache_bytes) + " GiB)\n";
-  }
-  if (plan.ranks.size() > 1) {
-    out += "\nper pipeline rank            layers   weights  activation  non-torch  CUDA graph  KV cache   blocks\n";
-    for (const auto& r : plan.ranks) {
-      char buf[256];
-      std::snprintf(buf, sizeof(buf), "  rank %-3lld              %4lld-%-4lld %8s %10s %10s %11s %9s %8lld\n",
-                    static_cast<long long>(r.pp_rank), static_cast<long long>(r.first_layer),
-                    static_cast<long long>(r.end_layer), Gib2(r.weights_bytes).c_str(),
-                    Gib2(r.activation_peak_bytes).c_str(), Gib2(r.non_torch_bytes).c_str(),
-                    Gib2(r.cudagraph_bytes).c_str(), Gib2(r.available_kv_cache_bytes).c_str(),
-                    static_cast<long long>(r.num_blocks));
-      out += buf;
-    }
-    out += "  (GiB per GPU; vLLM keeps the minimum number of blocks over ranks)\n";
-  }
-  out += "\nKV capacity\n";
-  if (plan.kv_cache) {
-    const KvCacheCapacity& kv = *plan.kv_cache;
-    out += "  " + FormatThousands(kv.num_blocks) + " blocks of " + std::to_string(kv.block_size) + " tokens (" +
-           kv.kv_cache_dtype + ")\n";
-    // vLLM's own lines, in the wording and rounding of the planned release; a hybrid model's
-    // page unification first, as vLLM logs it at config time.
-    for (const std::string& line : kv.hybrid_log_lines) out += "  " + line + "\n";
-    out += "  " + plan.available_kv_line + "\n";
-    for (const std::string& line : plan.kv_log_lines) out += "  " + line + "\n";
-  } else {
-    out += "  none: the plan does not reach KV-cache allocation\n";
-  }
-  out += "  largest max_model_len that fits: " +
-         (plan.max_model_len_that_fits > 0 ? FormatThousands(plan.max_model_len_that_fits) : std::string("none")) +
-         " (model limit " + FormatThousands(plan.model_max_model_len) + ")\n";
-  if (plan.fits && in.kv_cache_memory_bytes == 0 && plan.kv_cache_memory_suggestion_fits) {
-    out += "  --kv-cache-memory=" + std::to_string(plan.kv_cache_memory_suggestion.to_requested_limit_bytes) +
-           " fits the requested memory (vLLM's suggestion, 150 MiB buffer)\n";
-  }
-  out += "\nverdict: ";
-  if (plan.fits) {
-    out += "FITS\n";
-  } else {
-    out += "DOES NOT FIT at phase '" + FailurePhaseName(plan.failure_phase) + "', short by " +
-           Gib2(plan.shortfall_bytes) + " GiB per GPU\n";
-    out += "  " + plan.failure_message + "\n";
-  }
-  if (!suggestions_text.empty()) out += "\nwhat to change\n" + suggestions_text;
-  return out;
 }
 
 }  // namespace vllm_mem

@@ -9,7 +9,7 @@ from .. import _C
 from ..kv_cache import KvCacheCapacity
 from ..model_spec import ModelSpec
 from ..units import GiB_bytes as GiB
-from .render import plan_to_dict, report_text
+from .render import plan_html, plan_text, plan_to_dict
 
 #: Where a plan can fail, in vLLM's start-up order.
 FAILURE_PHASES = ("free_memory", "weights", "profile_peak", "no_kv_blocks", "max_model_len")
@@ -261,8 +261,7 @@ class StartupPlan:
     # --- presentation -------------------------------------------------------------------------
     def report(self) -> str:
         """The text report a person reads at a glance."""
-        return report_text(self)
-
+        return plan_text(self)
 
     def __str__(self) -> str:
         return self.report()
@@ -279,8 +278,6 @@ class StartupPlan:
         return plan_to_dict(self)
 
     def _repr_html_(self) -> str:
-        from ..display import plan_html  # imported on first display only
-
         return plan_html(self)
 
     def plot(self, ax: Any = None) -> Any:

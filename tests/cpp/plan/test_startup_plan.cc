@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -55,9 +56,9 @@ TEST(StartupPlan, FitsAndReportsTheTerms) {
   EXPECT_EQ(p.kv_cache_memory_suggestion.to_requested_limit_bytes,
             p.available_kv_cache_bytes - kKvSuggestionBufferBytes);
   EXPECT_TRUE(SuggestPlanChanges(Llama(), p).empty());
-  const std::string report = FormatPlanReport(Llama(), p, "llama", "");
-  EXPECT_NE(report.find("verdict: FITS"), std::string::npos);
-  EXPECT_NE(report.find("GPU KV cache size: "), std::string::npos);
+  // vLLM's own KV line, which the report (python/vllm_mem/planner/render.py) prints as is.
+  EXPECT_TRUE(std::any_of(p.kv_log_lines.begin(), p.kv_log_lines.end(),
+                          [](const std::string& line) { return line.rfind("GPU KV cache size: ", 0) == 0; }));
 }
 
 TEST(StartupPlan, KvCacheMemoryBytesPathSkipsTheProfile) {

@@ -31,9 +31,6 @@ struct PlanSuggestion {
  *  first, least disruptive first; then levers that help but do not suffice. */
 std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const StartupPlan& plan);
 
-/*! \brief Numbered lines for the report ("  1. --max-model-len 54272: ..."). */
-std::string FormatSuggestions(const std::vector<PlanSuggestion>& suggestions);
-
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_PLAN_PLAN_SUGGESTIONS_H_

@@ -179,11 +179,6 @@ KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& inputs);
 StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs,
                          const KvCacheLayoutCache* kv_layouts = nullptr);
 
-/*! \brief The human-readable report (vLLM's terms, GiB and fraction of the device, sources,
- *  verdict). \p suggestions_text is appended as the "what to change" section. */
-std::string FormatPlanReport(const ModelSpec& spec, const StartupPlan& plan, const std::string& model_name,
-                             const std::string& suggestions_text);
-
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_PLAN_STARTUP_PLAN_H_
