@@ -132,8 +132,7 @@ void BindStages(py::module_& m) {
       .def_readonly("oom_advice", &StageCheckResult::oom_advice)
       .def_readonly("notes", &StageCheckResult::notes)
       .def_readonly("plan_lines", &StageCheckResult::plan_lines)
-      .def_readonly("ok", &StageCheckResult::ok)
-      .def("report", &StageCheckResult::Report);
+      .def_readonly("ok", &StageCheckResult::ok);
 
   m.def(
       "check_stages",

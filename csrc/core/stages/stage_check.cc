@@ -8,7 +8,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "core/base/checked_math.h"
@@ -399,43 +398,6 @@ int64_t DeviceTotalBytes(const DeviceMemoryInfo& info) {
 
 StageCheckResult CheckStages(const StageConfigSet& config, const StageCheckOptions& options) {
   return Checker(config, options).Run();
-}
-
-std::string StageCheckResult::Report() const {
-  std::ostringstream out;
-  int64_t gpu_stages = 0;
-  for (const auto& s : config.stages) gpu_stages += s.on_cpu ? 0 : 1;
-  out << "vLLM-Omni stages: " << config.stages.size() << " stage(s), " << gpu_stages << " on " << devices.size()
-      << " GPU(s) (" << (config.format == StageConfigFormat::kStageArgs ? "stage_args:" : "stages:")
-      << " format): " << (ok ? "OK" : "DOES NOT FIT") << "\n";
-  for (const auto& d : devices) {
-    out << "\nGPU " << d.physical_id << (d.name.empty() ? "" : " (" + d.name + ")") << ": total "
-        << Gib(d.total_bytes) << ", free " << Gib(d.free_bytes) << " (" << d.free_source << ")"
-        << "\n  utilization " << d.utilization_expression << (d.over_committed ? "  <<< OVER 1.0" : "")
-        << "\n  requested " << Gib(d.requested_bytes) << ", headroom " << FormatUtilizationPpm(d.headroom_ppm)
-        << " (" << Gib(d.headroom_bytes) << ")\n";
-    for (const auto& r : d.stages) {
-      out << "    stage " << r.stage_id << "  cuda:" << r.local_index << "  " << r.utilization_text << "  "
-          << Gib(r.requested_bytes) << "\n";
-    }
-  }
-  out << "\nStart-up, in start order (vLLM: free >= ceil(total * utilization)):\n";
-  for (const auto& p : startup) {
-    out << "  stage " << p.stage_id << " on GPU " << p.physical_id << " (" << p.device << "): free "
-        << Gib(p.free_bytes) << (p.fails ? " < " : " >= ") << "requested " << Gib(p.requested_bytes)
-        << (p.fails ? "  FAILS" : "  ok") << "\n";
-  }
-  auto list = [&out](const char* title, const std::vector<std::string>& lines) {
-    if (lines.empty()) return;
-    out << "\n" << title << ":\n";
-    for (const auto& l : lines) out << "  - " << l << "\n";
-  };
-  list("Stage plans (start-up planner, on each stage's smallest GPU)", plan_lines);
-  list("Problems", problems);
-  list("Suggestions", suggestions);
-  list("If a stage runs out of memory during inference", ok ? std::vector<std::string>{} : oom_advice);
-  list("Notes", notes);
-  return out.str();
 }
 
 }  // namespace vllm_mem

@@ -4,7 +4,7 @@ check stage by stage, and (for stages given a model) each stage's start-up plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .. import _C
@@ -14,6 +14,7 @@ from ..model_spec import ModelSpec
 from ..units import format_gib_text
 from .config import StageSource, load_stage_config
 from .devices import FreeArg, GpusArg, VisibleArg, gpu_info, live_devices, per_device, visible_list
+from .render import stage_check_html, stage_check_text
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class StageCheck:
     plans: list[dict[str, Any]]
     """Per stage with a model: the start-up plan on its devices (weights, KV, concurrency)."""
     report: str = field(repr=False)
+    """The text report (:func:`vllm_mem.stages.render.stage_check_text`), what ``str()`` prints."""
 
     def device(self, physical_id: int) -> StageDeviceRow:
         """The row of GPU ``physical_id``."""
@@ -88,8 +90,6 @@ class StageCheck:
                 f"{len(self.problems)} problems>")
 
     def _repr_html_(self) -> str:
-        from ..display import stage_check_html  # imported on first display only
-
         return stage_check_html(self)
 
 
@@ -240,10 +240,7 @@ def check_stages(
         stored.append(spec._checkpoint_weights_bytes("auto", None))  # stage plans use --dtype auto
     # 0 for a model without checkpoint figures: the core then counts its weights from the config.
     result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned, stored)
-    report = result.report()
-    if key_notes:  # the core's report ends with its Notes (if any); these join them
-        report += ("" if "\nNotes:\n" in report else "\nNotes:\n") + "".join(f"  - {n}\n" for n in key_notes)
-    return StageCheck(
+    check = StageCheck(
         ok=bool(result.ok),
         format=parsed.format,
         devices=[_device_row(d) for d in result.devices],
@@ -264,8 +261,10 @@ def check_stages(
                 "max_concurrency", "line")}
             for p in plans
         ],
-        report=report,
+        report="",
     )
+    gpu_stages = sum(not stage.on_cpu for stage in parsed.stages)
+    return replace(check, report=stage_check_text(check, len(parsed.stages), gpu_stages))
 
 
 def _file_model(stage: _C.StageConfig) -> ModelSpec:

@@ -38,7 +38,7 @@ bool Contains(const std::vector<std::string>& lines, const std::string& want) {
 
 TEST(StageCheck, SeedExampleFitsWithExactSums) {
   StageCheckResult r = CheckStages(ParseStageConfigText(SeedLayout("0.3")), H100s());
-  EXPECT_TRUE(r.ok) << r.Report();
+  EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems.front());
   ASSERT_EQ(r.devices.size(), 2u);
   EXPECT_EQ(r.devices[0].utilization_text, "0.7");
   EXPECT_EQ(r.devices[1].utilization_text, "0.9");
@@ -54,7 +54,6 @@ TEST(StageCheck, SeedExampleFitsWithExactSums) {
   for (const auto& p : r.startup) EXPECT_FALSE(p.fails);
   EXPECT_TRUE(r.problems.empty());
   EXPECT_TRUE(Contains(r.notes, "GPU 0 carries only 0.7"));
-  EXPECT_NE(r.Report().find("OK"), std::string::npos);
 }
 
 TEST(StageCheck, OverCommitHasTheExactReasonAndConcreteFixes) {

@@ -106,9 +106,7 @@ struct StageCheckResult {
   std::vector<std::string> notes;             //!< parser notes and remarks
   std::vector<std::string> plan_lines;        //!< one per stage planned (vllm_mem/stages/stage_plans.h)
   bool ok = true;                             //!< no device over-committed, every stage starts
-
-  /*! \brief A readable multi-line report. */
-  std::string Report() const;
+  // Its text report is built in Python beside the dict and HTML (vllm_mem/stages/render.py).
 };
 
 /*! \brief Checks \p config against the devices in \p options. InvalidArgument (field gpus)
