@@ -8,6 +8,7 @@ from typing import Any
 from . import _C
 from . import _limits as L
 from . import _validate as V
+from .units import GiB_bytes
 
 __all__ = ["GpuInfo", "close_gpu_matches", "gpu_catalog", "lookup_gpu"]
 
@@ -62,7 +63,7 @@ class GpuInfo:
     @property
     def total_memory_gib(self) -> float:
         """``total_memory_bytes / 2**30``."""
-        return self.total_memory_bytes / (1 << 30)
+        return self.total_memory_bytes / GiB_bytes
 
     @classmethod
     def _from_dict(cls, d: dict[str, Any]) -> GpuInfo:

@@ -22,13 +22,13 @@ from .catalog import lookup_gpu
 from .planner.inputs import SpecSource, plan_inputs, spec_of
 from .planner.versions import choose_vllm_version
 from .planner.versions import usage_context as versions_usage_context
+from .units import GiB_bytes
 
 __all__ = ["sweep"]
 
 T = TypeVar("T")
 OneOrMany = Union[T, Sequence[T]]
 
-_GiB = 1 << 30
 
 
 def _axis(value: Any, field: str) -> list[Any]:
@@ -158,7 +158,7 @@ def sweep(
             names.append(info.name)
         else:
             totals.append(checked)
-            names.append(f"{checked / _GiB:.2f} GiB")
+            names.append(f"{checked / GiB_bytes:.2f} GiB")
     axes.total_memory_bytes = totals
     axes.gpu_names = names
     version, _source = choose_vllm_version(vllm_version)
@@ -210,7 +210,7 @@ def sweep(
                 "cudagraph_bytes", "available_kv_cache_bytes"):
         cols[key] = raw[key]
         stem = key[: -len("_bytes")]
-        cols[stem + "_gib"] = raw[key] / float(_GiB)
+        cols[stem + "_gib"] = raw[key] / float(GiB_bytes)
         cols[stem + "_fraction"] = raw[key] / total
     for key in ("num_blocks", "num_tokens", "max_concurrency", "max_model_len_that_fits"):
         cols[key] = raw[key]

@@ -19,7 +19,7 @@ from . import _C
 from . import _limits as L
 from . import _validate as V
 from .mem_utils import MemoryProfilingResult, MemorySnapshot
-from .units import format_gib
+from .units import GiB_bytes, format_gib
 
 __all__ = [
     "AvailableKvCacheMemory",
@@ -224,7 +224,7 @@ class CudaGraphMemory(Generic[R]):
     @property
     def graph_capture_line(self) -> str:
         """``"took X GiB"`` as vLLM formats it (``%.2f`` of bytes / 2**30)."""
-        return f"took {self.free_delta_bytes / (1 << 30):.2f} GiB"
+        return f"took {self.free_delta_bytes / GiB_bytes:.2f} GiB"
 
 
 def measure_cuda_graph_memory(capture_fn: Callable[[], R], device: Any = None) -> CudaGraphMemory[R]:

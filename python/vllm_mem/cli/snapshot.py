@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _limits as L
 from .. import _validate as V
+from ..units import GiB_bytes
 from . import options, print_json
 
 __all__ = ["register", "run"]
@@ -34,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _gib(nbytes: int) -> str:
-    return f"{nbytes / (1 << 30):.2f} GiB" if nbytes >= 0 else "unknown"
+    return f"{nbytes / GiB_bytes:.2f} GiB" if nbytes >= 0 else "unknown"
 
 
 def run(args: argparse.Namespace) -> int:
