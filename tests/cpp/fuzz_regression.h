@@ -6,10 +6,10 @@
 #ifndef VLLM_MEM_TESTS_FUZZ_REGRESSION_H_
 #define VLLM_MEM_TESTS_FUZZ_REGRESSION_H_
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "vllm_mem/base/error.h"
 

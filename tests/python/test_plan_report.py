@@ -16,7 +16,7 @@ def _row(report: str, label: str) -> list[str]:
     """The budget/breakdown row of ``label``: [GiB, "GiB", percent, source...]."""
     for line in report.splitlines():
         if line.startswith(f"  {label}  "):
-            return line[2 + 30:].split()
+            return line[2 + 30 :].split()
     raise AssertionError(f"no {label!r} row in\n{report}")
 
 
@@ -34,10 +34,15 @@ def test_fitting_plan_reads_fits_and_places_vllms_kv_lines() -> None:
 def test_rows_are_the_plans_figures_in_gib_and_share_of_the_device() -> None:
     p = vllm_mem.plan(LLAMA, "L4", max_model_len=32768)
     text, total = str(p), p.total_memory_bytes
-    for label, num_bytes in [("total memory", total), ("requested", p.requested_bytes),
-                             ("weights", p.weights_bytes), ("peak activation", p.activation_peak_bytes),
-                             ("non-torch", p.non_torch_bytes), ("CUDA graph", p.cudagraph_bytes),
-                             ("KV cache", max(0, p.available_kv_cache_bytes))]:
+    for label, num_bytes in [
+        ("total memory", total),
+        ("requested", p.requested_bytes),
+        ("weights", p.weights_bytes),
+        ("peak activation", p.activation_peak_bytes),
+        ("non-torch", p.non_torch_bytes),
+        ("CUDA graph", p.cudagraph_bytes),
+        ("KV cache", max(0, p.available_kv_cache_bytes)),
+    ]:
         gib, unit, share = _row(text, label)[:3]
         assert (gib, unit, share) == (f"{num_bytes / GiB_bytes:.2f}", "GiB", f"{100 * num_bytes / total:.1f}%")
     # The requested row names vLLM's formula with the utilization as Python prints it.
@@ -64,15 +69,24 @@ def test_report_uses_the_cached_suggestions(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(calls) == 1 and suggestions
     for n, s in enumerate(suggestions, 1):
         verdict = "fits" if s.fits_after else "not enough alone"
-        assert (f"\n  {n}. {s.setting}  ({s.direction} {s.lever}; frees {s.bytes_freed / GiB_bytes:.2f} GiB per GPU; "
-                f"{verdict})\n     {s.reason}\n") in text
+        assert (
+            f"\n  {n}. {s.setting}  ({s.direction} {s.lever}; frees {s.bytes_freed / GiB_bytes:.2f} GiB per GPU; "
+            f"{verdict})\n     {s.reason}\n"
+        ) in text
 
 
 def test_auto_dtype_names_the_dtype_vllm_serves() -> None:
     # vLLM's --dtype auto serves a float32 checkpoint as bfloat16 (config.py _resolve_auto_dtype).
-    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 512,
-              "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000,
-              "max_position_embeddings": 2048}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "vocab_size": 1000,
+        "max_position_embeddings": 2048,
+    }
     fp32 = vllm_mem.plan({**config, "torch_dtype": "float32"}, "H100-80GB")
     fp16 = vllm_mem.plan({**config, "torch_dtype": "float16"}, "H100-80GB")
     assert "dtype=auto (bfloat16) " in str(fp32)
@@ -86,7 +100,12 @@ def test_pipeline_ranks_table_lists_every_rank() -> None:
     assert "\nper pipeline rank " in text
     for r in p.ranks:
         row = next(line for line in text.splitlines() if line.startswith(f"  rank {r.pp_rank:<3}"))
-        assert row.split()[2:] == [f"{r.first_layer}-{r.end_layer}", f"{r.weights_bytes / GiB_bytes:.2f}",
-                                   f"{r.activation_peak_bytes / GiB_bytes:.2f}",
-                                   f"{r.non_torch_bytes / GiB_bytes:.2f}", f"{r.cudagraph_bytes / GiB_bytes:.2f}",
-                                   f"{r.available_kv_cache_bytes / GiB_bytes:.2f}", str(r.num_blocks)]
+        assert row.split()[2:] == [
+            f"{r.first_layer}-{r.end_layer}",
+            f"{r.weights_bytes / GiB_bytes:.2f}",
+            f"{r.activation_peak_bytes / GiB_bytes:.2f}",
+            f"{r.non_torch_bytes / GiB_bytes:.2f}",
+            f"{r.cudagraph_bytes / GiB_bytes:.2f}",
+            f"{r.available_kv_cache_bytes / GiB_bytes:.2f}",
+            str(r.num_blocks),
+        ]

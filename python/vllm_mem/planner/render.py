@@ -20,24 +20,31 @@ if TYPE_CHECKING:
 
 
 def bytes_entry(num_bytes: int, total: int) -> dict[str, Any]:
-    return {"bytes": int(num_bytes), "gib": round(num_bytes / GiB_bytes, 4),
-            "fraction_of_device": round(num_bytes / total, 6) if total else None}
+    return {
+        "bytes": int(num_bytes),
+        "gib": round(num_bytes / GiB_bytes, 4),
+        "fraction_of_device": round(num_bytes / total, 6) if total else None,
+    }
 
 
 # ---- where the total comes from ----------------------------------------------------------------
+
 
 def _catalog_figure(inputs: Any) -> tuple[str, Any]:
     """The total's figure name (see :func:`total_memory_figure`) and its catalog entry, if any."""
     if inputs.total_memory_source:
         text = str(inputs.total_memory_source)
-        return ("estimated" if text.startswith("estimated") else "given" if text.startswith("given")
-                else "runtime"), None
+        return (
+            "estimated" if text.startswith("estimated") else "given" if text.startswith("given") else "runtime"
+        ), None
     if not inputs.gpu_name:
         return "given", None
     from ..catalog import gpu_catalog
 
-    entry = next((g for g in gpu_catalog()
-                  if g.name == inputs.gpu_name and g.total_memory_bytes == inputs.total_memory_bytes), None)
+    entry = next(
+        (g for g in gpu_catalog() if g.name == inputs.gpu_name and g.total_memory_bytes == inputs.total_memory_bytes),
+        None,
+    )
     return (entry.figure_source, entry) if entry is not None else ("runtime", None)
 
 
@@ -52,9 +59,11 @@ def total_memory_figure(plan: StartupPlan) -> str:
 #: How the report's header qualifies the total, by figure (any other: a runtime figure).
 _TOTAL_HEADER = {"estimated": "estimated", "given": "as given"}
 #: The budget table's source column for a catalog total the runtime reported.
-_CATALOG_ROW = {"measured": "cudaMemGetInfo total (catalog: measured)",
-                "reported_mib": "cudaMemGetInfo total (catalog: torch's MiB)",
-                "reported_gib": "cudaMemGetInfo total (catalog: torch's GiB)"}
+_CATALOG_ROW = {
+    "measured": "cudaMemGetInfo total (catalog: measured)",
+    "reported_mib": "cudaMemGetInfo total (catalog: torch's MiB)",
+    "reported_gib": "cudaMemGetInfo total (catalog: torch's GiB)",
+}
 
 
 def _total_source(inputs: Any) -> tuple[str, str]:
@@ -74,6 +83,7 @@ def _total_source(inputs: Any) -> tuple[str, str]:
 
 
 # ---- the text report ---------------------------------------------------------------------------
+
 
 def _gib(num_bytes: int) -> str:
     return f"{num_bytes / GiB_bytes:.2f}"
@@ -95,7 +105,8 @@ def _header(plan: StartupPlan) -> str:
         f"settings: gpu_memory_utilization={i.gpu_memory_utilization!r} max_model_len={i.max_model_len} "
         f"tensor_parallel_size={i.tensor_parallel_size} pipeline_parallel_size={i.pipeline_parallel_size} "
         f"max_num_seqs={i.max_num_seqs} max_num_batched_tokens={i.max_num_batched_tokens}",
-        f"          dtype={dtype}" + (f" quantization={i.quantization}" if i.quantization else "")
+        f"          dtype={dtype}"
+        + (f" quantization={i.quantization}" if i.quantization else "")
         + f" kv_cache_dtype={i.kv_cache_dtype} cudagraphs="
         + ("off (enforce_eager)" if i.enforce_eager else i.cudagraph_mode)
         + (f" kv_cache_memory_bytes={i.kv_cache_memory_bytes}" if i.kv_cache_memory_bytes > 0 else ""),
@@ -115,11 +126,14 @@ def _budget(plan: StartupPlan) -> str:
     i, p = plan._p.inputs, plan._p
     total = i.total_memory_bytes
     free_source = "assumed: total - idle CUDA context/NCCL baseline" if p.free_memory_assumed else "given"
-    return ("budget (per GPU)                    GiB     device  source\n"
-            + _row("total memory", total, total, _total_source(i)[1])
-            + _row("free at start-up", i.free_memory_bytes, total, free_source)
-            + _row("requested", p.requested_bytes, total,
-                   f"ceil(total x {i.gpu_memory_utilization!r}), vLLM request_memory"))
+    return (
+        "budget (per GPU)                    GiB     device  source\n"
+        + _row("total memory", total, total, _total_source(i)[1])
+        + _row("free at start-up", i.free_memory_bytes, total, free_source)
+        + _row(
+            "requested", p.requested_bytes, total, f"ceil(total x {i.gpu_memory_utilization!r}), vLLM request_memory"
+        )
+    )
 
 
 def _graph_source(plan: StartupPlan, rank: Any) -> str:
@@ -128,7 +142,8 @@ def _graph_source(plan: StartupPlan, rank: Any) -> str:
         return "enforce_eager: no graphs"
     g = rank.cudagraph
     parts = ([f"FULL={g.num_full_graphs} (largest={g.largest_full})"] if g.num_full_graphs > 0 else []) + (
-        [f"PIECEWISE={g.num_piecewise_graphs} (largest={g.largest_piecewise})"] if g.num_piecewise_graphs > 0 else [])
+        [f"PIECEWISE={g.num_piecewise_graphs} (largest={g.largest_piecewise})"] if g.num_piecewise_graphs > 0 else []
+    )
     outside = "" if i.cudagraph_memory_in_budget or rank.cudagraph_bytes <= 0 else " (not in the KV budget)"
     return "estimate: " + ", ".join(parts) + outside
 
@@ -138,33 +153,61 @@ def _breakdown(plan: StartupPlan) -> str:
     total = i.total_memory_bytes
     t = plan._p.ranks[plan._p.tightest_pp_rank]
     out = f"breakdown (tightest GPU: pipeline rank {plan._p.tightest_pp_rank})\n"
-    out += _row("weights", t.weights_bytes, total,
-                "checkpoint headers: bytes as stored, split as the config  [Model loading took]"
-                if i.checkpoint_weights_bytes > 0 else "config: parameters x dtype  [Model loading took]")
+    out += _row(
+        "weights",
+        t.weights_bytes,
+        total,
+        "checkpoint headers: bytes as stored, split as the config  [Model loading took]"
+        if i.checkpoint_weights_bytes > 0
+        else "config: parameters x dtype  [Model loading took]",
+    )
     if t.vision_encoder_bytes > 0:
         tower = spec.vision.encoder if spec.vision is not None else "vision"
-        out += _row("  of which vision encoder", t.vision_encoder_bytes, total,
-                    f"config: {tower} tower + projector, every PP rank")
+        out += _row(
+            "  of which vision encoder",
+            t.vision_encoder_bytes,
+            total,
+            f"config: {tower} tower + projector, every PP rank",
+        )
     if t.draft_weights_bytes > 0:
-        out += _row("  of which drafter", t.draft_weights_bytes, total,
-                    f"speculative {i.speculative.method}: its own weights, shared embedding/lm_head counted once")
-    activation = (f"estimate: sampler over {min(i.max_num_seqs, i.max_num_batched_tokens)} x {spec.vocab_size} logits"
-                  if t.activation.sampler_dominates else f"estimate: forward of {i.max_num_batched_tokens} tokens")
+        out += _row(
+            "  of which drafter",
+            t.draft_weights_bytes,
+            total,
+            f"speculative {i.speculative.method}: its own weights, shared embedding/lm_head counted once",
+        )
+    activation = (
+        f"estimate: sampler over {min(i.max_num_seqs, i.max_num_batched_tokens)} x {spec.vocab_size} logits"
+        if t.activation.sampler_dominates
+        else f"estimate: forward of {i.max_num_batched_tokens} tokens"
+    )
     out += _row("peak activation", t.activation_peak_bytes, total, activation + "  [torch peak memory increase]")
     non_torch = "CUDA runtime + NCCL buffers" if t.non_torch.nccl_bytes > 0 else "CUDA runtime, cuBLAS"
     out += _row("non-torch", t.non_torch_bytes, total, f"estimate: {non_torch}  [non-torch forward increase memory]")
     out += _row("CUDA graph", t.cudagraph_bytes, total, _graph_source(plan, t) + "  [Estimated CUDA graph memory]")
-    out += _row("KV cache", max(0, t.available_kv_cache_bytes), total,
-                "kv_cache_memory_bytes  [as specified]" if i.kv_cache_memory_bytes > 0
-                else "requested - the above  [Available KV cache memory]")
+    out += _row(
+        "KV cache",
+        max(0, t.available_kv_cache_bytes),
+        total,
+        "kv_cache_memory_bytes  [as specified]"
+        if i.kv_cache_memory_bytes > 0
+        else "requested - the above  [Available KV cache memory]",
+    )
     if t.draft_kv_cache_bytes > 0:
-        out += _row("  of which drafter KV", t.draft_kv_cache_bytes, total,
-                    "the drafter's attention layers' share of every block (one pool, shared block table)")
+        out += _row(
+            "  of which drafter KV",
+            t.draft_kv_cache_bytes,
+            total,
+            "the drafter's attention layers' share of every block (one pool, shared block table)",
+        )
     if i.speculative is not None:
         s = i.speculative
         tokens = _C.resolved_num_speculative_tokens(spec, s, i.tensor_parallel_size, i.pipeline_parallel_size)
-        out += (f"  speculative decoding: {s.method}" + (f" ({s.draft_name})" if s.draft_name else "")
-                + f", num_speculative_tokens={tokens}; decode graphs are multiples of 1 + K tokens\n")
+        out += (
+            f"  speculative decoding: {s.method}"
+            + (f" ({s.draft_name})" if s.draft_name else "")
+            + f", num_speculative_tokens={tokens}; decode graphs are multiples of 1 + K tokens\n"
+        )
     if t.available_kv_cache_bytes < 0:
         out += f"  (the KV budget is negative: {_gib(t.available_kv_cache_bytes)} GiB)\n"
     return out
@@ -176,9 +219,11 @@ def _ranks(plan: StartupPlan) -> str:
         return ""
     out = "\nper pipeline rank            layers   weights  activation  non-torch  CUDA graph  KV cache   blocks\n"
     for r in ranks:
-        out += (f"  rank {r.pp_rank:<3}              {r.first_layer:>4}-{r.end_layer:<4} {_gib(r.weights_bytes):>8} "
-                f"{_gib(r.activation_peak_bytes):>10} {_gib(r.non_torch_bytes):>10} {_gib(r.cudagraph_bytes):>11} "
-                f"{_gib(r.available_kv_cache_bytes):>9} {r.num_blocks:>8}\n")
+        out += (
+            f"  rank {r.pp_rank:<3}              {r.first_layer:>4}-{r.end_layer:<4} {_gib(r.weights_bytes):>8} "
+            f"{_gib(r.activation_peak_bytes):>10} {_gib(r.non_torch_bytes):>10} {_gib(r.cudagraph_bytes):>11} "
+            f"{_gib(r.available_kv_cache_bytes):>9} {r.num_blocks:>8}\n"
+        )
     return out + "  (GiB per GPU; vLLM keeps the minimum number of blocks over ranks)\n"
 
 
@@ -204,8 +249,10 @@ def _kv_capacity(plan: StartupPlan) -> str:
 def _verdict(plan: StartupPlan) -> str:
     if plan.fits:
         return "verdict: FITS\n"
-    return (f"verdict: DOES NOT FIT at phase '{plan.failure_phase}', short by {_gib(plan.shortfall_bytes)} GiB "
-            f"per GPU\n  {plan.failure_message}\n")
+    return (
+        f"verdict: DOES NOT FIT at phase '{plan.failure_phase}', short by {_gib(plan.shortfall_bytes)} GiB "
+        f"per GPU\n  {plan.failure_message}\n"
+    )
 
 
 def suggestions_text(suggestions: list[PlanSuggestion]) -> str:
@@ -213,15 +260,17 @@ def suggestions_text(suggestions: list[PlanSuggestion]) -> str:
     return "".join(
         f"  {n}. {s.setting}  ({s.direction} {s.lever}; frees {_gib(s.bytes_freed)} GiB per GPU; "
         f"{'fits' if s.fits_after else 'not enough alone'})\n     {s.reason}\n"
-        for n, s in enumerate(suggestions, 1))
+        for n, s in enumerate(suggestions, 1)
+    )
 
 
 def plan_text(plan: StartupPlan) -> str:
     """The text report a person reads at a glance (``str(plan)``); the levers are the plan's
     cached :attr:`~vllm_mem.StartupPlan.suggestions`."""
     levers = suggestions_text(plan.suggestions)
-    return "\n".join([_header(plan), _budget(plan), _breakdown(plan) + _ranks(plan), _kv_capacity(plan),
-                      _verdict(plan)]) + (f"\nwhat to change\n{levers}" if levers else "")
+    return "\n".join(
+        [_header(plan), _budget(plan), _breakdown(plan) + _ranks(plan), _kv_capacity(plan), _verdict(plan)]
+    ) + (f"\nwhat to change\n{levers}" if levers else "")
 
 
 def plan_html(plan: StartupPlan) -> str:
@@ -241,24 +290,35 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "model": plan._spec.name or plan._spec.model_type,
         "gpu": i.gpu_name or None,
         "inputs": {
-            "total_memory_bytes": i.total_memory_bytes, "total_memory_figure": total_memory_figure(plan),
+            "total_memory_bytes": i.total_memory_bytes,
+            "total_memory_figure": total_memory_figure(plan),
             "free_memory_bytes": i.free_memory_bytes,
             "free_memory_assumed": bool(plan._p.free_memory_assumed),
-            "gpu_memory_utilization": i.gpu_memory_utilization, "max_model_len": i.max_model_len,
+            "gpu_memory_utilization": i.gpu_memory_utilization,
+            "max_model_len": i.max_model_len,
             "tensor_parallel_size": i.tensor_parallel_size,
-            "pipeline_parallel_size": i.pipeline_parallel_size, "max_num_seqs": i.max_num_seqs,
-            "max_num_batched_tokens": i.max_num_batched_tokens, "dtype": i.dtype,
-            "quantization": i.quantization or None, "kv_cache_dtype": i.kv_cache_dtype,
-            "block_size": i.block_size or None, "enforce_eager": i.enforce_eager,
+            "pipeline_parallel_size": i.pipeline_parallel_size,
+            "max_num_seqs": i.max_num_seqs,
+            "max_num_batched_tokens": i.max_num_batched_tokens,
+            "dtype": i.dtype,
+            "quantization": i.quantization or None,
+            "kv_cache_dtype": i.kv_cache_dtype,
+            "block_size": i.block_size or None,
+            "enforce_eager": i.enforce_eager,
             "cudagraph_mode": i.cudagraph_mode,
             "kv_cache_memory_bytes": i.kv_cache_memory_bytes or None,
             "cudagraph_memory_in_budget": i.cudagraph_memory_in_budget,
             "checkpoint_weights_bytes": i.checkpoint_weights_bytes or None,
-            "usage_context": i.usage_context, "vllm_engine": i.vllm_engine,
+            "usage_context": i.usage_context,
+            "vllm_engine": i.vllm_engine,
             "allow_long_max_model_len": i.allow_long_max_model_len,
         },
-        "vllm_version": {"planned_with": i.resolved_vllm_version, "asked": i.vllm_version or None,
-                         "source": i.vllm_version_source or "newest known", "note": i.vllm_version_note},
+        "vllm_version": {
+            "planned_with": i.resolved_vllm_version,
+            "asked": i.vllm_version or None,
+            "source": i.vllm_version_source or "newest known",
+            "note": i.vllm_version_note,
+        },
         "dtype_note": i.dtype_note or None,
         # What a reader must know before trusting a figure (a vision encoder's profiling run not
         # modelled, ...): the same lines the text report prints as "caveat:".
@@ -279,18 +339,22 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "cudagraph": bytes_entry(plan.cudagraph_bytes, total),
         "available_kv_cache": bytes_entry(plan.available_kv_cache_bytes, total),
         "tightest_pp_rank": plan.tightest_pp_rank,
-        "ranks": [{
-            "pp_rank": r.pp_rank, "layers": [r.first_layer, r.end_layer],
-            "weights": bytes_entry(r.weights_bytes, total),
-            "activation_peak": bytes_entry(r.activation_peak_bytes, total),
-            "non_torch": bytes_entry(r.non_torch_bytes, total),
-            "cudagraph": bytes_entry(r.cudagraph_bytes, total),
-            "available_kv_cache": bytes_entry(r.available_kv_cache_bytes, total),
-            "num_blocks": r.num_blocks,
-            "draft_weights_bytes": r.draft_weights_bytes,
-            "draft_kv_cache_bytes": r.draft_kv_cache_bytes,
-            "vision_encoder_bytes": r.vision_encoder_bytes,
-        } for r in plan.ranks],
+        "ranks": [
+            {
+                "pp_rank": r.pp_rank,
+                "layers": [r.first_layer, r.end_layer],
+                "weights": bytes_entry(r.weights_bytes, total),
+                "activation_peak": bytes_entry(r.activation_peak_bytes, total),
+                "non_torch": bytes_entry(r.non_torch_bytes, total),
+                "cudagraph": bytes_entry(r.cudagraph_bytes, total),
+                "available_kv_cache": bytes_entry(r.available_kv_cache_bytes, total),
+                "num_blocks": r.num_blocks,
+                "draft_weights_bytes": r.draft_weights_bytes,
+                "draft_kv_cache_bytes": r.draft_kv_cache_bytes,
+                "vision_encoder_bytes": r.vision_encoder_bytes,
+            }
+            for r in plan.ranks
+        ],
         "kv_cache": None if kv is None else kv.to_dict(),
         "max_model_len_that_fits": plan.max_model_len_that_fits,
         "fits": plan.fits,

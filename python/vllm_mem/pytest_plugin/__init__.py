@@ -43,8 +43,7 @@ from .plugin import pytest_load_initial_conftests as pytest_load_initial_conftes
 from .plugin import pytest_runtest_call as pytest_runtest_call
 from .plugin import pytest_runtest_setup as pytest_runtest_setup
 
-__all__ = ["GpuMemoryProfiler", "GpuMemoryUsage", "gpu_memory", "gpu_visible", "parse_size",
-           "simulated_device"]
+__all__ = ["GpuMemoryProfiler", "GpuMemoryUsage", "gpu_memory", "gpu_visible", "parse_size", "simulated_device"]
 
 # /dev/nvidiaN on discrete GPUs; /dev/nvgpu* and nvhost-ctrl-gpu on Jetson-class integrated ones.
 # Kept in the package's namespace, where gpu_visible reads them (and a test can point them elsewhere).
@@ -60,5 +59,6 @@ def gpu_visible() -> bool:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return False
-    return (any(glob.glob(pattern) for pattern in _GPU_NODES)
-            or (os.path.exists(_WSL_NODE) and bool(glob.glob(_WSL_DRIVER))))
+    return any(glob.glob(pattern) for pattern in _GPU_NODES) or (
+        os.path.exists(_WSL_NODE) and bool(glob.glob(_WSL_DRIVER))
+    )

@@ -41,12 +41,12 @@ def limit_gpu_memory(limit: object, *, torch_only: bool = False, device: Any = N
     if not isinstance(torch_only, bool):
         raise ValueError(f"{_marker}: torch_only must be True or False, got {torch_only!r}")
     size = parse_size(limit, _marker)
-    return Limit("limit_gpu_memory", device,
-                 lambda usage: _limit_failure(usage, size, _marker, torch_only=torch_only))
+    return Limit("limit_gpu_memory", device, lambda usage: _limit_failure(usage, size, _marker, torch_only=torch_only))
 
 
-def limit_gpu_leaks(limit: object = None, *, torch: object = None, non_torch: object = None, device: Any = None,
-                    _marker: str = "") -> Limit:
+def limit_gpu_leaks(
+    limit: object = None, *, torch: object = None, non_torch: object = None, device: Any = None, _marker: str = ""
+) -> Limit:
     """fail the test when GPU memory still held after it grew by more than limit
 
     ``limit`` holds for torch and non-torch memory alike unless ``torch=`` / ``non_torch=`` set
@@ -56,8 +56,7 @@ def limit_gpu_leaks(limit: object = None, *, torch: object = None, non_torch: ob
     both = parse_size(limit, _marker) if limit is not None else None
     torch_limit = parse_size(torch, _marker) if torch is not None else both
     non_torch_limit = parse_size(non_torch, _marker) if non_torch is not None else both
-    return Limit("limit_gpu_leaks", device,
-                 lambda usage: _leak_failure(usage, torch_limit, non_torch_limit, _marker))
+    return Limit("limit_gpu_leaks", device, lambda usage: _leak_failure(usage, torch_limit, non_torch_limit, _marker))
 
 
 @dataclass(frozen=True)
@@ -75,8 +74,9 @@ class Marker:
         """The ``pytest --markers`` line: the function's signature without annotations and
         without the plugin's own ``_marker``, then its docstring's first paragraph."""
         signature = inspect.signature(self.function)
-        parameters = [p.replace(annotation=p.empty) for p in signature.parameters.values()
-                      if not p.name.startswith("_")]
+        parameters = [
+            p.replace(annotation=p.empty) for p in signature.parameters.values() if not p.name.startswith("_")
+        ]
         text = str(signature.replace(parameters=parameters, return_annotation=signature.empty))
         summary = " ".join((self.function.__doc__ or "").split("\n\n")[0].split())
         return f"{self.name}{text}: {summary}"
@@ -100,11 +100,16 @@ class Marker:
 
 #: Every marker the plugin measures for, in the order their failures are reported.
 MARKERS = (
-    Marker(limit_gpu_memory, "takes one size and optionally torch_only= and device=, e.g. "
-                             "@pytest.mark.limit_gpu_memory('2 GiB')"),
-    Marker(limit_gpu_leaks, "takes one size for torch and non-torch memory, and optionally torch= / "
-                            "non_torch= to set either apart, and device=, e.g. "
-                            "@pytest.mark.limit_gpu_leaks('16 MiB')"),
+    Marker(
+        limit_gpu_memory,
+        "takes one size and optionally torch_only= and device=, e.g. @pytest.mark.limit_gpu_memory('2 GiB')",
+    ),
+    Marker(
+        limit_gpu_leaks,
+        "takes one size for torch and non-torch memory, and optionally torch= / "
+        "non_torch= to set either apart, and device=, e.g. "
+        "@pytest.mark.limit_gpu_leaks('16 MiB')",
+    ),
 )
 
 
@@ -117,8 +122,10 @@ def read_limits(item: pytest.Item) -> list[Limit]:
     """The item's limit markers, read; ValueError naming the marker and value when bad."""
     limits = [marker.read(mark) for marker in MARKERS if (mark := item.get_closest_marker(marker.name)) is not None]
     if any(limit.device != limits[0].device for limit in limits):
-        raise ValueError(f"{' and '.join(limit.name for limit in limits)} name different devices "
-                         f"({', '.join(repr(limit.device) for limit in limits)}); a test is measured on one")
+        raise ValueError(
+            f"{' and '.join(limit.name for limit in limits)} name different devices "
+            f"({', '.join(repr(limit.device) for limit in limits)}); a test is measured on one"
+        )
     return limits
 
 
@@ -129,18 +136,19 @@ def _limit_failure(usage: GpuMemoryUsage, limit: int, marker: str, torch_only: b
     if value <= limit:
         return ""
     what = "torch-only peak (tensors)" if torch_only else "peak"
-    lines = [f"GPU memory limit exceeded on {usage.device}"
-             f"{' (simulated)' if usage.reader == 'simulated' else ''}: {what} "
-             f"{format_bytes(value)} ({value} bytes) > limit {format_bytes(limit)} "
-             f"({limit} bytes) [{marker}]",
-             usage.split()]
+    lines = [
+        f"GPU memory limit exceeded on {usage.device}"
+        f"{' (simulated)' if usage.reader == 'simulated' else ''}: {what} "
+        f"{format_bytes(value)} ({value} bytes) > limit {format_bytes(limit)} "
+        f"({limit} bytes) [{marker}]",
+        usage.split(),
+    ]
     if usage.shared_device_note:
         lines.append(usage.shared_device_note)
     return "\n".join(lines)
 
 
-def _leak_failure(usage: GpuMemoryUsage, torch_limit: int | None, non_torch_limit: int | None,
-                  marker: str) -> str:
+def _leak_failure(usage: GpuMemoryUsage, torch_limit: int | None, non_torch_limit: int | None, marker: str) -> str:
     problems = []
     # Tensors still alive (allocated), not the allocator's segments (reserved): one live 1.5 MiB
     # tensor pins a whole 20 MiB segment, which empty_cache cannot release, yet leaks 1.5 MiB.
@@ -148,19 +156,23 @@ def _leak_failure(usage: GpuMemoryUsage, torch_limit: int | None, non_torch_limi
         problems.append(
             f"  torch      {signed(usage.held_torch_allocated)} of tensors still alive > limit "
             f"{format_bytes(torch_limit)} ({signed(usage.held_torch_reserved)} still reserved "
-            "by torch's allocator)")
+            "by torch's allocator)"
+        )
     if non_torch_limit is not None and usage.held_non_torch > non_torch_limit:
         problems.append(
             f"  non-torch  {signed(usage.held_non_torch)} still held outside torch > limit "
-            f"{format_bytes(non_torch_limit)}")
+            f"{format_bytes(non_torch_limit)}"
+        )
     if not problems:
         return ""
-    lines = [f"GPU memory leaked on {usage.device}"
-             f"{' (simulated)' if usage.reader == 'simulated' else ''}: held after the test "
-             f"(after gc.collect() and empty_cache) minus held before it [{marker}]", *problems]
+    lines = [
+        f"GPU memory leaked on {usage.device}"
+        f"{' (simulated)' if usage.reader == 'simulated' else ''}: held after the test "
+        f"(after gc.collect() and empty_cache) minus held before it [{marker}]",
+        *problems,
+    ]
     if usage.torch_status != "available":
-        lines.append(f"  torch allocator figures unavailable ({usage.torch_status}): all memory "
-                     "counts as non-torch")
+        lines.append(f"  torch allocator figures unavailable ({usage.torch_status}): all memory counts as non-torch")
     if usage.shared_device_note:
         lines.append(usage.shared_device_note)
     return "\n".join(lines)

@@ -21,8 +21,9 @@ DEFAULT_INTERVAL_S = 0.0005
 #: Set in a pytest-xdist worker that --gpu-per-worker gave a GPU of its own ("1") or a shared one ("0").
 OWN_GPU_ENV = "VLLM_MEM_OWN_GPU"
 
-NO_DEVICE_REASON = ("no NVIDIA GPU visible (no /dev/nvidia* node, or CUDA_VISIBLE_DEVICES hides "
-                    "all) and no simulated device installed")
+NO_DEVICE_REASON = (
+    "no NVIDIA GPU visible (no /dev/nvidia* node, or CUDA_VISIBLE_DEVICES hides all) and no simulated device installed"
+)
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,20 @@ class GpuMemoryUsage:
     interval_s: float
 
     #: Figures read from the driver's free memory: every process on the GPU counts in them.
-    DEVICE_WIDE: ClassVar[tuple[str, ...]] = ("peak", "non_torch", "non_torch_at_end",
-                                              "transient_non_torch", "held_non_torch")
+    DEVICE_WIDE: ClassVar[tuple[str, ...]] = (
+        "peak",
+        "non_torch",
+        "non_torch_at_end",
+        "transient_non_torch",
+        "held_non_torch",
+    )
     #: Figures of this process's torch allocator only.
-    PROCESS_LOCAL: ClassVar[tuple[str, ...]] = ("torch_allocated", "torch_reserved",
-                                                "held_torch_allocated", "held_torch_reserved")
+    PROCESS_LOCAL: ClassVar[tuple[str, ...]] = (
+        "torch_allocated",
+        "torch_reserved",
+        "held_torch_allocated",
+        "held_torch_reserved",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (for reports and pytest-xdist)."""
@@ -122,8 +132,7 @@ class GpuMemoryUsage:
             f"({self.num_samples} samples)",
         ]
         if self.torch_status != "available":
-            lines.append(f"  torch allocator figures unavailable ({self.torch_status}): all memory "
-                         "counts as non-torch")
+            lines.append(f"  torch allocator figures unavailable ({self.torch_status}): all memory counts as non-torch")
         return "\n".join(lines)
 
     @property
@@ -135,12 +144,14 @@ class GpuMemoryUsage:
         worker = os.environ.get("PYTEST_XDIST_WORKER")
         if worker is None or workers <= 1 or os.environ.get(OWN_GPU_ENV) == "1":
             return ""
-        return (f"  note: pytest-xdist worker {worker} of {workers} may share {self.device} with "
-                "other workers; device memory is read device-wide, so their allocations count "
-                "as this test's non-torch memory and cannot be attributed per process "
-                f"(device-wide: {', '.join(self.DEVICE_WIDE)}; this process's own: "
-                f"{', '.join(self.PROCESS_LOCAL)}). --gpu-per-worker gives each worker its own "
-                "GPU; limit_gpu_memory(..., torch_only=True) limits torch's own peak")
+        return (
+            f"  note: pytest-xdist worker {worker} of {workers} may share {self.device} with "
+            "other workers; device memory is read device-wide, so their allocations count "
+            "as this test's non-torch memory and cannot be attributed per process "
+            f"(device-wide: {', '.join(self.DEVICE_WIDE)}; this process's own: "
+            f"{', '.join(self.PROCESS_LOCAL)}). --gpu-per-worker gives each worker its own "
+            "GPU; limit_gpu_memory(..., torch_only=True) limits torch's own peak"
+        )
 
 
 def device_reason() -> str | None:
@@ -222,8 +233,9 @@ class GpuMemoryProfiler:
     def __enter__(self) -> GpuMemoryProfiler:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None,
-                 exc_val: BaseException | None, exc_tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
         if self._cm is not None:
             self.stop()
 
@@ -249,8 +261,12 @@ class GpuMemoryProfiler:
     def check_limit(self, limit: object, torch_only: bool = False) -> None:
         """AssertionError with the split message when the last window's peak exceeds ``limit``
         (with ``torch_only``: the peak of torch's tensors, this process's own)."""
-        message = _limit_failure(self.usage, parse_size(limit, "GpuMemoryProfiler.check_limit"),
-                                 f"check_limit({limit!r})", torch_only=bool(torch_only))
+        message = _limit_failure(
+            self.usage,
+            parse_size(limit, "GpuMemoryProfiler.check_limit"),
+            f"check_limit({limit!r})",
+            torch_only=bool(torch_only),
+        )
         if message:
             raise AssertionError(message)
 

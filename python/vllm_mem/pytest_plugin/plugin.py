@@ -34,7 +34,8 @@ def _count(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"--gpu-memory takes a number of tests, got {text!r}: write --gpu-memory=N (with '=') "
-            "or put --gpu-memory after the paths") from None
+            "or put --gpu-memory after the paths"
+        ) from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"--gpu-memory=N needs N >= 0 (0: all), got {value}")
     return value
@@ -53,19 +54,32 @@ def _interval(text: str) -> float:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vllm_mem", "GPU memory (vllm_mem)")
     group.addoption(
-        "--gpu-memory", action="store", nargs="?", const=_DEFAULT_TOP, default=None, type=_count,
+        "--gpu-memory",
+        action="store",
+        nargs="?",
+        const=_DEFAULT_TOP,
+        default=None,
+        type=_count,
         metavar="N",
         help=f"show the N tests with the largest GPU peaks (default {_DEFAULT_TOP}; 0: all). "
-             "Measures tests marked gpu, limit_gpu_memory or limit_gpu_leaks, and those using "
-             "the gpu_memory fixture; other tests never touch the device.")
+        "Measures tests marked gpu, limit_gpu_memory or limit_gpu_leaks, and those using "
+        "the gpu_memory fixture; other tests never touch the device.",
+    )
     group.addoption(
-        "--gpu-memory-interval", action="store", type=_interval, default=DEFAULT_INTERVAL_S,
+        "--gpu-memory-interval",
+        action="store",
+        type=_interval,
+        default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
-        help=f"peak sampler interval for measured tests (default {DEFAULT_INTERVAL_S})")
+        help=f"peak sampler interval for measured tests (default {DEFAULT_INTERVAL_S})",
+    )
     group.addoption(
-        "--gpu-per-worker", action="store_true", default=False,
+        "--gpu-per-worker",
+        action="store_true",
+        default=False,
         help="under pytest-xdist, give worker gwN the N-th visible GPU (round robin) through "
-             "CUDA_VISIBLE_DEVICES, so each worker's non-torch memory is its own")
+        "CUDA_VISIBLE_DEVICES, so each worker's non-torch memory is its own",
+    )
 
 
 def _visible_gpus() -> list[str]:
@@ -91,15 +105,13 @@ def _assign_worker_gpu(enabled: bool) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
-                                  args: list[str]) -> None:
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     # Before conftests run, in case one initialises CUDA at import (entry-point and -p loads).
     _assign_worker_gpu(bool(getattr(early_config.known_args_namespace, "gpu_per_worker", False)))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "gpu: needs an NVIDIA GPU and its driver; skipped cleanly without one")
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU and its driver; skipped cleanly without one")
     for marker in MARKERS:
         config.addinivalue_line("markers", marker.help())
     config.pluginmanager.register(_Summary(config.getoption("gpu_memory")), _SUMMARY_PLUGIN)
@@ -139,8 +151,7 @@ def _measured(item: pytest.Item, limits: list[Limit] | None) -> bool:
         return True
     if item.config.getoption("gpu_memory") is None:
         return False
-    return (item.get_closest_marker("gpu") is not None
-            or "gpu_memory" in getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("gpu") is not None or "gpu_memory" in getattr(item, "fixturenames", ())
 
 
 @pytest.hookimpl(wrapper=True)
@@ -148,8 +159,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     limits = item.stash.get(_LIMITS_KEY, None)
     if not _measured(item, limits):
         return (yield)
-    profiler = GpuMemoryProfiler(device=limits[0].device if limits else None,
-                                 interval_s=item.config.getoption("gpu_memory_interval"))
+    profiler = GpuMemoryProfiler(
+        device=limits[0].device if limits else None, interval_s=item.config.getoption("gpu_memory_interval")
+    )
     profiler.start()  # skips here without a device
     try:
         outcome = yield
@@ -194,7 +206,8 @@ class _Summary:
         if not records:
             terminalreporter.write_line(
                 "no test measured GPU memory (measured: tests marked gpu, limit_gpu_memory or "
-                "limit_gpu_leaks, and tests using the gpu_memory fixture)")
+                "limit_gpu_leaks, and tests using the gpu_memory fixture)"
+            )
             return
         shown = records if top == 0 else records[:top]
         for nodeid, usage in shown:
@@ -203,10 +216,10 @@ class _Summary:
                 f"{format_bytes(usage.peak):>12} peak  {nodeid}  (torch allocated "
                 f"{format_bytes(usage.torch_allocated)}, reserved "
                 f"{format_bytes(usage.torch_reserved)}, non-torch {format_bytes(usage.non_torch)}, "
-                f"transient {format_bytes(usage.transient_non_torch)}; {usage.device}{simulated})")
+                f"transient {format_bytes(usage.transient_non_torch)}; {usage.device}{simulated})"
+            )
         if len(records) > len(shown):
-            terminalreporter.write_line(
-                f"({len(records) - len(shown)} more measured; --gpu-memory=0 shows all)")
+            terminalreporter.write_line(f"({len(records) - len(shown)} more measured; --gpu-memory=0 shows all)")
 
 
 @pytest.fixture
@@ -225,4 +238,3 @@ def simulated_device() -> Iterator[SimulatedDevice]:
 
     with SimulatedDevice() as device:
         yield device
-

@@ -21,12 +21,16 @@ def _gib(num_bytes: int) -> str:
 def _devices(check: StageCheck) -> str:
     out = ""
     for d in check.devices:
-        out += (f"\nGPU {d.physical_id}{f' ({d.name})' if d.name else ''}: total {_gib(d.total_bytes)}, free "
-                f"{_gib(d.free_bytes)} ({d.free_source})\n"
-                f"  utilization {d.utilization_expression}{'  <<< OVER 1.0' if d.over_committed else ''}\n"
-                f"  requested {_gib(d.requested_bytes)}, headroom {d.headroom} ({_gib(d.headroom_bytes)})\n")
-        out += "".join(f"    stage {s['stage_id']}  {s['local_device']}  {s['utilization']}  "
-                       f"{_gib(s['requested_bytes'])}\n" for s in d.stages)
+        out += (
+            f"\nGPU {d.physical_id}{f' ({d.name})' if d.name else ''}: total {_gib(d.total_bytes)}, free "
+            f"{_gib(d.free_bytes)} ({d.free_source})\n"
+            f"  utilization {d.utilization_expression}{'  <<< OVER 1.0' if d.over_committed else ''}\n"
+            f"  requested {_gib(d.requested_bytes)}, headroom {d.headroom} ({_gib(d.headroom_bytes)})\n"
+        )
+        out += "".join(
+            f"    stage {s['stage_id']}  {s['local_device']}  {s['utilization']}  {_gib(s['requested_bytes'])}\n"
+            for s in d.stages
+        )
     return out
 
 
@@ -34,7 +38,8 @@ def _startup(check: StageCheck) -> str:
     return "\nStart-up, in start order (vLLM: free >= ceil(total * utilization)):\n" + "".join(
         f"  stage {p.stage_id} on GPU {p.physical_id} ({p.device}): free {_gib(p.free_bytes)}"
         f"{' < ' if p.fails else ' >= '}requested {_gib(p.requested_bytes)}{'  FAILS' if p.fails else '  ok'}\n"
-        for p in check.startup)
+        for p in check.startup
+    )
 
 
 def _listed(title: str, lines: list[str]) -> str:
@@ -44,13 +49,20 @@ def _listed(title: str, lines: list[str]) -> str:
 def stage_check_text(check: StageCheck, num_stages: int, num_gpu_stages: int) -> str:
     """The readable report: each GPU's stages and utilization sum, vLLM's start-up check in start
     order, then the stage plans, problems, fixes, out-of-memory advice and notes."""
-    head = (f"vLLM-Omni stages: {num_stages} stage(s), {num_gpu_stages} on {len(check.devices)} GPU(s) "
-            f"({check.format}: format): {'OK' if check.ok else 'DOES NOT FIT'}\n")
-    return (head + _devices(check) + _startup(check)
-            + _listed("Stage plans (start-up planner, on each stage's smallest GPU)", [p["line"] for p in check.plans])
-            + _listed("Problems", check.problems) + _listed("Suggestions", check.suggestions)
-            + _listed("If a stage runs out of memory during inference", [] if check.ok else check.oom_advice)
-            + _listed("Notes", check.notes))
+    head = (
+        f"vLLM-Omni stages: {num_stages} stage(s), {num_gpu_stages} on {len(check.devices)} GPU(s) "
+        f"({check.format}: format): {'OK' if check.ok else 'DOES NOT FIT'}\n"
+    )
+    return (
+        head
+        + _devices(check)
+        + _startup(check)
+        + _listed("Stage plans (start-up planner, on each stage's smallest GPU)", [p["line"] for p in check.plans])
+        + _listed("Problems", check.problems)
+        + _listed("Suggestions", check.suggestions)
+        + _listed("If a stage runs out of memory during inference", [] if check.ok else check.oom_advice)
+        + _listed("Notes", check.notes)
+    )
 
 
 def stage_check_html(check: StageCheck) -> str:

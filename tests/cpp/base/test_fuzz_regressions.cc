@@ -3,14 +3,14 @@
 // refuses that the core used to size anyway (issue 10). docs/fuzzing.md lists each finding and
 // its fix. Every test below failed (undefined behaviour under UBSan, a wrong number, or
 // unbounded work) on the code before the fix.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "fuzz_regression.h"
+#include <gtest/gtest.h>
+
 #include "core/base/checked_math.h"
+#include "fuzz_regression.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/json.h"
 
@@ -24,9 +24,9 @@ using testing::InvalidArgumentOf;
 TEST(FuzzRegression, MalformedJsonMessagesAreShortPrintableText) {
   // nlohmann quotes the text last read, each control character as <U+0009>: a run of tabs gave
   // a 425-character message; invalid UTF-8 (why the parse failed) came back raw.
-  for (const std::string& text : {"[" + std::string(300, '\t') + "x", std::string("[\"\xff\xfe\xc3") + "\"]",
-                                  std::string("{\"") + std::string(500, 'k') + "\": 1, \"" +
-                                      std::string(500, 'k') + "\": 2}"}) {
+  for (const std::string& text :
+       {"[" + std::string(300, '\t') + "x", std::string("[\"\xff\xfe\xc3") + "\"]",
+        std::string("{\"") + std::string(500, 'k') + "\": 1, \"" + std::string(500, 'k') + "\": 2}"}) {
     const InvalidArgument e = InvalidArgumentOf([&] { ParseJson(text, "config.json"); });
     ExpectClearMessage(e, "config.json");
     for (char ch : std::string(e.what())) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << e.what();

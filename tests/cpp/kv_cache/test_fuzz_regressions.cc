@@ -3,11 +3,11 @@
 // refuses that the core used to size anyway (issue 10). docs/fuzzing.md lists each finding and
 // its fix. Every test below failed (undefined behaviour under UBSan, a wrong number, or
 // unbounded work) on the code before the fix.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "fuzz_regression.h"
 #include "vllm_mem/base/limits.h"
@@ -38,8 +38,7 @@ TEST(FuzzRegression, TokenCountOverflowIsAnErrorNotANegativeNumber) {
           "sliding_window": 16, "torch_dtype": "bfloat16"})");
   KvCacheOptions o;
   o.max_model_len = kMaxModelLenTokens;
-  ExpectClearMessage(InvalidArgumentOf([&] { ComputeKvCacheCapacity(spec, {int64_t{1} << 62}, o); }),
-                     "num_tokens");
+  ExpectClearMessage(InvalidArgumentOf([&] { ComputeKvCacheCapacity(spec, {int64_t{1} << 62}, o); }), "num_tokens");
   o.max_model_len = 4096;
   const KvCacheCapacity small = ComputeKvCacheCapacity(spec, {int64_t{1} << 30}, o);
   EXPECT_GT(small.num_tokens, 0);

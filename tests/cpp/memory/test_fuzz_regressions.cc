@@ -3,9 +3,9 @@
 // refuses that the core used to size anyway (issue 10). docs/fuzzing.md lists each finding and
 // its fix. Every test below failed (undefined behaviour under UBSan, a wrong number, or
 // unbounded work) on the code before the fix.
-#include <gtest/gtest.h>
-
 #include <limits>
+
+#include <gtest/gtest.h>
 
 #include "fuzz_regression.h"
 #include "vllm_mem/base/limits.h"

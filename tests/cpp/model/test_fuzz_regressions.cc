@@ -3,9 +3,9 @@
 // refuses that the core used to size anyway (issue 10). docs/fuzzing.md lists each finding and
 // its fix. Every test below failed (undefined behaviour under UBSan, a wrong number, or
 // unbounded work) on the code before the fix.
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "fuzz_regression.h"
 #include "vllm_mem/model/model_spec.h"
@@ -20,10 +20,9 @@ using testing::InvalidArgumentOf;
 TEST(FuzzRegression, ConfigIntegerFromHugeDoubleIsRefusedNotConverted) {
   // 1e300 was cast to int64 (undefined behaviour) before the range check.
   for (const char* value : {"1e300", "-1e300", "1e19", "9.3e18", "4096.5"}) {
-    ExpectClearMessage(InvalidArgumentOf([&] {
-                         ModelSpec::FromHfConfigText(Config(std::string(R"(, "head_dim": )") + value));
-                       }),
-                       "head_dim");
+    ExpectClearMessage(
+        InvalidArgumentOf([&] { ModelSpec::FromHfConfigText(Config(std::string(R"(, "head_dim": )") + value)); }),
+        "head_dim");
   }
   // An integral float is still an integer, as before.
   EXPECT_EQ(ModelSpec::FromHfConfigText(Config(R"(, "head_dim": 64.0)")).head_dim, 64);
@@ -47,19 +46,19 @@ TEST(FuzzRegression, RopeScalingFactorIsRangeCheckedBeforeTheProduct) {
                      }),
                      "rope_scaling.factor");
   ExpectClearMessage(InvalidArgumentOf([&] {
-                       ModelSpec::FromHfConfigText(
-                           Config(R"(, "rope_scaling": {"type": "linear", "factor": 2e6})"));
+                       ModelSpec::FromHfConfigText(Config(R"(, "rope_scaling": {"type": "linear", "factor": 2e6})"));
                      }),
                      "rope_scaling.factor");
 }
 
 TEST(FuzzRegression, ModelCountsAreBoundedBeforeTheirVectorsAreBuilt) {
   // num_hidden_layers 2^40 allocated a 2^40-entry layer vector.
-  ExpectClearMessage(InvalidArgumentOf([] {
-                       ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 1099511627776, "hidden_size": 64,
+  ExpectClearMessage(
+      InvalidArgumentOf([] {
+        ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 1099511627776, "hidden_size": 64,
                          "num_attention_heads": 1, "vocab_size": 10})");
-                     }),
-                     "num_hidden_layers");
+      }),
+      "num_hidden_layers");
   ExpectClearMessage(InvalidArgumentOf([] {
                        ModelSpec::FromHfConfigText(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
                          "num_attention_heads": 1, "vocab_size": 10, "max_position_embeddings": 4611686018427387904})");
@@ -73,18 +72,15 @@ TEST(FuzzRegression, ModelCountsAreBoundedBeforeTheirVectorsAreBuilt) {
 }
 
 TEST(BadInputRefused, KvHeadsMustDivideTheAttentionHeads) {
-  ExpectClearMessage(InvalidArgumentOf([] { ModelSpec::FromHfConfigText(Config("", 32, 6)); }),
-                     "num_key_value_heads");
-  ExpectClearMessage(InvalidArgumentOf([] { ModelSpec::FromHfConfigText(Config("", 8, 16)); }),
-                     "num_key_value_heads");
+  ExpectClearMessage(InvalidArgumentOf([] { ModelSpec::FromHfConfigText(Config("", 32, 6)); }), "num_key_value_heads");
+  ExpectClearMessage(InvalidArgumentOf([] { ModelSpec::FromHfConfigText(Config("", 8, 16)); }), "num_key_value_heads");
   EXPECT_EQ(ModelSpec::FromHfConfigText(Config("", 32, 1)).num_kv_heads, 1);  // MQA
 }
 
 TEST(BadInputRefused, QuantizationGroupSizeZeroOrNegative) {
   auto gptq = [](const char* group) {
-    return ModelSpec::FromHfConfigText(
-        Config(std::string(R"(, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": )") +
-               group + "}"));
+    return ModelSpec::FromHfConfigText(Config(
+        std::string(R"(, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": )") + group + "}"));
   };
   EXPECT_EQ(gptq("128").quantization->group_size, 128);
   EXPECT_EQ(gptq("-1").quantization->group_size, -1);  // per-channel, as GPTQ/AWQ write it

@@ -3,10 +3,10 @@
 // refuses that the core used to size anyway (issue 10). docs/fuzzing.md lists each finding and
 // its fix. Every test below failed (undefined behaviour under UBSan, a wrong number, or
 // unbounded work) on the code before the fix.
-#include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "fuzz_regression.h"
 #include "vllm_mem/base/limits.h"
@@ -70,9 +70,8 @@ TEST(BadInputRefused, LongStringsAreTruncatedInMessages) {
       }),
       InvalidArgumentOf([&] { ParseCudagraphMode(long_value); }),
       InvalidArgumentOf([&] { ParseCudaVisibleDevices(long_value); }),
-      InvalidArgumentOf([&] {
-        ParseStageConfigText(R"({"stages": [{"stage_id": 0, "devices": ")" + long_value + "\"}]}");
-      }),
+      InvalidArgumentOf(
+          [&] { ParseStageConfigText(R"({"stages": [{"stage_id": 0, "devices": ")" + long_value + "\"}]}"); }),
   };
   for (const auto& e : errors) {
     EXPECT_LE(std::string(e.what()).size(), 300u) << e.what();
@@ -81,8 +80,8 @@ TEST(BadInputRefused, LongStringsAreTruncatedInMessages) {
   EXPECT_EQ(EchoValue("abc"), "'abc'");
   EXPECT_EQ(EchoValue(long_value), "'" + std::string(80, 'x') + "'... (5000 bytes)");
   // Invalid UTF-8 from a GPU name or CUDA_VISIBLE_DEVICES comes back escaped (fuzz_gpu_name).
-  for (const auto& e : {InvalidArgumentOf([] { LookupGpu("QQ\xff"); }),
-                        InvalidArgumentOf([] { ParseCudaVisibleDevices("0,\xff"); })}) {
+  for (const auto& e :
+       {InvalidArgumentOf([] { LookupGpu("QQ\xff"); }), InvalidArgumentOf([] { ParseCudaVisibleDevices("0,\xff"); })}) {
     EXPECT_NE(std::string(e.what()).find("\\xff"), std::string::npos) << e.what();
   }
 }
