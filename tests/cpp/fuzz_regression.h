@@ -7,6 +7,7 @@
 #define VLLM_MEM_TESTS_FUZZ_REGRESSION_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -14,6 +15,8 @@
 #include "vllm_mem/base/error.h"
 
 namespace vllm_mem::testing {
+
+inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 /*! A small Llama-shaped config with \p extra fields appended (or overriding earlier ones is not
  *  possible: duplicate keys are refused, so callers add only new keys). */

@@ -14,12 +14,9 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/json.h"
 
-namespace vllm_mem {
+// In vllm_mem::testing, beside the shared helpers (fuzz_regression.h).
+namespace vllm_mem::testing {
 namespace {
-
-using testing::Config;
-using testing::ExpectClearMessage;
-using testing::InvalidArgumentOf;
 
 TEST(FuzzRegression, MalformedJsonMessagesAreShortPrintableText) {
   // nlohmann quotes the text last read, each control character as <U+0009>: a run of tabs gave
@@ -51,4 +48,4 @@ TEST(FuzzRegression, CheckedDoubleToInt64RefusesWhatDoesNotFit) {
 }
 
 }  // namespace
-}  // namespace vllm_mem
+}  // namespace vllm_mem::testing

@@ -16,14 +16,9 @@
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/model/model_spec.h"
 
-namespace vllm_mem {
+// In vllm_mem::testing, beside the shared helpers (fuzz_regression.h).
+namespace vllm_mem::testing {
 namespace {
-
-using testing::Config;
-using testing::ExpectClearMessage;
-using testing::InvalidArgumentOf;
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 TEST(FuzzRegression, TokenCountOverflowIsAnErrorNotANegativeNumber) {
   EXPECT_EQ(KvCacheNumTokens(2.5, 8192), 20480);
@@ -79,4 +74,4 @@ TEST(FuzzRegression, IdenticalWorkersAreSizedOnceWithTheSameAnswer) {
 }
 
 }  // namespace
-}  // namespace vllm_mem
+}  // namespace vllm_mem::testing

@@ -11,14 +11,9 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/memory/memory_budget.h"
 
-namespace vllm_mem {
+// In vllm_mem::testing, beside the shared helpers (fuzz_regression.h).
+namespace vllm_mem::testing {
 namespace {
-
-using testing::Config;
-using testing::ExpectClearMessage;
-using testing::InvalidArgumentOf;
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 TEST(FuzzRegression, RequestedMemoryOfAHugeTotalIsRefusedNotConverted) {
   // ceil(double(INT64_MAX) * 1.0) is 2^63, which no int64 holds.
@@ -28,4 +23,4 @@ TEST(FuzzRegression, RequestedMemoryOfAHugeTotalIsRefusedNotConverted) {
 }
 
 }  // namespace
-}  // namespace vllm_mem
+}  // namespace vllm_mem::testing

@@ -10,12 +10,9 @@
 #include "fuzz_regression.h"
 #include "vllm_mem/model/model_spec.h"
 
-namespace vllm_mem {
+// In vllm_mem::testing, beside the shared helpers (fuzz_regression.h).
+namespace vllm_mem::testing {
 namespace {
-
-using testing::Config;
-using testing::ExpectClearMessage;
-using testing::InvalidArgumentOf;
 
 TEST(FuzzRegression, ConfigIntegerFromHugeDoubleIsRefusedNotConverted) {
   // 1e300 was cast to int64 (undefined behaviour) before the range check.
@@ -95,4 +92,4 @@ TEST(BadInputRefused, QuantizationGroupSizeZeroOrNegative) {
 }
 
 }  // namespace
-}  // namespace vllm_mem
+}  // namespace vllm_mem::testing

@@ -21,14 +21,9 @@
 #include "vllm_mem/plan/plan_suggestions.h"
 #include "vllm_mem/plan/startup_plan.h"
 
-namespace vllm_mem {
+// In vllm_mem::testing, beside the shared helpers (fuzz_regression.h).
+namespace vllm_mem::testing {
 namespace {
-
-using testing::Config;
-using testing::ExpectClearMessage;
-using testing::InvalidArgumentOf;
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 TEST(FuzzRegression, DefaultCaptureSizesOfAHugeMaximumIsRefused) {
   // max_size + 1 overflowed for INT64_MAX; a large maximum also built a list of billions.
@@ -189,4 +184,4 @@ TEST(FuzzRegression, NegativeTotalMemoryWithReleaseDefaultsIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace vllm_mem
+}  // namespace vllm_mem::testing

@@ -17,12 +17,9 @@
 #include "vllm_mem/stages/stage_check.h"
 #include "vllm_mem/stages/stage_config.h"
 
-namespace vllm_mem {
+// In vllm_mem::testing, beside the shared helpers (fuzz_regression.h).
+namespace vllm_mem::testing {
 namespace {
-
-using testing::Config;
-using testing::ExpectClearMessage;
-using testing::InvalidArgumentOf;
 
 TEST(FuzzRegression, StageCountsAndDeviceListsAreBounded) {
   // tensor_parallel_size 2^62 x pipeline_parallel_size 4 overflowed in WorldSize().
@@ -87,4 +84,4 @@ TEST(BadInputRefused, LongStringsAreTruncatedInMessages) {
 }
 
 }  // namespace
-}  // namespace vllm_mem
+}  // namespace vllm_mem::testing
