@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 LOGS_FILE = "tests/data/vllm_release_logs.json"
 GiB = float(1 << 30)
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 
 #: Per-term tolerances (GiB). Printed figures carry 2 decimals (+-0.005), the GPU total too; the
 #: weights are an exact count; the peak and non-torch terms are the version rules under test
@@ -221,6 +222,17 @@ def test_the_0_11_0_start_up_rules_out_the_sort_sampler() -> None:
     # the forward that the 0.11.0 plan's peak is.
     flashinfer_sampler_phase = sort - (36.4 - 12.0) * 1024 * 131072 / GiB
     assert flashinfer_sampler_phase < flashinfer < printed, (flashinfer_sampler_phase, flashinfer)
+
+
+@pytest.mark.parametrize("version", ["0.29", "0.29.0rc1", "0.30.2", "0.32.0", "0.99"])
+def test_a_release_past_the_profiles_is_refused_by_name(version: str) -> None:
+    """From 0.29 Model Runner V2 serves every model with its own CUDA-graph profile in the budget
+    and batch-sharded sampling (v0.29.0 release note): no rule here models either, so a plan for
+    0.29 or later is refused (NotModelledError) rather than made with 0.28's rules."""
+    with pytest.raises(vllm_mem.NotModelledError, match=r"not modelled: from vLLM 0\.29\.0, Model Runner V2"):
+        vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version=version)
+    # The newest profile's own patch releases still plan.
+    assert vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.9").vllm_version == "0.28.0"
 
 
 def _profile_rule(release: str, rule: str) -> dict[str, Any]:

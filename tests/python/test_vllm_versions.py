@@ -55,12 +55,12 @@ def test_a_version_of_the_wrong_type_is_a_type_error() -> None:
         vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=0.19)  # type: ignore[arg-type]
 
 
-def test_a_newer_version_than_known_uses_the_newest_and_says_so() -> None:
+def test_a_newer_version_than_known_is_refused_by_name() -> None:
+    # Releases from 0.29 changed the budget in ways no profile models (vllm_versions.json
+    # "not_modelled"): refused, not planned with the newest profile's rules and a note.
     newest = vllm_mem.vllm_versions()[-1]["version"]
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.99")
-    assert p.vllm_version == newest
-    assert "newer than the newest known release" in p.vllm_version_note
-    assert "newer than the newest known release" in p.report()
+    with pytest.raises(vllm_mem.NotModelledError, match=f"newest release with rules is {newest}"):
+        vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.99")
 
 
 def test_default_version_is_the_installed_one_else_the_newest(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -212,6 +212,41 @@ std::vector<VllmVersionProfile> BuildProfiles() {
   return out;
 }
 
+// Releases past the newest profile whose start-up changed in ways no rule here models
+// (vllm_versions.json "not_modelled"): a plan for one is refused by name, never made with an
+// older release's rules.
+struct NotModelledFrom {
+  VllmVersion from;
+  std::string what, source;
+};
+
+std::vector<NotModelledFrom> BuildNotModelled() {
+  const JsonValue doc = ParseJson(kVllmVersionsJson, "vllm_versions.json");
+  std::vector<NotModelledFrom> out;
+  const JsonValue* list = doc.Find("not_modelled");
+  if (list == nullptr) return out;
+  if (!list->IsArray()) Bad("'not_modelled' must be a list");
+  for (const JsonValue& e : list->AsArray()) {
+    out.push_back({ParseVllmVersion(Str(Member(e, "from", "not_modelled"), "from")),
+                   Str(Member(e, "what", "not_modelled"), "what"), Str(Member(e, "source", "not_modelled"), "source")});
+  }
+  return out;
+}
+
+void RefuseIfNotModelled(const std::string& asked) {
+  static const std::vector<NotModelledFrom> kNotModelled = BuildNotModelled();
+  if (asked.empty()) return;
+  const VllmVersion v = ParseVllmVersion(asked);
+  for (const NotModelledFrom& n : kNotModelled) {
+    if (n.from <= v) {
+      throw Unsupported("vllm_version " + VllmVersionString(v) + ": not modelled: from vLLM " +
+                        VllmVersionString(n.from) + ", " + n.what + " (" + n.source +
+                        "). The newest release with rules is " + VllmVersionProfiles().back().version +
+                        "; vllm_version=\"" + VllmVersionProfiles().back().version + "\" plans with those rules");
+    }
+  }
+}
+
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
@@ -430,6 +465,7 @@ void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& e
 }
 
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs) {
+  RefuseIfNotModelled(inputs.vllm_version);
   PlanInputs in = inputs;
   in.resolved_vllm_version = profile.version;
   ValidateUsageContext(in.usage_context);

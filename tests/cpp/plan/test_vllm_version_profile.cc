@@ -77,6 +77,14 @@ TEST(VllmVersion, LookupPicksTheNewestProfileNotAfterTheVersion) {
   EXPECT_EQ(newer.profile, &VllmVersionProfiles().back());
   EXPECT_NE(newer.note.find("newer than the newest known"), std::string::npos);
   EXPECT_FALSE(LookupVllmVersion("0.28.3").newer_than_known);  // a patch of the newest line
+  // A plan for a release past "not_modelled"'s 0.29.0 is refused by name (vllm_versions.json).
+  PlanInputs in;
+  in.total_memory_bytes = Total("H100-80GB");
+  in.max_model_len = 8192;
+  in.vllm_version = "0.99";
+  EXPECT_THROW(EvaluatePlan(Llama(), in), Unsupported);
+  in.vllm_version = "0.28.3";
+  EXPECT_NO_THROW(EvaluatePlan(Llama(), in));
   EXPECT_THROW(LookupVllmVersion("0.5.4"), InvalidArgument);     // older than any profile
 }
 
