@@ -38,6 +38,13 @@ const JsonValue& Table() {
             !defaults->IsObject()) {
           throw std::logic_error("config_defaults.json: " + type + " needs a 'source' string and a 'defaults' object");
         }
+        if (const JsonValue* map = entry.Find("attribute_map")) {
+          const std::string bad = "config_defaults.json: " + type + ".attribute_map must map names to names";
+          if (!map->IsObject()) throw std::logic_error(bad);
+          for (const auto& [name, own] : map->AsObject()) {
+            if (!own.IsString()) throw std::logic_error(bad);
+          }
+        }
       }
     }
     for (const auto& [type, entry] : wrappers->AsObject()) {
@@ -72,6 +79,13 @@ JsonValue WithDefaults(const JsonValue& obj, const JsonValue* entry) {
   if (entry == nullptr || !obj.IsObject()) return obj;
   JsonObject out = obj.AsObject();
   for (const auto& [key, value] : entry->Find("defaults")->AsObject()) out.emplace(key, value);  // keeps present keys
+  // transformers' attribute_map: the class answers a common name with its own field (ERNIE-4.5-MoE's
+  // num_experts is moe_num_experts), so the reader finds it under the name it knows.
+  if (const JsonValue* map = entry->Find("attribute_map")) {
+    for (const auto& [name, own] : map->AsObject()) {
+      if (const JsonValue* v = obj.Find(own.AsString()); v != nullptr && !v->IsNull()) out.emplace(name, *v);
+    }
+  }
   return JsonValue(std::move(out));
 }
 

@@ -30,12 +30,14 @@ void CheckTraits(const JsonValue& doc) {
     for (const auto& [key, value] : entry.AsObject()) {
       bool ok = false;
       for (const char* b : {"tie_word_embeddings_default", "bias_default", "gated_mlp", "rotary",
-                            "embeddings_on_every_pp_rank", "attention_free", "qk_norm"}) {
+                            "embeddings_on_every_pp_rank", "attention_free", "qk_norm", "linear_bias",
+                            "router_score_bias"}) {
         if (key == b) ok = value.IsBool();
       }
       for (const char* s :
            {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field",
-            "mamba_cache_mode_all_refusal"}) {
+            "mamba_cache_mode_all_refusal", "attention_out_bias_field", "qk_norm_field", "rotary_dim_field",
+            "router_score_bias_field"}) {
         if (key == s) ok = value.IsString();
       }
       if (key == "norm") ok = value.IsString() && (value.AsString() == "rmsnorm" || value.AsString() == "layernorm");
@@ -45,6 +47,23 @@ void CheckTraits(const JsonValue& doc) {
       }
       if (key == "norms_per_layer") ok = value.IsNumber() && value.AsNumber().integer.has_value() &&
                                          *value.AsNumber().integer >= 1 && *value.AsNumber().integer <= 4;
+      if (key == "bias_scope") {
+        ok = value.IsString() &&
+             (value.AsString() == "all" || value.AsString() == "attention" || value.AsString() == "qkv");
+      }
+      for (const char* d : {"router_dtype", "router_score_bias_dtype"}) {
+        if (key == d) ok = value.IsString() && (value.AsString() == "float32" || value.AsString() == "model");
+      }
+      if (key == "qk_norm_width") {
+        ok = value.IsString() && (value.AsString() == "head" || value.AsString() == "all_heads");
+      }
+      if (key == "refused_switches" && value.IsObject()) {
+        ok = true;  // config field -> why vllm_mem refuses it when true
+        for (const auto& [field, reason] : value.AsObject()) ok = ok && reason.IsString() && !reason.AsString().empty();
+      }
+      if (key == "partial_rotary_factor_default") {
+        ok = value.IsNumber() && value.AsNumber().value > 0.0 && value.AsNumber().value <= 1.0;
+      }
       if (key == "learned_positions_offset") ok = value.IsNumber() && value.AsNumber().integer.has_value() &&
                                                   *value.AsNumber().integer >= 0 && *value.AsNumber().integer <= 16;
       if (!ok) throw std::logic_error("model_families.json: traits." + type + "." + key + " is unknown or mistyped");

@@ -227,7 +227,7 @@ bool KnownRopeType(const std::string& type) {
   return false;
 }
 
-void ReadRotary(const std::string& model_type, const JsonValue& text, ArchitectureTraits& t) {
+void ReadRotary(const std::string& model_type, const JsonValue& text, int64_t head_dim, ArchitectureTraits& t) {
   const JsonValue* family = FamilyTraits(model_type);
   const JsonValue* rotary = family != nullptr ? family->Find("rotary") : nullptr;
   if (rotary != nullptr && !rotary->AsBool()) return;  // learned absolute positions (model_families.json)
@@ -249,6 +249,14 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, Architectu
     t.partial_rotary_factor = f->AsNumber().value;
   } else if (model_type == "phi") {
     t.partial_rotary_factor = 0.5;  // transformers' PhiConfig default
+  } else if (const JsonValue* d = family != nullptr ? family->Find("partial_rotary_factor_default") : nullptr) {
+    t.partial_rotary_factor = d->AsNumber().value;  // the config class's default (model_families.json)
+  }
+  // MiniMax-M2 names the rotated width (rotary_dim): vLLM sets partial_rotary_factor = rotary_dim / head_dim.
+  if (const JsonValue* field = family != nullptr ? family->Find("rotary_dim_field") : nullptr) {
+    if (auto dim = OptionalIntIn(text, {field->AsString().c_str()}, 1, head_dim)) {
+      t.partial_rotary_factor = static_cast<double>(*dim) / static_cast<double>(head_dim);
+    }
   }
   if (!(t.partial_rotary_factor > 0.0 && t.partial_rotary_factor <= 1.0)) {
     throw InvalidArgument("partial_rotary_factor",
@@ -336,8 +344,28 @@ void ApplyFamilyTraits(const std::string& model_type, const JsonValue& text, Arc
   if (const JsonValue* field = family->Find("bias_field")) {
     const JsonValue* fallback = family->Find("bias_default");
     const bool bias = OptionalBool(text, field->AsString().c_str()).value_or(fallback != nullptr && fallback->AsBool());
-    t.qkv_bias = t.attention_out_bias = t.mlp_bias = bias;
+    // bias_scope: "all" linears (OPT's enable_bias), "attention" = wqkv and wo (InternLM2's bias; its MLP
+    // has none), "qkv" = q, k, v only (ERNIE-4.5 and Seed-OSS read attention_bias for those alone).
+    const JsonValue* scope = family->Find("bias_scope");
+    const std::string scoped = scope != nullptr ? scope->AsString() : "all";
+    t.qkv_bias = bias;
+    t.attention_out_bias = scoped != "qkv" && bias;
+    if (scoped == "all") t.mlp_bias = bias;
   }
+  // GPTBigCode: every linear has a bias, with no switch in the config.
+  if (const JsonValue* always = family->Find("linear_bias")) {
+    t.qkv_bias = t.attention_out_bias = t.mlp_bias = always->AsBool();
+  }
+  // Seed-OSS: o_proj's bias has a switch of its own (attention_bias covers q, k, v only).
+  if (const JsonValue* field = family->Find("attention_out_bias_field")) {
+    t.attention_out_bias = OptionalBool(text, field->AsString().c_str()).value_or(false);
+  }
+  if (const JsonValue* qk = family->Find("qk_norm")) t.qk_norm = qk->AsBool();
+  // HunYuan: vLLM builds query_layernorm / key_layernorm only when the config says use_qk_norm.
+  if (const JsonValue* field = family->Find("qk_norm_field")) {
+    t.qk_norm = OptionalBool(text, field->AsString().c_str()).value_or(false);
+  }
+  if (const JsonValue* width = family->Find("qk_norm_width")) t.qk_norm_all_heads = width->AsString() == "all_heads";
   if (const JsonValue* gated = family->Find("gated_mlp")) t.gated_mlp = gated->AsBool();
   if (const JsonValue* norm = family->Find("norm")) t.norm_bias = norm->AsString() == "layernorm";
   if (const JsonValue* every = family->Find("embeddings_on_every_pp_rank")) {
@@ -347,7 +375,7 @@ void ApplyFamilyTraits(const std::string& model_type, const JsonValue& text, Arc
   if (const JsonValue* qk_norm = family->Find("qk_norm")) t.qk_norm = qk_norm->AsBool();
   if (const JsonValue* offset = family->Find("learned_positions_offset")) {
     const int64_t positions =
-        OptionalIntIn(text, {"max_position_embeddings"}, 1, kMaxModelLenTokens).value_or(0);
+        OptionalIntIn(text, {"max_position_embeddings", "n_positions"}, 1, kMaxModelLenTokens).value_or(0);
     if (positions == 0) {
       throw InvalidArgument("max_position_embeddings",
                             "required: " + model_type + " learns a position table of that many rows");
@@ -365,7 +393,25 @@ void ApplyFamilyTraits(const std::string& model_type, const JsonValue& text, Arc
   }
 }
 
-ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& text) {
+/*! The router facts model_families.json gives a MoE family: an e_score_correction_bias always
+ *  (ERNIE-4.5-MoE) or when a config switch says so (MiniMax-M2's use_routing_bias), its dtype, and a
+ *  float32 router weight (MiniMax-M2's gate: params_dtype=torch.float32). */
+void ApplyMoeTraits(const std::string& model_type, const JsonValue& text, MoeSpec& moe) {
+  const JsonValue* family = FamilyTraits(model_type);
+  if (family == nullptr) return;
+  if (const JsonValue* always = family->Find("router_score_bias")) moe.router_bias = always->AsBool();
+  if (const JsonValue* field = family->Find("router_score_bias_field")) {
+    moe.router_bias = OptionalBool(text, field->AsString().c_str()).value_or(false);
+  }
+  if (const JsonValue* dtype = family->Find("router_score_bias_dtype")) {
+    moe.score_bias_element_bytes = dtype->AsString() == "float32" ? 4 : 0;
+  }
+  if (const JsonValue* dtype = family->Find("router_dtype")) {
+    moe.router_element_bytes = dtype->AsString() == "float32" ? 4 : 0;
+  }
+}
+
+ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& text, int64_t head_dim) {
   ArchitectureTraits t;
   // Families whose config has explicit switches (Llama, Mistral, Granite, ...).
   t.qkv_bias = OptionalBool(text, "attention_bias").value_or(false);
@@ -395,7 +441,7 @@ ArchitectureTraits ReadTraits(const std::string& model_type, const JsonValue& te
     t.router_bias = true;
   }
   ApplyFamilyTraits(model_type, text, t);
-  ReadRotary(model_type, text, t);
+  ReadRotary(model_type, text, head_dim, t);
   return t;
 }
 
@@ -518,6 +564,10 @@ void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
   }
   std::sort(mlp_only.begin(), mlp_only.end());
   const bool deepseek_style = text.Find("first_k_dense_replace") != nullptr;
+  // ERNIE-4.5-MoE (vllm ernie45_moe.py): experts only from moe_layer_start_index to moe_layer_end_index.
+  const int64_t last_layer = static_cast<int64_t>(spec.layers.size()) - 1;
+  const int64_t first_moe = OptionalIntIn(text, {"moe_layer_start_index"}, 0, last_layer).value_or(0);
+  const int64_t last_moe = OptionalIntIn(text, {"moe_layer_end_index"}, 0, kMaxNumLayers).value_or(last_layer);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     int64_t idx = static_cast<int64_t>(i);
     bool moe;
@@ -528,6 +578,7 @@ void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text) {
     }
     // Sorted lookup: the list may be as long as the JSON value limit, so no scan per layer.
     if (std::binary_search(mlp_only.begin(), mlp_only.end(), idx)) moe = false;
+    if (idx < first_moe || idx > last_moe) moe = false;
     spec.layers[i].moe = moe;
   }
 }
@@ -549,16 +600,19 @@ namespace {
 void ReadAttentionShape(ModelSpec& spec, const JsonValue& text) {
   spec.num_attention_heads =
       RequiredPositiveInt(text, {"num_attention_heads", "n_head", "num_heads"}, kMaxAttentionHeads);
-  // Total KV heads, vLLM's spellings in vLLM's order of preference.
-  if (auto kv = OptionalInt(text, {"n_head_kv", "num_kv_heads", "num_key_value_heads",
-                                    "multi_query_group_num", "num_attention_groups"})) {
-    spec.num_kv_heads = *kv;
-  } else if (const JsonValue* attn = text.Find("attn_config"); attn != nullptr && attn->IsObject() &&
-                                                                  attn->Find("kv_n_heads") != nullptr) {
-    spec.num_kv_heads = AsInteger(*attn->Find("kv_n_heads"), "attn_config.kv_n_heads");  // MPT, DBRX
-  } else if (spec.model_type == "falcon" && OptionalBool(text, "multi_query").value_or(false) &&
-             !OptionalBool(text, "new_decoder_architecture").value_or(false)) {
+  // Total KV heads as vLLM's get_total_num_kv_heads counts them: multi_query (GPTBigCode, Falcon
+  // before its new decoder architecture) is one KV head whatever else the config says; then vLLM's
+  // spellings in vLLM's order of preference.
+  const bool falcon_new_decoder =
+      spec.model_type == "falcon" && OptionalBool(text, "new_decoder_architecture").value_or(false);
+  if (!falcon_new_decoder && OptionalBool(text, "multi_query").value_or(false)) {
     spec.num_kv_heads = 1;
+  } else if (auto kv = OptionalInt(text, {"n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+                                          "num_attention_groups"})) {
+    spec.num_kv_heads = *kv;
+  } else if (const JsonValue* attn = text.Find("attn_config");
+             attn != nullptr && attn->IsObject() && attn->Find("kv_n_heads") != nullptr) {
+    spec.num_kv_heads = AsInteger(*attn->Find("kv_n_heads"), "attn_config.kv_n_heads");  // MPT, DBRX
   } else {
     spec.num_kv_heads = spec.num_attention_heads;
   }
@@ -641,6 +695,24 @@ void CheckModelFamily(ModelSpec& spec, const JsonValue& config, const ModelReadO
   }
 }
 
+/*! A config switch that turns on what vllm_mem has no rules for (model_families.json
+ *  "refused_switches": HunYuan's use_cla shares KV across layers) is refused by its field, or labelled as a
+ *  generic estimate when the caller asked for one. */
+void CheckRefusedSwitches(ModelSpec& spec, const JsonValue& text, const ModelReadOptions& options) {
+  const JsonValue* family = FamilyTraits(spec.model_type);
+  const JsonValue* switches = family != nullptr ? family->Find("refused_switches") : nullptr;
+  if (switches == nullptr) return;
+  for (const auto& [field, reason] : switches->AsObject()) {
+    if (!OptionalBool(text, field.c_str()).value_or(false)) continue;
+    spec.generic_estimate_reason = "model_type " + EchoValue(spec.model_type) + " with " + field + " true: " +
+                                   reason.AsString();
+    if (!options.allow_unknown) {
+      throw Unsupported(spec.generic_estimate_reason +
+                        "; allow_unknown=True (--allow-unknown) sizes it as a plain transformer, labelled");
+    }
+  }
+}
+
 }  // namespace
 
 ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOptions& options) {
@@ -668,6 +740,7 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   spec.model_type = OptionalString(text, "model_type");
   if (spec.model_type.empty()) spec.model_type = OptionalString(config, "model_type");
   CheckModelFamily(spec, config, options);
+  CheckRefusedSwitches(spec, text, options);
   if (const JsonValue* arch = config.Find("architectures"); arch != nullptr && !arch->IsNull()) {
     // vLLM resolves the model class from this list: anything but a list of strings is not a config.
     if (!arch->IsArray()) throw InvalidArgument("architectures", "must be a list of strings, got " + arch->KindName());
@@ -740,6 +813,7 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
         spec.intermediate_size = *dense;
       }
     }
+    ApplyMoeTraits(spec.model_type, text, moe);
     RequireNonNegative(moe.num_shared_experts, "n_shared_experts");
     RequireNonNegative(moe.shared_expert_intermediate_size, "shared_expert_intermediate_size");
     if (moe.num_experts_per_token > moe.num_experts) {
@@ -750,7 +824,7 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   }
 
   spec.quantization = ReadQuantization(text, config);
-  spec.traits = ReadTraits(spec.model_type, text);
+  spec.traits = ReadTraits(spec.model_type, text, spec.head_dim);
   // Hybrids (hybrid_config.cc) read their own layer types after the generic MoE rule, which
   // their family rules then refine (Jamba's expert period, Nemotron-H's pattern).
   const bool hybrid = IsHybridModelType(spec.model_type);

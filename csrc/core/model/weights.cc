@@ -43,6 +43,7 @@ struct Linear {
   bool expert = false;            //!< a routed-expert weight (what mxfp4 quantizes)
   bool dequantized_copy = false;  //!< MLA kv_b_proj: the MLA backend keeps a dequantized copy
   int64_t copies = 1;
+  int64_t element_bytes = 0;      //!< unquantized bytes per element; 0: the model dtype (a float32 router: 4)
 };
 
 /*! A 1-D parameter (norm weight / bias, attention sinks, score-correction bias). */
@@ -91,7 +92,13 @@ void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
   lin.push_back({Component::kAttention, h, Mul(heads + 2 * kv_heads, spec.head_dim), t.qkv_bias});
   // RowParallelLinear keeps the full bias on every rank.
   lin.push_back({Component::kAttention, Mul(heads, spec.head_dim), h, t.attention_out_bias});
-  if (t.qk_norm) out.vectors.push_back({Component::kAttention, 2 * spec.head_dim});
+  if (t.qk_norm && t.qk_norm_all_heads) {
+    // MiniMaxText01RMSNormTP: q_norm / k_norm of heads x head_dim, each rank holding size / tp.
+    out.vectors.push_back({Component::kAttention, Mul(spec.num_attention_heads, spec.head_dim) / tp +
+                                                      Mul(spec.num_kv_heads, spec.head_dim) / tp});
+  } else if (t.qk_norm) {
+    out.vectors.push_back({Component::kAttention, 2 * spec.head_dim});
+  }
   if (t.attention_sinks) out.vectors.push_back({Component::kAttention, heads});
 }
 
@@ -124,10 +131,11 @@ void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out, const ExpertPa
   DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", out, pad);
   Linear router{Component::kMlp, spec.hidden_size, moe.num_experts, spec.traits.router_bias};
   router.quantizable = false;  // vLLM builds the gate with quant_config=None
+  router.element_bytes = moe.router_element_bytes;
   out.linears.push_back(router);
   if (moe.router_bias && !spec.traits.router_bias) {
-    // DeepSeek-V3 e_score_correction_bias, allocated in float32.
-    out.vectors.push_back({Component::kMlp, moe.num_experts, kFloat32Bytes});
+    // e_score_correction_bias: float32 in DeepSeek-V3 / MiniMax-M2, the model dtype in ERNIE-4.5-MoE.
+    out.vectors.push_back({Component::kMlp, moe.num_experts, moe.score_bias_element_bytes});
   }
   if (moe.num_shared_experts > 0) {
     DescribeMlp(spec, Mul(moe.num_shared_experts, moe.expert_intermediate_size), tp, 1, false,
@@ -180,7 +188,7 @@ LinearBytes StoredBytes(const Linear& l, const std::optional<QuantizationSpec>& 
   const int64_t bias = l.bias ? Mul(l.out_features, dtype_bytes) : 0;  // biases stay in the model dtype
   const bool quantized = q && l.quantizable && (!q->experts_only || l.expert);
   if (!quantized) {
-    b.weight = Add(Mul(elements, dtype_bytes), bias);
+    b.weight = Add(Mul(elements, l.element_bytes > 0 ? l.element_bytes : dtype_bytes), bias);
   } else {
     b.weight = Add(CeilDiv(Mul(elements, q->weight_bits), 8), bias);
     if (q->weight_bits >= 8) {

@@ -72,6 +72,17 @@ TEST(ConfigDefaults, PlainTextFilesAreNotFilledUnlessTheClassOptsIn) {
   EXPECT_EQ(ApplyConfigDefaults(ParseJson("[1]")).IsArray(), true);  // not an object: untouched
 }
 
+// transformers' attribute_map: ERNIE-4.5-MoE's num_experts is its moe_num_experts; a field the file
+// gives under the common name, or a null, is left as it is.
+TEST(ConfigDefaults, AttributeMapGivesTheCommonName) {
+  const JsonValue filled = ApplyConfigDefaults(ParseJson(R"({"model_type": "ernie4_5_moe", "moe_num_experts": 64,
+      "moe_k": 6, "moe_num_shared_experts": null, "num_experts_per_tok": 8})"));
+  EXPECT_EQ(IntAt(filled, "num_experts"), 64);
+  EXPECT_EQ(IntAt(filled, "num_experts_per_tok"), 8);
+  EXPECT_EQ(filled.Find("n_shared_experts"), nullptr);
+  EXPECT_EQ(IntAt(filled, "moe_num_experts"), 64);
+}
+
 TEST(ConfigDefaults, Gemma3KeepsBothRotaryCaches) {
   const ModelSpec s = ModelSpec::FromHfConfigText(R"({"model_type": "gemma3", "torch_dtype": "bfloat16",
       "text_config": {"hidden_size": 5376, "num_hidden_layers": 62, "num_attention_heads": 32,

@@ -70,6 +70,10 @@ struct MoeSpec {
   int64_t shared_expert_intermediate_size = 0;  //!< Qwen-MoE style single shared expert
   bool shared_expert_gate = false;       //!< Qwen-MoE: sigmoid gate on the shared expert
   bool router_bias = false;              //!< e_score_correction_bias (DeepSeek-V3) / gpt-oss
+  /*! Bytes per element of e_score_correction_bias: 4 (float32: DeepSeek-V3, MiniMax-M2); 0: the model
+   *  dtype (ERNIE-4.5-MoE's torch.empty under vLLM's default dtype). */
+  int64_t score_bias_element_bytes = 4;
+  int64_t router_element_bytes = 0;      //!< the router's weight: 0: the model dtype; 4: float32 (MiniMax-M2)
 };
 
 /*! \brief A checkpoint's quantization_config, reduced to what changes weight bytes. */
@@ -94,6 +98,9 @@ struct ArchitectureTraits {
   bool norm_bias = false;         //!< LayerNorm with bias vs RMSNorm
   bool lm_head_bias = false;      //!< Phi
   bool qk_norm = false;           //!< per-head q/k RMSNorm (Qwen3, Gemma3)
+  /*! The q / k norms span all heads and are split over TP (MiniMax-M2's MiniMaxText01RMSNormTP)
+   *  instead of one head_dim-wide norm replicated on every rank. */
+  bool qk_norm_all_heads = false;
   int64_t norms_per_layer = 2;    //!< input + post-attention (Gemma-2/3 have 4)
   bool parallel_block = false;    //!< attention and MLP share one input norm (Phi)
   bool attention_sinks = false;   //!< one learned sink logit per query head (gpt-oss)
