@@ -29,15 +29,14 @@ void CheckTraits(const JsonValue& doc) {
     }
     for (const auto& [key, value] : entry.AsObject()) {
       bool ok = false;
-      for (const char* b : {"tie_word_embeddings_default", "bias_default", "gated_mlp", "rotary",
-                            "embeddings_on_every_pp_rank", "attention_free", "qk_norm", "linear_bias",
-                            "router_score_bias"}) {
+      for (const char* b :
+           {"tie_word_embeddings_default", "bias_default", "gated_mlp", "rotary", "embeddings_on_every_pp_rank",
+            "attention_free", "qk_norm", "linear_bias", "router_score_bias"}) {
         if (key == b) ok = value.IsBool();
       }
-      for (const char* s :
-           {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field",
-            "mamba_cache_mode_all_refusal", "attention_out_bias_field", "qk_norm_field", "rotary_dim_field",
-            "router_score_bias_field"}) {
+      for (const char* s : {"source", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field",
+                            "mamba_cache_mode_all_refusal", "attention_out_bias_field", "qk_norm_field",
+                            "rotary_dim_field", "router_score_bias_field"}) {
         if (key == s) ok = value.IsString();
       }
       if (key == "norm") ok = value.IsString() && (value.AsString() == "rmsnorm" || value.AsString() == "layernorm");

@@ -704,8 +704,8 @@ void CheckRefusedSwitches(ModelSpec& spec, const JsonValue& text, const ModelRea
   if (switches == nullptr) return;
   for (const auto& [field, reason] : switches->AsObject()) {
     if (!OptionalBool(text, field.c_str()).value_or(false)) continue;
-    spec.generic_estimate_reason = "model_type " + EchoValue(spec.model_type) + " with " + field + " true: " +
-                                   reason.AsString();
+    spec.generic_estimate_reason =
+        "model_type " + EchoValue(spec.model_type) + " with " + field + " true: " + reason.AsString();
     if (!options.allow_unknown) {
       throw Unsupported(spec.generic_estimate_reason +
                         "; allow_unknown=True (--allow-unknown) sizes it as a plain transformer, labelled");

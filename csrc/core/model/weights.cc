@@ -43,7 +43,7 @@ struct Linear {
   bool expert = false;            //!< a routed-expert weight (what mxfp4 quantizes)
   bool dequantized_copy = false;  //!< MLA kv_b_proj: the MLA backend keeps a dequantized copy
   int64_t copies = 1;
-  int64_t element_bytes = 0;      //!< unquantized bytes per element; 0: the model dtype (a float32 router: 4)
+  int64_t element_bytes = 0;  //!< unquantized bytes per element; 0: the model dtype (a float32 router: 4)
 };
 
 /*! A 1-D parameter (norm weight / bias, attention sinks, score-correction bias). */

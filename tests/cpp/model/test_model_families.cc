@@ -245,10 +245,9 @@ TEST(ModelFamilies, MalformedFieldsAreRefusedByName) {
 
 // The traits table is data the readers trust: every entry belongs to a supported family.
 TEST(ModelFamilies, TraitsBelongToSupportedFamilies) {
-  for (const char* type :
-       {"opt", "phi3", "qwen3_5_moe", "qwen3_5_moe_text", "mamba", "falcon_mamba", "lfm2", "qwen3_vl_text",
-        "qwen3_vl_moe_text", "exaone4", "internlm2", "nemotron", "ernie4_5", "ernie4_5_moe", "seed_oss", "starcoder2",
-        "gpt_bigcode", "minimax_m2", "hunyuan_v1_dense"}) {
+  for (const char* type : {"opt", "phi3", "qwen3_5_moe", "qwen3_5_moe_text", "mamba", "falcon_mamba", "lfm2",
+                           "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4", "internlm2", "nemotron", "ernie4_5",
+                           "ernie4_5_moe", "seed_oss", "starcoder2", "gpt_bigcode", "minimax_m2", "hunyuan_v1_dense"}) {
     EXPECT_EQ(ClassifyModelType(type).support, ModelSupport::kSupported) << type;
     const JsonValue* traits = FamilyTraits(type);
     ASSERT_NE(traits, nullptr) << type;
