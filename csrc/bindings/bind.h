@@ -15,6 +15,7 @@ void BindModelSpec(pybind11::module_& m);  // bind_model_spec.cc
 void BindKvCache(pybind11::module_& m);    // bind_kv_cache.cc
 void BindWeights(pybind11::module_& m);    // bind_weights.cc
 void BindDevice(pybind11::module_& m);     // bind_device.cc
+void BindSettings(pybind11::module_& m);   // bind_settings.cc
 void BindPlan(pybind11::module_& m);       // bind_plan.cc
 void BindStages(pybind11::module_& m);     // bind_stages.cc
 

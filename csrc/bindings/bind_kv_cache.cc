@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "bindings/bind.h"
-#include "bindings/fast_call.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/kv_cache/kv_cache_dtype.h"
@@ -19,61 +18,6 @@ namespace py = pybind11;
 
 namespace vllm_mem::bindings {
 namespace {
-
-/*! available_bytes: an exact int in [0, 1 PiB] or a list/tuple of 1..kMaxWorldSize of them
- *  (_validate.size_bytes / items). */
-bool AvailableBytes(PyObject* o, std::vector<int64_t>* out) {
-  int64_t v = 0;
-  if (fast::Int(o, 0, kMaxDeviceBytes, &v)) {
-    out->assign(1, v);
-    return true;
-  }
-  if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o)) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  if (n < 1 || n > kMaxWorldSize) return false;
-  PyObject** items = PySequence_Fast_ITEMS(o);
-  out->resize(static_cast<size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!fast::Int(items[i], 0, kMaxDeviceBytes, &(*out)[static_cast<size_t>(i)])) return false;
-  }
-  return true;
-}
-
-/*! kv_cache_capacity's arguments after the spec, in kv_cache.kv_cache_capacity's order, with
- *  the bounds of _validate.SETTINGS. False: take the checked path. */
-bool KvArguments(PyObject* const* a, std::vector<int64_t>* available, KvCacheOptions* o) {
-  return AvailableBytes(a[0], available) && fast::Int(a[1], 1, kMaxModelLenTokens, &o->max_model_len) &&
-         fast::OptionalInt(a[2], 1, kMaxModelLenTokens, 0, &o->block_size) && fast::Text(a[3], &o->kv_cache_dtype) &&
-         fast::Int(a[4], 1, kMaxTensorParallelSize, &o->tensor_parallel_size) &&
-         fast::Int(a[5], 1, kMaxPipelineParallelSize, &o->pipeline_parallel_size) &&
-         fast::OptionalInt(a[6], 1, kMaxNumBatchedTokens, 0, &o->max_num_batched_tokens) &&
-         fast::Text(a[7], &o->model_dtype) && fast::Flag(a[8], &o->disable_hybrid_kv_cache_manager) &&
-         fast::OptionalInt(a[9], 1, kMaxModelLenTokens, 0, &o->num_gpu_blocks_override) &&
-         fast::Int(a[10], 1, kMaxPipelineParallelSize, &o->max_concurrent_batches) &&
-         fast::Flag(a[11], &o->cap_sliding_window_at_full);
-}
-
-constexpr Py_ssize_t kKvFastArgs = 13;  // the cache, then kv_cache_capacity's 12 settings
-
-PyObject* KvCacheCapacityFast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return fast::Guarded([&]() -> PyObject* {
-    if (nargs != kKvFastArgs) {
-      PyErr_SetString(PyExc_TypeError, "_kv_cache_capacity_fast takes 13 positional arguments");
-      return nullptr;
-    }
-    std::vector<int64_t> available;
-    KvCacheOptions options;
-    if (!KvArguments(args + 1, &available, &options)) return nullptr;  // None: the checked path
-    const auto& cache = py::handle(args[0]).cast<const KvCacheLayoutCache&>();
-    return py::cast(ComputeKvCacheCapacity(cache, available, options)).release().ptr();
-  });
-}
-
-PyMethodDef kKvCacheCapacityFastDef = {
-    "_kv_cache_capacity_fast", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&KvCacheCapacityFast)),
-    METH_FASTCALL,
-    "kv_cache_capacity(spec._sizing, available_bytes, ...12 settings positionally): the capacity, or None "
-    "when an argument is not a plain in-range value (the caller then runs its checked path)."};
 
 }  // namespace
 
@@ -148,13 +92,11 @@ void BindKvCache(py::module_& m) {
   m.def("kv_cache_log_lines", &KvCacheLogLines, py::arg("capacity"));
   m.def("allowed_kv_cache_dtypes", &AllowedKvCacheDTypes);
 
-  // ---- the fast path: a model's cached layouts and the positional call ----------------------
+  // ---- a model's cached layouts (the KV functions' and the plan's entrance: bind_settings.cc) ----
   py::class_<KvCacheLayoutCache>(m, "SizingCache",
                                  "A ModelSpec's cached KV layouts (one per block size, dtypes, TP, PP).")
       .def(py::init<const ModelSpec&>(), py::arg("spec"), py::keep_alive<1, 2>())
       .def_property_readonly("num_kv_layouts", &KvCacheLayoutCache::size);
-  m.attr("_FAST_NAME_CHARS") = static_cast<int64_t>(fast::kMaxNameChars);
-  fast::AddFunction(m, &kKvCacheCapacityFastDef);
 }
 
 }  // namespace vllm_mem::bindings

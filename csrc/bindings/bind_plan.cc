@@ -9,7 +9,6 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bind.h"
-#include "bindings/fast_call.h"
 #include "vllm_mem/base/json.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
@@ -54,75 +53,6 @@ py::dict GpuDict(const GpuInfo& g) {
   d["supports_bfloat16"] = g.supports_bfloat16;
   return d;
 }
-
-/*! plan()'s settings after the GPU resolved, positionally, in planner.inputs.plan_inputs'
- *  order and with its bounds. False: take the checked path. */
-bool PlanArguments(PyObject* const* a, PlanInputs* in) {
-  if (!fast::Int(a[0], 1, kMaxDeviceBytes, &in->total_memory_bytes) ||
-      !fast::OptionalText(a[1], &in->gpu_name, kMaxGpuNameChars) ||
-      !fast::OptionalInt(a[2], 0, kMaxDeviceBytes, -1, &in->free_memory_bytes) ||
-      in->free_memory_bytes > in->total_memory_bytes ||
-      !fast::OptionalInt(a[3], 1, kMaxWorldSize, 0, &in->gpu_count) ||
-      !(a[4] == Py_None || (fast::Float(a[4], &in->gpu_memory_utilization) &&  // None: the release's
-                            in->gpu_memory_utilization > 0.0 && in->gpu_memory_utilization <= 1.0)) ||
-      !fast::OptionalInt(a[5], 1, kMaxModelLenTokens, 0, &in->max_model_len) ||
-      !fast::Int(a[6], 1, kMaxTensorParallelSize, &in->tensor_parallel_size) ||
-      !fast::Int(a[7], 1, kMaxPipelineParallelSize, &in->pipeline_parallel_size) ||
-      !fast::OptionalInt(a[8], 1, kMaxNumSeqs, 0, &in->max_num_seqs) ||  // 0: the release's default
-      !fast::OptionalInt(a[9], 1, kMaxNumBatchedTokens, 0, &in->max_num_batched_tokens) ||
-      !fast::Text(a[10], &in->dtype) ||
-      !fast::OptionalText(a[11], &in->quantization) || !fast::Text(a[12], &in->kv_cache_dtype) ||
-      !fast::OptionalInt(a[13], 1, kMaxModelLenTokens, 0, &in->block_size) ||
-      !fast::Flag(a[14], &in->enforce_eager)) {
-    return false;
-  }
-  std::string mode;
-  if (!fast::Text(a[15], &mode)) return false;
-  try {
-    in->cudagraph_mode = ParseCudagraphMode(mode);
-  } catch (const std::exception&) {
-    return false;  // the checked path raises it, after the fields checked before it
-  }
-  return a[16] == Py_None &&  // explicit capture sizes: the checked path
-         fast::OptionalInt(a[17], 1, kMaxCudagraphCaptureSize, 0, &in->max_cudagraph_capture_size) &&
-         fast::OptionalInt(a[18], 1, kMaxDeviceBytes, 0, &in->kv_cache_memory_bytes) &&
-         [&] {  // None: the release's default (left unset, as plan_inputs leaves it)
-           if (a[19] == Py_None) return true;
-           bool in_budget = false;
-           if (!fast::Flag(a[19], &in_budget)) return false;
-           in->cudagraph_memory_in_budget = in_budget;
-           return true;
-         }() &&
-         [&] {
-           // The caller takes this path only for the newest release, asked by nobody and not
-           // installed (planner/evaluate.py): what plan_inputs records as "newest known".
-           in->vllm_version_source = "newest known";
-           return true;
-         }();
-}
-
-constexpr Py_ssize_t kPlanFastArgs = 21;  // the sizing cache, then 20 settings
-
-/*! EvaluatePlan on the model's cached KV layouts. The GIL stays held: the call takes a few
- *  microseconds, and releasing and re-taking it would be a sizeable part of that. */
-PyObject* EvaluatePlanFast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return fast::Guarded([&]() -> PyObject* {
-    if (nargs != kPlanFastArgs) {
-      PyErr_SetString(PyExc_TypeError, "_evaluate_plan_fast takes 21 positional arguments");
-      return nullptr;
-    }
-    PlanInputs in;
-    if (!PlanArguments(args + 1, &in)) return nullptr;  // None: the checked path
-    const auto& cache = py::handle(args[0]).cast<const KvCacheLayoutCache&>();
-    return py::cast(EvaluatePlan(cache.spec(), in, &cache)).release().ptr();
-  });
-}
-
-PyMethodDef kEvaluatePlanFastDef = {
-    "_evaluate_plan_fast", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&EvaluatePlanFast)),
-    METH_FASTCALL,
-    "evaluate_plan(spec._sizing, total_memory_bytes, gpu_name, ...18 settings positionally): the plan, or None "
-    "when an argument is not a plain in-range value (the caller then runs its checked path)."};
 
 }  // namespace
 
@@ -350,50 +280,7 @@ void BindPlan(py::module_& m) {
         py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"), py::arg("uniform_decode_query_len"));
 
   // ---- the plan ------------------------------------------------------------------------------
-  py::class_<PlanInputs>(m, "PlanInputs")
-      .def(py::init<>())
-      .def_readwrite("total_memory_bytes", &PlanInputs::total_memory_bytes)
-      .def_readwrite("free_memory_bytes", &PlanInputs::free_memory_bytes)
-      .def_readwrite("gpu_name", &PlanInputs::gpu_name)
-      .def_readwrite("total_memory_source", &PlanInputs::total_memory_source)
-      .def_readwrite("gpu_count", &PlanInputs::gpu_count)
-      .def_readwrite("gpu_memory_utilization", &PlanInputs::gpu_memory_utilization)
-      .def_readwrite("max_model_len", &PlanInputs::max_model_len)
-      .def_readwrite("tensor_parallel_size", &PlanInputs::tensor_parallel_size)
-      .def_readwrite("decode_context_parallel_size", &PlanInputs::decode_context_parallel_size)
-      .def_readwrite("mamba_cache_mode", &PlanInputs::mamba_cache_mode)
-      .def_readwrite("pipeline_parallel_size", &PlanInputs::pipeline_parallel_size)
-      .def_readwrite("max_num_seqs", &PlanInputs::max_num_seqs)
-      .def_readwrite("max_num_batched_tokens", &PlanInputs::max_num_batched_tokens)
-      .def_readwrite("dtype", &PlanInputs::dtype)
-      .def_readwrite("quantization", &PlanInputs::quantization)
-      .def_readwrite("kv_cache_dtype", &PlanInputs::kv_cache_dtype)
-      .def_readwrite("block_size", &PlanInputs::block_size)
-      .def_readwrite("enforce_eager", &PlanInputs::enforce_eager)
-      .def_property(
-          "cudagraph_mode", [](const PlanInputs& p) { return CudagraphModeName(p.cudagraph_mode); },
-          [](PlanInputs& p, const std::string& v) { p.cudagraph_mode = ParseCudagraphMode(v); })
-      .def_readwrite("cudagraph_capture_sizes", &PlanInputs::cudagraph_capture_sizes)
-      .def_readwrite("max_cudagraph_capture_size", &PlanInputs::max_cudagraph_capture_size)
-      .def_readwrite("kv_cache_memory_bytes", &PlanInputs::kv_cache_memory_bytes)
-      .def_readwrite("cudagraph_memory_in_budget", &PlanInputs::cudagraph_memory_in_budget)
-      .def_readwrite("checkpoint_weights_bytes", &PlanInputs::checkpoint_weights_bytes)
-      .def_readwrite("speculative", &PlanInputs::speculative)
-      .def_readwrite("vllm_version", &PlanInputs::vllm_version)
-      .def_readwrite("vllm_version_source", &PlanInputs::vllm_version_source)
-      .def_readwrite("usage_context", &PlanInputs::usage_context)
-      .def_readwrite("vllm_engine", &PlanInputs::vllm_engine)
-      .def_readwrite("allow_long_max_model_len", &PlanInputs::allow_long_max_model_len)
-      .def_readwrite("sampler_bytes_per_logit", &PlanInputs::sampler_bytes_per_logit)
-      .def_readonly("resolved_vllm_version", &PlanInputs::resolved_vllm_version)
-      .def_readonly("vllm_version_note", &PlanInputs::vllm_version_note)
-      .def_readonly("hybrid_kv_cache_manager", &PlanInputs::hybrid_kv_cache_manager)
-      .def_property_readonly("kv_log_format", [](const PlanInputs& p) { return static_cast<int>(p.kv_log_format); })
-      .def_readonly("dtype_note", &PlanInputs::dtype_note)
-      .def_readwrite("activation_constants", &PlanInputs::activation_constants)
-      .def_readwrite("non_torch_constants", &PlanInputs::non_torch_constants)
-      .def_readwrite("cudagraph_constants", &PlanInputs::cudagraph_constants)
-      .def_readwrite("baseline_constants", &PlanInputs::baseline_constants);
+  // PlanInputs (the request plus what the release resolves): bind_settings.cc.
   py::class_<RankPlan>(m, "RankPlan")
       .def_readonly("pp_rank", &RankPlan::pp_rank)
       .def_readonly("first_layer", &RankPlan::first_layer)
@@ -416,6 +303,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("non_torch", &RankPlan::non_torch)
       .def_readonly("cudagraph", &RankPlan::cudagraph);
   py::class_<StartupPlan>(m, "StartupPlan")
+      .def_readonly("request", &StartupPlan::request)
       .def_readonly("inputs", &StartupPlan::inputs)
       .def_readonly("free_memory_assumed", &StartupPlan::free_memory_assumed)
       .def_readonly("requested_bytes", &StartupPlan::requested_bytes)
@@ -452,7 +340,10 @@ void BindPlan(py::module_& m) {
   m.def(
       "evaluate_plan", [](const ModelSpec& spec, const PlanInputs& inputs) { return EvaluatePlan(spec, inputs); },
       py::arg("spec"), py::arg("inputs"), py::call_guard<py::gil_scoped_release>());
-  fast::AddFunction(m, &kEvaluatePlanFastDef);
+  m.def(
+      "evaluate_plan",
+      [](const KvCacheLayoutCache& cache, const PlanInputs& inputs) { return EvaluatePlan(cache.spec(), inputs, &cache); },
+      py::arg("cache"), py::arg("inputs"));
   m.def("suggest_plan_changes", &SuggestPlanChanges, py::arg("spec"), py::arg("plan"),
         py::call_guard<py::gil_scoped_release>());
   // What the text report (python/vllm_mem/planner/render.py) names that the plan resolved on the way.

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "bindings/bind.h"
-#include "bindings/fast_call.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/model/approximations.h"
 #include "vllm_mem/model/weights.h"
@@ -61,31 +60,6 @@ py::dict BreakdownToDict(const WeightBreakdown& b) {
   return d;
 }
 
-/*! weight_bytes(spec, dtype, quantization, tp, pp) positionally, with _weight_args' bounds;
- *  None for anything else (the caller's checked path raises what it raises). */
-PyObject* WeightBytesFast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return fast::Guarded([&]() -> PyObject* {
-    if (nargs != 5) {
-      PyErr_SetString(PyExc_TypeError, "_weight_bytes_fast takes 5 positional arguments");
-      return nullptr;
-    }
-    WeightOptions o;
-    if (!fast::Text(args[1], &o.dtype) || !fast::OptionalText(args[2], &o.quantization) ||
-        !fast::Int(args[3], 1, kMaxTensorParallelSize, &o.tensor_parallel_size) ||
-        !fast::Int(args[4], 1, kMaxPipelineParallelSize, &o.pipeline_parallel_size)) {
-      return nullptr;
-    }
-    const auto& spec = py::handle(args[0]).cast<const ModelSpec&>();
-    return PyLong_FromLongLong(WeightBytes(spec, o));
-  });
-}
-
-PyMethodDef kWeightBytesFastDef = {
-    "_weight_bytes_fast", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&WeightBytesFast)),
-    METH_FASTCALL,
-    "weight_bytes(spec, dtype, quantization, tp, pp) positionally, or None when an argument is not a plain "
-    "in-range value (the caller then runs its checked path)."};
-
 }  // namespace
 
 void BindWeights(py::module_& m) {
@@ -124,7 +98,6 @@ void BindWeights(py::module_& m) {
         return py::make_tuple(r.low_bytes, r.high_bytes);
       },
       py::arg("weight_bytes"));
-  fast::AddFunction(m, &kWeightBytesFastDef);
 }
 
 }  // namespace vllm_mem::bindings

@@ -56,6 +56,7 @@ PYBIND11_MODULE(_C, m) {
   BindKvCache(m);
   BindWeights(m);
   BindDevice(m);
+  BindSettings(m);
   BindPlan(m);
   BindStages(m);
 }

@@ -1,38 +1,41 @@
 """Upper bounds on every count and size the Python layer accepts, checked before any work.
 
-The serving figures mirror the C++ core's ``csrc/core/include/vllm_mem/base/limits.h`` (same
-names in upper snake case without the ``k`` prefix, same values; ``tests/python/test_limits.py``
-reads the header and fails on drift). The core checks them again; refusing here first means a Python caller gets
-the message for the argument it typed, before pybind11 converts anything. Each is about 100x
-beyond the largest real model or deployment; ``docs/errors.md`` gives the reasons.
+The serving figures are the C++ core's own (``csrc/core/include/vllm_mem/base/limits.h`` and
+``json.h``), read from ``_C.limits()`` under the same names in upper snake case without the
+``k`` prefix: there is no second copy to drift. The settings' bounds themselves are rows of the
+settings table (``_C.plan_settings()``, ``csrc/core/include/vllm_mem/plan/plan_request.h``).
+Each is about 100x beyond the largest real model or deployment; ``docs/errors.md`` gives the
+reasons.
 
-The file and text caps are the Python layer's own: the core never sees a path.
+The file and text caps below are the Python layer's own: the core never sees a path.
 """
 
 from __future__ import annotations
 
-# ---- model dimensions and serving settings (limits.h) -----------------------------------------
-MAX_NUM_LAYERS = 1 << 14
-MAX_MODEL_LEN_TOKENS = 1 << 30
-MAX_TENSOR_PARALLEL_SIZE = 1 << 12
-MAX_PIPELINE_PARALLEL_SIZE = 1 << 10
-MAX_WORLD_SIZE = 1 << 14
-MAX_NUM_SEQS = 1 << 20
-MAX_NUM_BATCHED_TOKENS = MAX_MODEL_LEN_TOKENS
-MAX_CUDAGRAPH_CAPTURE_SIZE = 1 << 16
-MAX_CUDAGRAPH_CAPTURE_SIZES = 1 << 13
-MAX_NUM_SPECULATIVE_TOKENS = 1 << 10
-MAX_DEVICE_BYTES = 1 << 50
-MAX_STAGES = 1 << 10
-MAX_DEVICE_ID = 1 << 12
-MAX_DEVICES_PER_LIST = MAX_DEVICE_ID
-MAX_GPU_NAME_CHARS = 256
-MAX_ECHOED_CHARS = 80
+from ._C import limits as _core_limits
 
-# ---- JSON text handed to the core (json.h, same names) ------------------------------------------
-JSON_MAX_BYTES = 16 << 20
-JSON_MAX_DEPTH = 256
-JSON_MAX_VALUES = 1 << 20
+_CORE: dict[str, int] = _core_limits()
+
+# ---- model dimensions, serving settings and JSON text (limits.h, json.h) -----------------------
+MAX_NUM_LAYERS: int = _CORE["MAX_NUM_LAYERS"]
+MAX_MODEL_LEN_TOKENS: int = _CORE["MAX_MODEL_LEN_TOKENS"]
+MAX_TENSOR_PARALLEL_SIZE: int = _CORE["MAX_TENSOR_PARALLEL_SIZE"]
+MAX_PIPELINE_PARALLEL_SIZE: int = _CORE["MAX_PIPELINE_PARALLEL_SIZE"]
+MAX_WORLD_SIZE: int = _CORE["MAX_WORLD_SIZE"]
+MAX_NUM_SEQS: int = _CORE["MAX_NUM_SEQS"]
+MAX_NUM_BATCHED_TOKENS: int = _CORE["MAX_NUM_BATCHED_TOKENS"]
+MAX_CUDAGRAPH_CAPTURE_SIZE: int = _CORE["MAX_CUDAGRAPH_CAPTURE_SIZE"]
+MAX_CUDAGRAPH_CAPTURE_SIZES: int = _CORE["MAX_CUDAGRAPH_CAPTURE_SIZES"]
+MAX_NUM_SPECULATIVE_TOKENS: int = _CORE["MAX_NUM_SPECULATIVE_TOKENS"]
+MAX_DEVICE_BYTES: int = _CORE["MAX_DEVICE_BYTES"]
+MAX_STAGES: int = _CORE["MAX_STAGES"]
+MAX_DEVICE_ID: int = _CORE["MAX_DEVICE_ID"]
+MAX_DEVICES_PER_LIST: int = _CORE["MAX_DEVICES_PER_LIST"]
+MAX_GPU_NAME_CHARS: int = _CORE["MAX_GPU_NAME_CHARS"]
+MAX_ECHOED_CHARS: int = _CORE["MAX_ECHOED_CHARS"]
+JSON_MAX_BYTES: int = _CORE["JSON_MAX_BYTES"]
+JSON_MAX_DEPTH: int = _CORE["JSON_MAX_DEPTH"]
+JSON_MAX_VALUES: int = _CORE["JSON_MAX_VALUES"]
 
 # ---- the Python layer's own ------------------------------------------------------------------
 #: A config.json file: the core reads at most JSON_MAX_BYTES of JSON; a larger file is refused

@@ -216,33 +216,31 @@ def items(value: Any, field: str, *, max_items: int = L.MAX_LIST_ITEMS, what: st
     return out
 
 
-#: vLLM's integer engine settings and their bounds (limits.h), by keyword. Every entry point
-#: that takes one checks it here, so the same setting has the same bounds everywhere.
-SETTINGS: dict[str, tuple[int, int]] = {
-    "max_model_len": (1, L.MAX_MODEL_LEN_TOKENS),
-    "tensor_parallel_size": (1, L.MAX_TENSOR_PARALLEL_SIZE),
-    "pipeline_parallel_size": (1, L.MAX_PIPELINE_PARALLEL_SIZE),
-    "max_num_seqs": (1, L.MAX_NUM_SEQS),
-    "max_num_batched_tokens": (1, L.MAX_NUM_BATCHED_TOKENS),
-    "block_size": (1, L.MAX_MODEL_LEN_TOKENS),
-    "gpu_count": (1, L.MAX_WORLD_SIZE),
-    "max_cudagraph_capture_size": (1, L.MAX_CUDAGRAPH_CAPTURE_SIZE),
-    "cudagraph_capture_sizes": (1, L.MAX_CUDAGRAPH_CAPTURE_SIZE),
-    "num_gpu_blocks_override": (1, L.MAX_MODEL_LEN_TOKENS),
-    "max_concurrent_batches": (1, L.MAX_PIPELINE_PARALLEL_SIZE),
+#: Integer arguments that are not serving settings (rule-of-thumb sizes), with their bounds.
+#: Every serving setting is a row of the core's settings table (``_C.plan_settings()``,
+#: ``plan/plan_request.h``): :func:`setting` checks it there, so a setting has one set of bounds.
+_OTHER_INTEGERS: dict[str, tuple[int, int]] = {
     "batch_size": (1, L.MAX_NUM_SEQS),
     "seq_len": (1, L.MAX_MODEL_LEN_TOKENS),
 }
 
 
-def setting(name: str, value: Any, field: str | None = None) -> int:
-    """One of :data:`SETTINGS`, checked against its bounds; ``field`` names it in messages when
-    the caller knows it by another name (``--max-model-len``, ``stages[0] max_model_len``)."""
-    low, high = SETTINGS[name]
-    return integer(value, field or name, low=low, high=high)
+def setting(name: str, value: Any, field: str | None = None) -> Any:
+    """A value of the settings row ``name``, checked and converted by the core's table (its
+    bounds, choices and type); ``field`` names it in messages when the caller knows it by
+    another name (``--max-model-len``, ``stages[0] max_model_len``). ``None`` is refused here:
+    :func:`optional_setting` takes it."""
+    if value is None:
+        raise bad_type(field or name, "a value (not None)", value)
+    other = _OTHER_INTEGERS.get(name)
+    if other is not None:
+        return integer(value, field or name, low=other[0], high=other[1])
+    from . import _C
+
+    return _C.validate_setting(name, value, field or "")
 
 
-def optional_setting(name: str, value: Any, field: str | None = None) -> int | None:
+def optional_setting(name: str, value: Any, field: str | None = None) -> Any:
     return None if value is None else setting(name, value, field)
 
 

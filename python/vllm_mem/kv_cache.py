@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from . import _C
 from . import _limits as L
 from . import _validate as V
 from .errors import InvalidArgumentError
 from .model_spec import ConfigSource, ModelSpec
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from ._settings import KvCacheSettingsArgs
 
 __all__ = [
     "KvCacheGroup",
@@ -34,6 +39,8 @@ __all__ = [
     "allowed_kv_cache_dtypes",
 ]
 
+#: The KV functions' request object: its keywords and properties are the settings table's rows.
+KvCacheSettings = _C.KvCacheSettings
 AvailableBytes = Union[int, Sequence[int]]
 SpecSource = Union[ModelSpec, ConfigSource]
 
@@ -239,53 +246,37 @@ def allowed_kv_cache_dtypes() -> list[str]:
     return [name.strip() for name in _C.allowed_kv_cache_dtypes().split(",")]
 
 
-def _native_spec(spec: SpecSource) -> Any:
-    if isinstance(spec, ModelSpec):
-        return spec._spec
-    return ModelSpec.from_hf_config(spec)._spec
+def _sizing(spec: SpecSource) -> Any:
+    """The model's cached KV layouts (``ModelSpec._sizing``): built once per ModelSpec."""
+    return (spec if spec.__class__ is ModelSpec else ModelSpec.from_hf_config(spec))._sizing
 
 
-def _available_list(available_bytes: AvailableBytes) -> list[int]:
-    if isinstance(available_bytes, (list, tuple)):
-        if not available_bytes:
-            raise V.bad_value("available_bytes", "an int or a non-empty list of ints (one per pipeline rank or "
-                                                 "per worker)", available_bytes)
-        values = V.items(available_bytes, "available_bytes", max_items=L.MAX_WORLD_SIZE)
-        return [V.size_bytes(v, f"available_bytes[{i}]") for i, v in enumerate(values)]
-    return [V.size_bytes(available_bytes, "available_bytes")]
+def kv_settings(max_model_len: int | None = None, settings: Any = None, **given: Any) -> Any:
+    """The request object of the KV functions (``_C.KvCacheSettings``), built once: from the
+    keywords (each checked by its row of the core's settings table), or ``settings`` with those
+    keywords replaced. ``max_model_len`` ``None``: the settings' own, else 8192. An unset
+    ``vllm_version`` becomes the installed vLLM's (else the newest profile), as plan() picks it."""
+    if settings is None:
+        settings = _C.KvCacheSettings(max_model_len=8192 if max_model_len is None else max_model_len, **given)
+    elif given or max_model_len is not None:
+        if max_model_len is not None:
+            given["max_model_len"] = max_model_len
+        settings = settings.replace(**given)
+    if not settings.vllm_version:
+        installed = _installed_version()
+        if installed:
+            settings = settings.replace(vllm_version=installed)
+    return settings
 
 
-def _options(
-    max_model_len: int,
-    block_size: int | None,
-    kv_cache_dtype: str,
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    max_num_batched_tokens: int | None,
-    dtype: str,
-    disable_hybrid_kv_cache_manager: bool,
-    num_gpu_blocks_override: int | None,
-    max_concurrent_batches: int,
-    cap_sliding_window_at_full: bool,
-) -> Any:
-    o = _C.KvCacheOptions()
-    o.max_model_len = V.setting("max_model_len", max_model_len)
-    o.block_size = V.optional_setting("block_size", block_size) or 0
-    o.kv_cache_dtype = V.kv_cache_dtype(kv_cache_dtype)
-    o.model_dtype = V.dtype(dtype)
-    o.tensor_parallel_size = V.setting("tensor_parallel_size", tensor_parallel_size)
-    o.pipeline_parallel_size = V.setting("pipeline_parallel_size", pipeline_parallel_size)
-    if max_num_batched_tokens is not None:
-        o.max_num_batched_tokens = V.setting("max_num_batched_tokens", max_num_batched_tokens)
-    o.max_concurrent_batches = V.setting("max_concurrent_batches", max_concurrent_batches)
-    o.disable_hybrid_kv_cache_manager = V.flag(disable_hybrid_kv_cache_manager, "disable_hybrid_kv_cache_manager")
-    if num_gpu_blocks_override is not None:
-        o.num_gpu_blocks_override = V.setting("num_gpu_blocks_override", num_gpu_blocks_override)
-    o.cap_sliding_window_at_full = V.flag(cap_sliding_window_at_full, "cap_sliding_window_at_full")
-    return o
+def _installed_version() -> str:
+    """The installed vLLM's version when a profile covers it, else "" (the newest profile)."""
+    from .planner.versions import choose_vllm_version  # the planner imports this module
+
+    return choose_vllm_version(None)[0]
 
 
-_COMMON_DOC = """
+_SETTINGS_DOC = """
     Parameters
     ----------
     spec : ModelSpec, path, folder, dict or bundled model name
@@ -294,64 +285,38 @@ _COMMON_DOC = """
         KV-cache bytes per worker (vLLM's "Available KV cache memory"): one value for every
         worker, one per pipeline rank, or one per worker (``tp * pp``, pipeline-rank major).
     max_model_len : int
-        vLLM's ``--max-model-len``.
-    block_size : int, optional
-        Tokens per block; ``None``: vLLM's default (16, or 64 for MLA models).
-    kv_cache_dtype : str
-        vLLM's ``--kv-cache-dtype`` (``auto`` follows the served model dtype).
-    tensor_parallel_size, pipeline_parallel_size : int
-    max_num_batched_tokens : int, optional
-        Sizes the sliding-window reservation; ``None``: 8192.
-    dtype : str
-        vLLM's ``--dtype`` (``auto``: checkpoint dtype, float32 served as bfloat16).
-    disable_hybrid_kv_cache_manager : bool
-        vLLM's ``--disable-hybrid-kv-cache-manager``.
-    num_gpu_blocks_override : int, optional
-        vLLM's ``--num-gpu-blocks-override``.
-    max_concurrent_batches : int
-        Batches in flight (sliding-window reservations grow with it).
-    cap_sliding_window_at_full : bool
-        Cap a sliding-window group's need at full attention's. Off (vLLM's formula, +1 block):
-        the printed concurrencies of v0.13, v0.19 and v0.23 start-ups need it off
-        (tests/python/test_release_logs.py; the version rule sliding_window_capped_at_full).
+        vLLM's ``--max-model-len`` (default 8192).
+    settings : KvCacheSettings, optional
+        A request object built once (``vllm_mem.kv_cache.KvCacheSettings(...)``) and reused in a loop;
+        keywords given beside it replace its fields.
+    **settings
+        The KV-cache settings of the core's table (docs/settings.md; the request object
+        ``vllm_mem.kv_cache.KvCacheSettings``): ``block_size``, ``kv_cache_dtype``, ``dtype``,
+        ``tensor_parallel_size``, ``pipeline_parallel_size``, ``decode_context_parallel_size``,
+        ``max_num_batched_tokens``, ``enable_prefix_caching``, ``mamba_cache_mode``,
+        ``mamba_cache_dtype``, ``mamba_ssm_cache_dtype``, ``num_gpu_blocks_override``,
+        ``disable_hybrid_kv_cache_manager``, ``max_concurrent_batches``,
+        ``cap_sliding_window_at_full`` and ``vllm_version`` (the release whose KV rules apply:
+        the printed token count, the hybrid block alignment, the sliding-window need and the
+        hybrid KV-cache manager; default the installed vLLM, else the newest profile). An
+        unknown keyword is a TypeError naming the closest known one.
 """
 
 
 def kv_cache_capacity(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = 8192,
-    block_size: int | None = None,
-    kv_cache_dtype: str = "auto",
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: int | None = None,
-    dtype: str = "auto",
-    disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: int | None = None,
-    max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool | None = None,
+    max_model_len: int | None = None,
     *,
-    mamba_cache_dtype: str = "auto",
-    mamba_ssm_cache_dtype: str = "auto",
-    mamba_cache_mode: str = "none",
+    settings: KvCacheSettings | None = None,
     num_speculative_tokens: int = 0,
-    vllm_version: str | None = None,
-    enable_prefix_caching: bool | None = None,
-    decode_context_parallel_size: int = 1,
+    **given: Unpack[KvCacheSettingsArgs],
 ) -> KvCacheCapacity:
     """KV-cache blocks, tokens and concurrency for the given per-worker bytes, as vLLM sizes them.
 
-    Hybrid (Mamba / linear-attention) models also take vLLM's ``--mamba-cache-dtype``,
-    ``--mamba-ssm-cache-dtype`` (``auto``, ``float32``, ``float16``, ``bfloat16``),
-    ``--mamba-cache-mode`` (``none``, ``align``, ``all``) and the number of speculative tokens.
-
-    ``vllm_version`` picks the release whose KV rules apply, as :func:`vllm_mem.plan` resolves it
-    (the asked release, else the installed vLLM, else the newest profile): the printed token
-    count, the hybrid block alignment, the sliding-window need (``cap_sliding_window_at_full``
-    ``None``: the release's) and the hybrid KV-cache manager. ``decode_context_parallel_size``
-    is vLLM's ``--decode-context-parallel-size``: the KV cache is sharded along tokens, so the
-    tokens are what vLLM prints with DCP. ``enable_prefix_caching`` changes nothing for
+    Hybrid (Mamba / linear-attention) models also take the number of speculative tokens
+    (extra state blocks). ``decode_context_parallel_size`` shards the KV cache along tokens, so
+    the tokens are what vLLM prints with DCP. ``enable_prefix_caching`` changes nothing for
     attention-only models; on a hybrid model with ``mamba_cache_mode="none"`` it is refused
     (vLLM then picks ``all`` or ``align`` by a per-model flag not modelled here: pass the mode).
 
@@ -363,38 +328,11 @@ def kv_cache_capacity(
     NotImplementedError
         A hybrid layout vLLM cannot build.
     """
-    hybrid_defaults = (mamba_cache_dtype == "auto" and mamba_ssm_cache_dtype == "auto"
-                       and mamba_cache_mode == "none" and num_speculative_tokens.__class__ is int
-                       and num_speculative_tokens == 0)  # False == 0.0 == 0: the checked path refuses them
-    rules = _version_kv_rules(vllm_version)
-    if cap_sliding_window_at_full is None:
-        cap_sliding_window_at_full = rules.cap_sliding_window_at_full
-    if (spec.__class__ is ModelSpec and hybrid_defaults and rules.fast_path and not enable_prefix_caching
-            and decode_context_parallel_size.__class__ is int and decode_context_parallel_size == 1):
-        # Positional fast path on the model's cached layouts; None when an argument is not a
-        # plain in-range value, and the checked path below raises what it raises. An argument
-        # added to this function must be added here and to bindings/bind_kv_cache.cc too
-        # (the keyword-only hybrid settings take the checked path when not at their defaults).
-        native = _C._kv_cache_capacity_fast(
-            spec._sizing, available_bytes, max_model_len, block_size, kv_cache_dtype, tensor_parallel_size,
-            pipeline_parallel_size, max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager,
-            num_gpu_blocks_override, max_concurrent_batches, cap_sliding_window_at_full)
-        if native is not None:
-            return KvCacheCapacity._from_native(native)
-    options = _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
-                       max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
-                       max_concurrent_batches, cap_sliding_window_at_full)
-    rules.apply(options)
-    options.decode_context_parallel_size = V.setting("tensor_parallel_size", decode_context_parallel_size,
-                                                     "decode_context_parallel_size")
-    options.mamba_cache_dtype = V.text(mamba_cache_dtype, "mamba_cache_dtype", allowed=_MAMBA_DTYPES)
-    options.mamba_ssm_cache_dtype = V.text(mamba_ssm_cache_dtype, "mamba_ssm_cache_dtype", allowed=_MAMBA_DTYPES)
-    options.mamba_cache_mode = V.text(mamba_cache_mode, "mamba_cache_mode", allowed=("none", "align", "all"))
-    options.num_speculative_tokens = V.integer(num_speculative_tokens, "num_speculative_tokens", low=0,
-                                               high=L.MAX_NUM_SEQS)
-    prefix = None if enable_prefix_caching is None else V.flag(enable_prefix_caching, "enable_prefix_caching")
-    native = _C.kv_cache_capacity(_native_spec(spec), _available_list(available_bytes), options)
-    if prefix and options.mamba_cache_mode == "none" and any(g.kind == "mamba" for g in native.groups):
+    request = kv_settings(max_model_len, settings, **given)
+    tokens = V.integer(num_speculative_tokens, "num_speculative_tokens", low=0, high=L.MAX_NUM_SPECULATIVE_TOKENS)
+    native = _C.kv_cache_capacity_for(_sizing(spec), available_bytes, request, tokens)
+    if request.enable_prefix_caching and request.mamba_cache_mode == "none" and any(
+            g.kind == "mamba" for g in native.groups):
         raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
     return KvCacheCapacity._from_native(native)
 
@@ -407,165 +345,66 @@ PREFIX_CACHING_HYBRID = (
     "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')")
 
 
-class _VersionKvRules:
-    """One release's KV rules (plan/vllm_version_profile.cc ApplyVersionKvRules), read once."""
-
-    __slots__ = ("version", "kv_tokens_from_concurrency", "hybrid_align_to_user_block_size",
-                 "cap_sliding_window_at_full", "disable_hybrid_kv_cache_manager", "fast_path")
-
-    def __init__(self, version: str) -> None:
-        o = _C.KvCacheOptions()
-        defaults = (o.kv_tokens_from_concurrency, o.hybrid_align_to_user_block_size)
-        self.version = _C.apply_vllm_version_kv_rules(o, version)
-        self.kv_tokens_from_concurrency = o.kv_tokens_from_concurrency
-        self.hybrid_align_to_user_block_size = o.hybrid_align_to_user_block_size
-        self.cap_sliding_window_at_full = o.cap_sliding_window_at_full
-        self.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager
-        # The positional fast path runs with KvCacheOptions' defaults: only for a release that has them.
-        self.fast_path = (defaults == (o.kv_tokens_from_concurrency, o.hybrid_align_to_user_block_size)
-                          and not o.disable_hybrid_kv_cache_manager)
-
-    def apply(self, options: Any) -> None:
-        options.kv_tokens_from_concurrency = self.kv_tokens_from_concurrency
-        options.hybrid_align_to_user_block_size = self.hybrid_align_to_user_block_size
-        if self.disable_hybrid_kv_cache_manager:
-            options.disable_hybrid_kv_cache_manager = True
-
-
-_RULES_BY_VERSION: dict[str | None, _VersionKvRules] = {}
-
-
-def _version_kv_rules(vllm_version: Any) -> _VersionKvRules:
-    """The release's rules, chosen as plan() chooses the release (planner/versions.py).
-
-    Cached by what was asked (``None``: the installed vLLM, else the newest profile, which
-    planner/versions.py reads once per process too), so a repeated call costs one dict look-up:
-    the function-level import below alone costs several microseconds, on every sizing call."""
-    if vllm_version is None or vllm_version.__class__ is str:
-        rules = _RULES_BY_VERSION.get(vllm_version)
-        if rules is not None:
-            return rules
-    from .planner.versions import choose_vllm_version  # imported late: the planner imports this module
-
-    version, _source = choose_vllm_version(vllm_version)  # checks the text before it is a key
-    rules = _VersionKvRules(version)
-    if len(_RULES_BY_VERSION) < 64:  # bounded: one entry per release asked
-        _RULES_BY_VERSION[vllm_version] = rules
-    return rules
-
-
-#: vLLM's CacheConfig MambaDType.
-_MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")
-
-
 def estimate_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = 8192,
-    block_size: int | None = None,
-    kv_cache_dtype: str = "auto",
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: int | None = None,
-    dtype: str = "auto",
-    disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: int | None = None,
-    max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = False,
+    max_model_len: int | None = None,
+    *,
+    settings: KvCacheSettings | None = None,
+    **given: Unpack[KvCacheSettingsArgs],
 ) -> int:
     """vLLM's ``estimate_max_model_len``: the largest length in ``[1, max_model_len]`` whose one
     request fits on every worker; 0 when not even one token fits."""
-    return int(_C.estimate_max_model_len(
-        _native_spec(spec),
-        _available_list(available_bytes),
-        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
-                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
-                 max_concurrent_batches, cap_sliding_window_at_full),
-    ))
+    request = kv_settings(max_model_len, settings, **given)
+    return int(_C.estimate_max_model_len_for(_sizing(spec), available_bytes, request))
 
 
 def auto_fit_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = 8192,
-    block_size: int | None = None,
-    kv_cache_dtype: str = "auto",
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: int | None = None,
-    dtype: str = "auto",
-    disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: int | None = None,
-    max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = False,
+    max_model_len: int | None = None,
+    *,
+    settings: KvCacheSettings | None = None,
+    **given: Unpack[KvCacheSettingsArgs],
 ) -> int:
     """vLLM's auto-fit (``--max-model-len -1``): like :func:`estimate_max_model_len` but counting
     the tensor slots that grouped hybrid layers share (padding layers included)."""
-    return int(_C.auto_fit_max_model_len(
-        _native_spec(spec),
-        _available_list(available_bytes),
-        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
-                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
-                 max_concurrent_batches, cap_sliding_window_at_full),
-    ))
+    request = kv_settings(max_model_len, settings, **given)
+    return int(_C.auto_fit_max_model_len_for(_sizing(spec), available_bytes, request))
 
 
 def check_enough_kv_cache_memory(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = 8192,
-    block_size: int | None = None,
-    kv_cache_dtype: str = "auto",
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: int | None = None,
-    dtype: str = "auto",
-    disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: int | None = None,
-    max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = False,
+    max_model_len: int | None = None,
+    *,
+    settings: KvCacheSettings | None = None,
+    **given: Unpack[KvCacheSettingsArgs],
 ) -> None:
     """vLLM's ``check_enough_kv_cache_memory``: returns when one ``max_model_len`` request fits on
     every worker, else raises ``ValueError`` with vLLM's exact message."""
-    _C.check_enough_kv_cache_memory(
-        _native_spec(spec),
-        _available_list(available_bytes),
-        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
-                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
-                 max_concurrent_batches, cap_sliding_window_at_full),
-    )
+    message = kv_cache_memory_shortfall(spec, available_bytes, max_model_len, settings=settings, **given)
+    if message is not None:
+        raise ValueError(message)
 
 
 def kv_cache_memory_shortfall(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = 8192,
-    block_size: int | None = None,
-    kv_cache_dtype: str = "auto",
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    max_num_batched_tokens: int | None = None,
-    dtype: str = "auto",
-    disable_hybrid_kv_cache_manager: bool = False,
-    num_gpu_blocks_override: int | None = None,
-    max_concurrent_batches: int = 1,
-    cap_sliding_window_at_full: bool = False,
+    max_model_len: int | None = None,
+    *,
+    settings: KvCacheSettings | None = None,
+    **given: Unpack[KvCacheSettingsArgs],
 ) -> str | None:
     """The message :func:`check_enough_kv_cache_memory` would raise, or ``None`` when it fits.
 
     Bad input still raises ``ValueError``, so callers can tell "does not fit" from "wrong input".
     """
-    message = _C.kv_cache_memory_shortfall(
-        _native_spec(spec),
-        _available_list(available_bytes),
-        _options(max_model_len, block_size, kv_cache_dtype, tensor_parallel_size, pipeline_parallel_size,
-                 max_num_batched_tokens, dtype, disable_hybrid_kv_cache_manager, num_gpu_blocks_override,
-                 max_concurrent_batches, cap_sliding_window_at_full),
-    )
-    return message or None
+    request = kv_settings(max_model_len, settings, **given)
+    return _C.kv_cache_memory_shortfall_for(_sizing(spec), available_bytes, request) or None
 
 
 for _fn in (kv_cache_capacity, estimate_max_model_len, auto_fit_max_model_len, check_enough_kv_cache_memory,
             kv_cache_memory_shortfall):
-    _fn.__doc__ = (_fn.__doc__ or "") + _COMMON_DOC
+    _fn.__doc__ = (_fn.__doc__ or "") + _SETTINGS_DOC
 del _fn

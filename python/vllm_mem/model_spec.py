@@ -336,15 +336,9 @@ class ModelSpec:
         GPU (:data:`MXFP4_BACKENDS`; "triton" on Hopper, "marlin" on GPUs without FP4): it sets
         how far an MXFP4 checkpoint's expert weights are padded, and nothing else.
         """
-        if mxfp4_backend != "triton":  # the fast path runs the default backend only
-            return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
-                                                                 pipeline_parallel_size),
-                                       mxfp4_backend=_mxfp4_backend(mxfp4_backend)))
-        n = _C._weight_bytes_fast(self._spec, dtype, quantization, tensor_parallel_size, pipeline_parallel_size)
-        if n is None:  # not plain in-range values: the checked path raises what the fast one leaves
-            n = _C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
-                                                          pipeline_parallel_size))
-        return n
+        return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                             pipeline_parallel_size),
+                                   mxfp4_backend=_mxfp4_backend(mxfp4_backend)))
 
     def weight_breakdown(
         self,

@@ -20,8 +20,6 @@ from . import _limits as L
 from . import _validate as V
 from .catalog import lookup_gpu
 from .planner.inputs import SpecSource, plan_inputs, spec_of
-from .planner.versions import choose_vllm_version
-from .planner.versions import usage_context as versions_usage_context
 from .units import GiB_bytes
 
 __all__ = ["sweep"]
@@ -161,25 +159,21 @@ def sweep(
             names.append(f"{checked / GiB_bytes:.2f} GiB")
     axes.total_memory_bytes = totals
     axes.gpu_names = names
-    version, _source = choose_vllm_version(vllm_version)
-    usage = versions_usage_context(usage_context)
-    if gpu_memory_utilization is None:
-        values["gpu_memory_utilization"] = [_C.vllm_profile_settings(version)["gpu_memory_utilization"]]
-    # max_num_seqs / max_num_batched_tokens left None stay unset: the core takes vLLM's default
-    # for each GPU swept (csrc/core/plan/plan_sweep.cc), and the columns show what it took.
-    axes.gpu_memory_utilization = [V.fraction(u, "gpu_memory_utilization")
-                                   for u in values["gpu_memory_utilization"]]
-    for name in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
-                 "max_num_batched_tokens", "block_size"):
-        setattr(axes, name, [V.setting(name, v) for v in values[name]])
-    axes.dtype = [V.dtype(v) for v in values["dtype"]]
-    axes.quantization = [V.optional_text(v, "quantization") or "" for v in values["quantization"]]
-    axes.kv_cache_dtype = [V.kv_cache_dtype(v) for v in values["kv_cache_dtype"]]
-    axes.enforce_eager = [int(V.flag(v, "enforce_eager")) for v in values["enforce_eager"]]
+    # The fixed settings: one request object, each keyword checked by its row of the table.
     axes.base = plan_inputs(
         total_memory_bytes=min(totals), free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
-        cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version, usage_context=usage)
+        cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version, usage_context=usage_context)
+    if gpu_memory_utilization is None:
+        values["gpu_memory_utilization"] = [_C.vllm_profile_settings(axes.base.vllm_version)["gpu_memory_utilization"]]
+    # max_num_seqs / max_num_batched_tokens left None stay unset: the core takes vLLM's default
+    # for each GPU swept (csrc/core/plan/plan_sweep.cc), and the columns show what it took.
+    # Each axis value is checked by the same row of the settings table as plan()'s keyword.
+    for name in ("gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
+                 "max_num_seqs", "max_num_batched_tokens", "block_size", "dtype", "kv_cache_dtype"):
+        setattr(axes, name, [V.setting(name, v) for v in values[name]])
+    axes.quantization = [V.optional_setting("quantization", v) or "" for v in values["quantization"]]
+    axes.enforce_eager = [int(V.setting("enforce_eager", v)) for v in values["enforce_eager"]]
     axes.base.total_memory_bytes = totals[0]
     import numpy as np  # only when a sweep is run: 'import vllm_mem' does not load numpy
 

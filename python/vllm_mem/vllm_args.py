@@ -12,8 +12,8 @@ Every flag falls in one of three sets (docs/vllm_command_line.md lists them):
 - modelled: mapped to a :func:`vllm_mem.plan` keyword;
 - no effect on start-up memory (``--host``, ``--port``, ``--api-key``...): accepted and listed
   in :attr:`VllmCommand.ignored`, so a reader sees what was not read;
-- changes memory in a way the planner does not model yet (``--cpu-offload-gb``,
-  ``--limit-mm-per-prompt``, LoRA...): refused by name, never silently dropped, since a plan
+- changes memory in a way the planner does not model yet (``--limit-mm-per-prompt``,
+  LoRA...): refused by name, never silently dropped, since a plan
   without it would be a wrong number presented as right.
 
 A flag in none of the sets is refused as vLLM refuses an unknown one ("unrecognized arguments").
@@ -81,11 +81,11 @@ _MODELLED = (
     _f("dtype", "choice", choices=DTYPE_CHOICES),
     _f("compilation_config", "json", "-O"),
     _f("revision", "str"),
+    _f("cpu_offload_gb", "float"),
     # Only their no-effect values are accepted (checked with the model: _check_conditional).
     _f("enable_prefix_caching", "bool"),
     _f("mamba_cache_mode", "str"),
     _f("enable_chunked_prefill", "bool"),
-    _f("cpu_offload_gb", "float"),
     _f("limit_mm_per_prompt", "json"),
 )
 
@@ -412,7 +412,7 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
     direct = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
               "gpu_memory_utilization",
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager",
-              "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype")
+              "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb")
     for name in direct:
         value = engine.get(name)
         if value is None:
@@ -422,10 +422,6 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
         if name == "kv_cache_memory_bytes" and value == 0:
             continue  # vLLM reads 0 as "not set"
         kw[name] = value
-    offload = engine.get("cpu_offload_gb")
-    if offload not in (None, 0, 0.0):
-        _not_modelled(flag_of("cpu_offload_gb"), "weights offloaded to CPU memory lower the weights term by a "
-                                                 "layer-dependent amount; plan without it for an upper bound")
     limit = engine.get("limit_mm_per_prompt")
     if limit not in (None, {}, ""):
         _not_modelled(flag_of("limit_mm_per_prompt"), "the multimodal encoder's profiling run is not planned; "
@@ -530,7 +526,7 @@ _KEYWORD_FLAGS = {name: flag_name(name) for name in (
     "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
     "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager", "speculative_config",
-    "kv_cache_memory_bytes", "quantization", "dtype")}
+    "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb")}
 _KEYWORD_FLAGS.update(cudagraph_mode="--compilation-config.cudagraph_mode",
                       cudagraph_capture_sizes="--compilation-config.cudagraph_capture_sizes",
                       max_cudagraph_capture_size="--compilation-config.max_cudagraph_capture_size")
@@ -540,10 +536,13 @@ def _plan_naming_flags(make_plan: Any, spec: Any, common: dict[str, Any], kw: di
     try:
         return make_plan(spec, **common, **kw)
     except ValueError as exc:
+        # The typed error's field (vllm_mem.errors) is the keyword; its head names the flag.
+        field = getattr(exc, "field", None) or ""
+        head = field.split(".", 1)[0].split("[", 1)[0]
         text = str(exc)
-        m = re.match(r"([a-z_]+)([.\[:])", text)
-        if m and m.group(1) in kw and m.group(1) in _KEYWORD_FLAGS:
-            V.fail(_KEYWORD_FLAGS[m.group(1)], text[len(m.group(1)) + (m.group(2) == ":") :].lstrip())
+        if head in kw and head in _KEYWORD_FLAGS:
+            rest = text[len(field) + 1:] if text.startswith(field + ":") else text
+            V.fail(_KEYWORD_FLAGS[head] + field[len(head):], rest.lstrip())
         raise
 
 

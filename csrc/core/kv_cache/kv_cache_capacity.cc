@@ -60,7 +60,10 @@ void ValidateCallOptions(const KvCacheOptions& o) {
   ValidateBlockSize(o.block_size, "block_size");
   RequireNonNegative(o.max_num_batched_tokens, "max_num_batched_tokens");
   RequireAtMost(o.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens", "vllm_mem/base/limits.h");
-  RequirePositiveAtMost(o.max_concurrent_batches, kMaxNumSeqs, "max_concurrent_batches", "vllm_mem/base/limits.h");
+  // Bounded like pipeline_parallel_size (one batch per stage): plan_request.h's row, whose
+  // table Python and the plan check first; this guards the kv_cache area's C++ callers.
+  RequirePositiveAtMost(o.max_concurrent_batches, kMaxPipelineParallelSize, "max_concurrent_batches",
+                        "batches in flight: one per pipeline stage");
   RequireNonNegative(o.num_gpu_blocks_override, "num_gpu_blocks_override");
 }
 

@@ -31,32 +31,15 @@ void ValidateInputs(const ModelSpec& spec, const PlanInputs& in) {
                                                     std::to_string(in.total_memory_bytes));
   }
   ValidateUtilization(in.gpu_memory_utilization);
-  if (in.free_memory_bytes < -1 || in.free_memory_bytes > in.total_memory_bytes) {
+  // Every setting's bounds come from the settings table (plan_request.h); what follows
+  // relates settings to each other and to the model.
+  ValidatePlanRequest(in);
+  if (in.free_memory_bytes > in.total_memory_bytes) {
     throw InvalidArgument("free_memory_bytes", "must be in [0, total_memory_bytes], got " +
                                                    std::to_string(in.free_memory_bytes));
   }
-  // Every count is bounded before the work it drives (vllm_mem/base/limits.h).
-  RequireAtMost(in.total_memory_bytes, kMaxDeviceBytes, "total_memory_bytes", "1 PiB; vllm_mem/base/limits.h");
-  RequireNonNegative(in.max_model_len, "max_model_len");
-  RequireAtMost(in.max_model_len, kMaxModelLenTokens, "max_model_len", "vllm_mem/base/limits.h");
-  RequirePositiveAtMost(in.max_num_seqs, kMaxNumSeqs, "max_num_seqs", "vllm_mem/base/limits.h");
-  RequirePositiveAtMost(in.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens",
-                        "vllm_mem/base/limits.h");
-  RequireNonNegative(in.kv_cache_memory_bytes, "kv_cache_memory_bytes");
   RequireNonNegative(in.checkpoint_weights_bytes, "checkpoint_weights_bytes");
   RequireAtMost(in.checkpoint_weights_bytes, kMaxDeviceBytes, "checkpoint_weights_bytes", "1 PiB; vllm_mem/base/limits.h");
-  RequireAtMost(in.kv_cache_memory_bytes, kMaxDeviceBytes, "kv_cache_memory_bytes", "1 PiB; vllm_mem/base/limits.h");
-  ValidateBlockSize(in.block_size, "block_size");
-  RequireNonNegative(in.gpu_count, "gpu_count");
-  RequireNonNegative(in.max_cudagraph_capture_size, "max_cudagraph_capture_size");
-  RequireAtMost(in.max_cudagraph_capture_size, kMaxCudagraphCaptureSize, "max_cudagraph_capture_size",
-                "vllm_mem/base/limits.h: vLLM's default is 512");
-  RequireAtMost(static_cast<int64_t>(in.cudagraph_capture_sizes.size()), kMaxCudagraphCaptureSizes,
-                "cudagraph_capture_sizes", "entries; vllm_mem/base/limits.h");
-  for (int64_t size : in.cudagraph_capture_sizes) {
-    RequirePositiveAtMost(size, kMaxCudagraphCaptureSize, "cudagraph_capture_sizes",
-                          "vllm_mem/base/limits.h: vLLM's default largest is 512");
-  }
   ValidateParallelism(spec.num_layers, in.tensor_parallel_size, in.pipeline_parallel_size);
   AttentionHeadsPerRank(spec.num_attention_heads, in.tensor_parallel_size);
   KvHeadsPerRank(spec.num_kv_heads, in.tensor_parallel_size);
@@ -66,6 +49,18 @@ void ValidateInputs(const ModelSpec& spec, const PlanInputs& in) {
                           "tensor_parallel_size x pipeline_parallel_size = " + std::to_string(world) +
                               " GPUs, but only " + std::to_string(in.gpu_count) + " are available (gpu_count)");
   }
+}
+
+/*! --cpu-offload-gb: vLLM's maybe_offload_to_cpu (model_executor/models/utils.py) wraps each
+ *  decoder layer (make_layers) and moves its parameters to CPU memory, first layers first, until
+ *  the per-GPU budget of cpu_offload_gb GiB is used; embeddings, the LM head and buffers stay.
+ *  So the GPU keeps the rank's weights less min(budget, its decoder-layer parameters). vLLM
+ *  stops at the first whole parameter past the budget (at most one parameter more leaves). */
+int64_t CpuOffloadedBytes(const RankWeights& rw, double cpu_offload_gb) {
+  if (cpu_offload_gb <= 0.0) return 0;
+  const int64_t budget = CheckedDoubleToInt64(std::ceil(cpu_offload_gb * static_cast<double>(kGiB)), "cpu_offload_gb");
+  const int64_t layers = rw.attention_bytes + rw.mlp_bytes + rw.quantization_overhead_bytes;
+  return std::min(budget, layers);
 }
 
 }  // namespace
@@ -83,24 +78,16 @@ std::string FailurePhaseName(FailurePhase phase) {
 }
 
 KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& in) {
-  KvCacheOptions k;
-  k.max_model_len = in.max_model_len > 0 ? in.max_model_len : DerivedMaxModelLen(spec);
-  k.block_size = in.block_size;
-  k.kv_cache_dtype = in.kv_cache_dtype.empty() ? "auto" : in.kv_cache_dtype;
-  k.model_dtype = in.dtype.empty() ? "auto" : in.dtype;
-  k.tensor_parallel_size = in.tensor_parallel_size;
-  k.pipeline_parallel_size = in.pipeline_parallel_size;
-  k.decode_context_parallel_size = in.decode_context_parallel_size;
-  k.mamba_cache_mode = in.mamba_cache_mode.empty() ? "none" : in.mamba_cache_mode;
-  k.max_num_batched_tokens = in.max_num_batched_tokens;
+  KvCacheOptions k = KvCacheOptionsFrom(in);
+  if (k.max_model_len <= 0) k.max_model_len = DerivedMaxModelLen(spec);
   // Releases before the hybrid allocator (and the V0 engine) size every layer for the full length.
-  k.disable_hybrid_kv_cache_manager = !in.hybrid_kv_cache_manager;
+  k.disable_hybrid_kv_cache_manager = in.disable_hybrid_kv_cache_manager || !in.hybrid_kv_cache_manager;
   // The KV rules that changed by release (vllm_versions.json): the printed token count, the
   // hybrid block alignment and whether a sliding layer's per-request need is capped at the full one.
   k.kv_tokens_from_concurrency =
       in.kv_log_format == KvLogFormat::kCombinedLine || in.kv_log_format == KvLogFormat::kConcurrencyTokens;
   k.hybrid_align_to_user_block_size = in.hybrid_align_to_user_block_size;
-  k.cap_sliding_window_at_full = in.cap_sliding_window_at_full;
+  k.cap_sliding_window_at_full = in.cap_sliding_window_at_full.value_or(false);
   return k;
 }
 
@@ -110,6 +97,7 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const 
   // The release's defaults first: what vLLM would run with is what gets checked and planned.
   const VersionLookup version = LookupVllmVersion(inputs.vllm_version);
   StartupPlan plan;
+  plan.request = inputs;
   plan.inputs = ResolveForVersion(*version.profile, spec, inputs);
   PlanInputs& in = plan.inputs;
   in.vllm_version_note = version.note;
@@ -202,6 +190,7 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const 
                                "checkpoint_weights_bytes"),
           rw.buffer_bytes, "checkpoint_weights_bytes");
     }
+    rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
     if (spec_decode && r == pp - 1) {  // "Model loading took" includes the drafter
       rank.draft_weights_bytes = draft_weights.total_bytes;
       rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.draft_weights_bytes, "draft_weights_bytes");

@@ -12,7 +12,6 @@ import argparse
 import importlib
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -72,30 +71,26 @@ def _one_line(text: str) -> str:
 
 
 def _flag_message(message: str, fields: dict[str, str], field: str | None = None) -> tuple[str, str | None]:
-    """(message, field): an argparse "argument --x: ..." made "--x: ...", and an API field
-    (``total_memory_bytes: ...``) renamed to the flag the user typed (``--total-memory-gib``).
-    ``field`` is the typed error's own ``.field`` (vllm_mem.errors), used before any parsing."""
+    """(message, field): an argparse "argument --x: ..." made "--x: ...", and the typed error's
+    own ``.field`` (vllm_mem.errors; ``total_memory_bytes``, ``cudagraph_capture_sizes[2]``)
+    renamed to the flag that sets it (``--total-memory-gib``): the flags come from the settings
+    table (cli/options.py), so the field's head is the keyword, never read from the text."""
     message = _one_line(message)
-    m = re.match(r"argument ([^:]+): (.*)", message)
-    if m:
-        flag = m.group(1).split("/")[-1]
-        rest = m.group(2)
+    if message.startswith("argument ") and ": " in message:  # argparse's own wording
+        flag, rest = message[len("argument "):].split(": ", 1)
+        flag = flag.split("/")[-1]
         return (rest if rest.startswith(flag + ":") else f"{flag}: {rest}"), flag
-    if field:
-        # The field's head (before any .key or [index]) is the API keyword the flag sets.
-        head = re.split(r"[.\[]", field, maxsplit=1)[0]
-        flag = fields.get(head)
-        if flag is None:
-            return message, field
-        tail = field[len(head):]
-        if message.startswith(field + ":"):
-            return flag + tail + message[len(field):], flag + tail
-        return message, flag + tail
-    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\]|\.[A-Za-z0-9_]+)*):", message)
-    if m and m.group(1) in fields:
-        flag = fields[m.group(1)]
-        return flag + m.group(2) + message[m.end() - 1:], flag
-    return message, (m.group(1) if m else None)
+    if not field:
+        return message, None
+    # The field's head (before any .key or [index]) is the API keyword the flag sets.
+    cut = min((i for i in (field.find("."), field.find("[")) if i >= 0), default=len(field))
+    head, tail = field[:cut], field[cut:]
+    flag = fields.get(head)
+    if flag is None:
+        return message, field
+    if message.startswith(field + ":"):
+        return flag + tail + message[len(field):], flag + tail
+    return message, flag + tail
 
 
 def _report(command: str | None, exc: BaseException, fields: dict[str, str], as_json: bool) -> int:

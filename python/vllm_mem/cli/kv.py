@@ -13,7 +13,7 @@ from typing import Any
 from .. import _C
 from .. import _limits as L
 from .. import _validate as V
-from ..kv_cache import kv_cache_capacity, kv_cache_memory_shortfall
+from ..kv_cache import KvCacheSettings, kv_cache_capacity, kv_cache_memory_shortfall
 from ..model_spec import ModelSpec
 from ..planner.versions import allow_long_from_env, choose_vllm_version
 from ..units import format_gib
@@ -35,11 +35,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                     help="KV-cache memory per GPU in GiB (vLLM's 'Available KV cache memory'); one value, "
                          "one per pipeline rank, or one per worker")
     options.add_engine_settings(p, max_model_len_help="default: the model's limit (vLLM's default)")
-    options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens")
-    p.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
-                   help="as vLLM's flag; releases before 0.10 had no hybrid manager (implied)")
-    options.add_vllm_version(p)
-    options.add_setting(p, "--num-gpu-blocks-override", "num_gpu_blocks_override")
+    options.add_vllm_version(p, usage_context=False)
+    # Every other KV setting of the table with a vLLM flag, in the table's order.
+    for row in options.setting_rows().values():
+        if row["kv"] and row["flag"] and row["name"] not in options.registered(p):
+            options.add_table_setting(p, row["name"])
     options.add_json(p)
     p.set_defaults(func=run)
 
@@ -61,20 +61,12 @@ def run(args: argparse.Namespace) -> int:
         V.fail("--max-model-len", refusal)
     note = (f"max_model_len: not given; using the model's limit {max_model_len:,} (vLLM's default), "
             "pass --max-model-len to choose") if defaulted else None
-    kwargs: dict[str, Any] = dict(
-        max_model_len=max_model_len,
-        block_size=args.block_size,
-        kv_cache_dtype=args.kv_cache_dtype,
-        tensor_parallel_size=args.tensor_parallel_size,
-        pipeline_parallel_size=args.pipeline_parallel_size,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        dtype=args.dtype,
-        disable_hybrid_kv_cache_manager=(args.disable_hybrid_kv_cache_manager
-                                         or not profile["hybrid_kv_cache_manager"]),
-        num_gpu_blocks_override=args.num_gpu_blocks_override,
-    )
-    # Bad input raises ValueError here (exit 2); a shortfall is a message (exit 1).
-    shortfall: str | None = kv_cache_memory_shortfall(spec, available, **kwargs)
+    given = options.table_settings(args)
+    given["max_model_len"] = max_model_len
+    given.pop("vllm_version", None)
+    # One request object for both calls: the release's rules apply to the check and the capacity alike.
+    settings = KvCacheSettings(vllm_version=version, **given)
+    shortfall: str | None = kv_cache_memory_shortfall(spec, available, settings=settings)
     if shortfall is not None:
         if args.json:
             print_json({"fits": False, "model": spec.name, "max_model_len_defaulted": defaulted,
@@ -86,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_DOES_NOT_FIT
     # The release that --vllm-version (or the installed vLLM) names decides the capacity's rules
     # too, not only the log lines printed below.
-    cap = kv_cache_capacity(spec, available, vllm_version=args.vllm_version, **kwargs)
+    cap = kv_cache_capacity(spec, available, settings=settings)
     log_lines = list(_C.kv_log_lines_for(version, "", cap.num_blocks, cap.num_tokens, cap.max_concurrency,
                                          cap.block_size, cap.bytes_per_block, cap.max_model_len, len(cap.groups)))
     version_line = f"vLLM {profile['version']} rules ({f'asked {version}' if source == 'asked' else source})"

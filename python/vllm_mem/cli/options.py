@@ -163,7 +163,7 @@ def typed(flag: str, convert: Any) -> Any:
 
 def add_setting(parser: argparse.ArgumentParser, flag: str, name: str, *aliases: str, default: Any = None,
                 help: str | None = None) -> None:
-    """An integer engine setting of :data:`vllm_mem._validate.SETTINGS` (``--max-model-len``)."""
+    """An integer engine setting, checked by its row of the settings table (``--max-model-len``)."""
     parser.add_argument(flag, *aliases, dest=name, default=default, metavar="N", help=help,
                         type=typed(flag, lambda t, f: V.setting(name, parse_int(t, f), f)))
     _fields(parser)[name] = flag
@@ -235,14 +235,83 @@ def add_json(parser: argparse.ArgumentParser) -> None:
                         help="print the result as JSON on stdout (errors: one JSON object on stderr)")
 
 
+# ---- the serving flags, generated from the core's settings table (plan/plan_request.h) -------
+
+#: vLLM's short spellings of table flags (vllm/engine/arg_utils.py).
+_SHORT_FLAGS: dict[str, tuple[str, ...]] = {
+    "tensor_parallel_size": ("-tp",), "pipeline_parallel_size": ("-pp",),
+    "decode_context_parallel_size": ("-dcp",), "quantization": ("-q",),
+}
+#: Where an argparse destination holds table settings, so table_settings() can collect them.
+TABLE_KEY = "_vllm_mem_table_settings"
+
+
+def setting_rows() -> dict[str, dict[str, Any]]:
+    """The settings table's rows by name (``_C.plan_settings()``), read once."""
+    global _ROWS
+    if _ROWS is None:
+        from .. import _C
+
+        _ROWS = {row["name"]: row for row in _C.plan_settings()}
+    return _ROWS
+
+
+_ROWS: dict[str, dict[str, Any]] | None = None
+
+
+def setting_flag(name: str) -> str:
+    """The command-line spelling of a table setting: vLLM's flag, else the name in kebab case."""
+    return setting_rows()[name]["flag"] or "--" + name.replace("_", "-")
+
+
+def _setting_help(row: dict[str, Any], extra: str | None) -> str:
+    text = row["help"]
+    if row["choices"]:
+        text += f" ({row['choices']})"
+    default = row["unset"] or row["default"]
+    text += f"; default: {default}" if default not in ("", None) else ""
+    return f"{text}; {extra}" if extra else text
+
+
+def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | None = None) -> None:
+    """One row of the settings table as a flag: vLLM's spelling, its type, its bounds (the row's
+    check, through :func:`vllm_mem._validate.setting`) and its help. Unset flags are left out
+    of :func:`table_settings`, so the API's default (the release's) applies."""
+    row = setting_rows()[name]
+    flag = setting_flag(name)
+    kind = row["kind"]
+    common: dict[str, Any] = {"dest": name, "default": None, "help": _setting_help(row, help)}
+    if kind in ("bool", "optional bool"):
+        parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), action="store_true", **common)
+    else:
+        read: dict[str, Any] = {
+            "int": lambda t, f: V.setting(name, parse_int(t, f), f),
+            "float": lambda t, f: V.setting(name, _float(t, f), f),
+            "int list": lambda t, f: V.setting(name, [parse_int(x, f) for x in t.split(",") if x.strip()], f),
+        }
+        convert = read.get(kind, lambda t, f: V.setting(name, t, f))
+        metavar = {"int": "N", "float": "X", "int list": "N[,N...]"}.get(kind, "NAME")
+        parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), metavar=metavar, type=typed(flag, convert), **common)
+    _fields(parser)[name] = flag
+    parser.set_defaults(**{TABLE_KEY: [*(parser.get_default(TABLE_KEY) or []), name]})
+
+
+def registered(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """API keyword -> flag of what ``parser`` already has."""
+    return _fields(parser)
+
+
+def table_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The table settings given on the command line, as the API's keywords."""
+    names = getattr(args, TABLE_KEY, None) or []
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
 def add_engine_settings(parser: argparse.ArgumentParser, *, max_model_len_help: str) -> None:
     """The vLLM engine arguments several commands share, spelled as vLLM spells them."""
-    add_setting(parser, "--max-model-len", "max_model_len", help=max_model_len_help)
-    add_setting(parser, "--tensor-parallel-size", "tensor_parallel_size", "-tp", default=1)
-    add_setting(parser, "--pipeline-parallel-size", "pipeline_parallel_size", "-pp", default=1)
-    add_setting(parser, "--block-size", "block_size", help="tokens per KV block (default: vLLM's)")
-    add_text(parser, "--dtype", "dtype", default="auto", help="vLLM --dtype: auto, float16, bfloat16, float32")
-    add_text(parser, "--kv-cache-dtype", "kv_cache_dtype", default="auto", help="vLLM --kv-cache-dtype")
+    add_table_setting(parser, "max_model_len", help=max_model_len_help)
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "dtype", "kv_cache_dtype"):
+        add_table_setting(parser, name)
 
 
 def add_speculative_config(parser: argparse.ArgumentParser) -> None:
@@ -255,20 +324,15 @@ def add_speculative_config(parser: argparse.ArgumentParser) -> None:
     _fields(parser)["speculative_config"] = "--speculative-config"
 
 
-def add_vllm_version(parser: argparse.ArgumentParser) -> None:
+def add_vllm_version(parser: argparse.ArgumentParser, *, usage_context: bool = True) -> None:
     """Which vLLM release to plan for, and the settings whose defaults depend on it."""
-    add_text(parser, "--vllm-version", "vllm_version", metavar="X.Y[.Z]",
-             help="the vLLM release to plan for (0.19, 0.10.2); default: the installed vllm, else the newest "
-                  "known (see docs/vllm_versions.md)")
-    parser.add_argument("--usage-context", dest="usage_context", default="server",
-                        type=typed("--usage-context", lambda t, f: V.text(t, f, allowed=("server", "offline"))),
-                        help="server (vllm serve, the default) or offline (the LLM class): vLLM's scheduler "
-                             "defaults differ")
+    add_table_setting(parser, "vllm_version", help="see docs/vllm_versions.md")
+    if usage_context:
+        add_table_setting(parser, "usage_context")
     parser.add_argument("--allow-long-max-model-len", dest="allow_long_max_model_len", action="store_true",
                         default=None, help="as VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (also read from the environment): "
                                            "accept a --max-model-len above the model's derived maximum")
-    _fields(parser).update(vllm_version="--vllm-version", usage_context="--usage-context",
-                           allow_long_max_model_len="--allow-long-max-model-len")
+    _fields(parser).update(allow_long_max_model_len="--allow-long-max-model-len")
 
 
 def add_weights_source(parser: argparse.ArgumentParser) -> None:

@@ -33,29 +33,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options.add_gib(p, "--total-memory-gib", "total_memory_bytes", help="total device memory instead of --gpu")
     options.add_gib(p, "--free-memory-gib", "free_memory_bytes", "--free-gib", allow_zero=True,
                     help="free memory at start-up (default: total minus the idle CUDA context)")
-    options.add_setting(p, "--gpu-count", "gpu_count", help="GPUs available")
-    options.add_fraction(p, "--gpu-memory-utilization", "gpu_memory_utilization", None,
-                         "vLLM --gpu-memory-utilization, in (0, 1] (default: the release's, 0.9; 0.92 from 0.21)")
     options.add_engine_settings(p, max_model_len_help="default: the model's limit (vLLM's default)")
-    options.add_setting(p, "--max-num-seqs", "max_num_seqs",
-                        help="default: vLLM's for the release, GPU and --usage-context")
-    options.add_setting(p, "--max-num-batched-tokens", "max_num_batched_tokens",
-                        help="default: vLLM's for the release, GPU and --usage-context")
     options.add_vllm_version(p)
     options.add_speculative_config(p)
-    options.add_text(p, "--quantization", "quantization", "-q")
-    p.add_argument("--enforce-eager", action="store_true")
-    # Bounded as tensor_parallel_size is (DCP shards a TP group); plan() checks vLLM's rules.
-    p.add_argument("--decode-context-parallel-size", "-dcp", dest="decode_context_parallel_size", default=1,
-                   metavar="N", help="vLLM --decode-context-parallel-size: the KV cache sharded along tokens "
-                                     "over N of the tensor-parallel ranks (default 1)",
-                   type=options.typed("--decode-context-parallel-size", lambda t, f: V.setting(
-                       "tensor_parallel_size", options.parse_int(t, f), f)))
-    p.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true", default=None,
-                   help="vLLM --enable-prefix-caching (changes memory on hybrid models only)")
-    options._fields(p).update(decode_context_parallel_size="--decode-context-parallel-size",
-                                enable_prefix_caching="--enable-prefix-caching")
-    options.add_bytes(p, "--kv-cache-memory-bytes", "kv_cache_memory_bytes", "vLLM --kv-cache-memory-bytes")
+    # Every other serving setting of the table with a vLLM flag, in the table's order.
+    for row in options.setting_rows().values():
+        if row["flag"] and row["name"] not in options.registered(p):
+            options.add_table_setting(p, row["name"])
+    options.add_table_setting(p, "gpu_count")
     p.add_argument("--cudagraph-not-in-budget", action="store_const", const=False, default=None,
                    dest="cudagraph_memory_in_budget",
                    help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (default: the release's; off before 0.21)")
@@ -95,21 +80,14 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(args.gpu, int) and args.total_memory_bytes is not None:
         V.fail("--gpu", "a size and --total-memory-gib both give the total; give one")
     gpu, total = (None, args.gpu) if isinstance(args.gpu, int) else (args.gpu, args.total_memory_bytes)
-    p = make_plan(
-        spec, gpu=gpu, total_memory_bytes=total,
-        free_memory_bytes=args.free_memory_bytes, gpu_count=args.gpu_count,
-        gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-        tensor_parallel_size=args.tensor_parallel_size,
-        pipeline_parallel_size=args.pipeline_parallel_size, max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens, dtype=args.dtype,
-        quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
-        block_size=args.block_size, enforce_eager=args.enforce_eager,
-        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
-        cudagraph_memory_in_budget=args.cudagraph_memory_in_budget, vllm_version=args.vllm_version,
-        usage_context=args.usage_context, allow_long_max_model_len=args.allow_long_max_model_len,
-        speculative_config=args.speculative_config,
-        decode_context_parallel_size=args.decode_context_parallel_size,
-        enable_prefix_caching=args.enable_prefix_caching)
+    settings = options.table_settings(args)
+    for name in ("total_memory_bytes", "free_memory_bytes", "cudagraph_memory_in_budget"):  # the CLI's own spellings
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
+    if total is not None:
+        settings["total_memory_bytes"] = total
+    p = make_plan(spec, gpu=gpu, allow_long_max_model_len=args.allow_long_max_model_len,
+                  speculative_config=args.speculative_config, **settings)
     live: dict[str, Any] | None = _live_snapshot(p.requested_bytes)
     if args.json:
         out = p.to_dict()

@@ -24,6 +24,7 @@
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/non_torch_estimate.h"
+#include "vllm_mem/plan/plan_request.h"
 #include "vllm_mem/plan/speculative_decoding.h"
 #include "vllm_mem/plan/startup_budget.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
@@ -38,42 +39,17 @@ struct StartupBaselineConstants {
   int64_t multi_process_bytes = 1610612736;  //!< 1.50 GiB
 };
 
-/*! \brief Everything a plan depends on. Sizes in bytes; 0 means "vLLM's default" where noted. */
-struct PlanInputs {
-  int64_t total_memory_bytes = 0;     //!< per GPU, as CUDA reports it (required)
-  int64_t free_memory_bytes = -1;     //!< at start-up; -1: total minus the idle baseline
+/*! \brief Everything a plan depends on: what was asked (PlanRequest, plan_request.h: every
+ *  setting and its bounds, in one table) and what the release and the environment resolve.
+ *  Sizes in bytes. */
+struct PlanInputs : PlanRequest {
   std::string gpu_name;               //!< for the report only
   //! For the report only: where total_memory_bytes comes from ("estimated ..." / "given ..." /
   //! any other text for a runtime figure). Empty: derived from gpu_name's catalog entry (its
   //! figure source: an estimate says "estimated"), or "given" when there is no gpu_name.
   std::string total_memory_source;
-  int64_t gpu_count = 0;              //!< GPUs available; 0: not limited
-  double gpu_memory_utilization = 0.0;  //!< 0: the vLLM version's default (0.9; 0.92 from v0.21)
-  int64_t max_model_len = 0;          //!< 0: the model's derived maximum (rope scaling included)
-  int64_t tensor_parallel_size = 1;
-  int64_t pipeline_parallel_size = 1;
-  int64_t max_num_seqs = 0;           //!< 0: vLLM's default for the version, GPU and usage context
-  int64_t max_num_batched_tokens = 0; //!< 0: likewise
-  std::string dtype = "auto";
-  std::string quantization;           //!< vLLM --quantization; empty: the checkpoint's own
-  std::string kv_cache_dtype = "auto";
-  int64_t block_size = 0;             //!< 0: vLLM's default
-  bool enforce_eager = false;
-  CudagraphMode cudagraph_mode = CudagraphMode::kFullAndPiecewise;
-  std::vector<int64_t> cudagraph_capture_sizes;  //!< empty: vLLM's defaults
-  int64_t max_cudagraph_capture_size = 0;        //!< 0: vLLM's default
-  int64_t kv_cache_memory_bytes = 0;  //!< --kv-cache-memory-bytes; 0: profile
-  int64_t decode_context_parallel_size = 1;  //!< --decode-context-parallel-size (KvCacheOptions)
-  /*! Hybrid models: --mamba-cache-mode as vLLM resolves it (with prefix caching vLLM picks
-   *  "all" / "align" itself; planner/ resolves it before the core sees it). */
-  std::string mamba_cache_mode = "none";
-  /*! VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: the graph estimate is subtracted from the KV
-   *  budget (default since vLLM v0.21; v0.19 logged it without subtracting). */
-  std::optional<bool> cudagraph_memory_in_budget;  //!< unset: the version's default
   // ---- which vLLM (vllm_version_profile.h): ResolveForVersion fills the defaults above ----
-  std::string vllm_version;         //!< "0.19", "0.10.2"; "": the newest known release
   std::string vllm_version_source;  //!< for reports: "asked", "installed", "newest known"
-  std::string usage_context = "server";  //!< "server" (vllm serve) or "offline" (the LLM class)
   std::string vllm_engine;          //!< "v0" / "v1"; "": what the release runs by default
   bool allow_long_max_model_len = false;  //!< VLLM_ALLOW_LONG_MAX_MODEL_LEN
   double sampler_bytes_per_logit = 0.0;   //!< 0: the release's (Triton top-k/top-p or not)
@@ -82,7 +58,7 @@ struct PlanInputs {
   std::string vllm_version_note;      //!< which profile and why, one line
   bool hybrid_kv_cache_manager = true;
   bool hybrid_align_to_user_block_size = true;  //!< the kv_cache area's rule of that name
-  bool cap_sliding_window_at_full = false;       //!< the release's sliding-window need (KvCacheOptions)
+  // cap_sliding_window_at_full (PlanRequest): set here to the release's rule when not asked.
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   std::string dtype_note;             //!< set when "auto" resolved differently than the checkpoint
   /*! The checkpoint's weight bytes read from its safetensors headers (vllm_mem.hub); 0: from
@@ -133,6 +109,7 @@ struct RankPlan {
 
 /*! \brief The evaluated plan. */
 struct StartupPlan {
+  PlanRequest request;               //!< what was asked, as given
   PlanInputs inputs;                 //!< with defaults resolved (max_model_len, free memory)
   bool free_memory_assumed = true;   //!< free memory was not given: total minus the idle baseline
   int64_t requested_bytes = 0;
