@@ -4,7 +4,7 @@ vllm_mem's C++ core. Use the typed wrappers in the vllm_mem package.
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'assign_utilizations', 'auto_fit_max_model_len', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_log_lines_for', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'resolved_num_speculative_tokens', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
+__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_plan_report', 'format_suggestions', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'spec_decode_capture_sizes', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
 class AttentionKind:
     """
     Members:
@@ -224,16 +224,16 @@ class KvCacheOptions:
     def __init__(self) -> None:
         ...
     @property
-    def decode_context_parallel_size(self) -> int:
-        ...
-    @decode_context_parallel_size.setter
-    def decode_context_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
     def block_size(self) -> int:
         ...
     @block_size.setter
     def block_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def decode_context_parallel_size(self) -> int:
+        ...
+    @decode_context_parallel_size.setter
+    def decode_context_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def group_size_max_ratio(self) -> float:
@@ -502,13 +502,14 @@ class ProfilingFigures:
     """
     memory_profiling()'s numbers.
     """
+    formula: str
     def __init__(self) -> None:
         ...
     @property
-    def formula(self) -> str:
+    def non_kv_cache_memory(self) -> int:
         ...
-    @formula.setter
-    def formula(self, arg1: str) -> None:
+    @non_kv_cache_memory.setter
+    def non_kv_cache_memory(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def non_kv_cache_memory_components(self) -> int:
@@ -521,12 +522,6 @@ class ProfilingFigures:
         ...
     @non_kv_cache_memory_total_consumed.setter
     def non_kv_cache_memory_total_consumed(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def non_kv_cache_memory(self) -> int:
-        ...
-    @non_kv_cache_memory.setter
-    def non_kv_cache_memory(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def non_torch_increase(self) -> int:
@@ -662,9 +657,9 @@ class SimulatedDevice(DeviceReader):
         ...
     def torch_empty_cache(self) -> None:
         ...
-    def torch_reset_peak(self, device: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
     def torch_free(self, device: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def torch_reset_peak(self, device: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def empty_cache_calls(self) -> int:
@@ -674,6 +669,330 @@ class SimulatedDevice(DeviceReader):
         ...
     @property
     def reset_peak_calls(self) -> int:
+        ...
+class KvCacheSettings:
+    """
+    The KV-cache settings a user asks for (plan_request.h).
+    """
+    def __copy__(self) -> KvCacheSettings:
+        ...
+    def __deepcopy__(self, arg0: dict) -> KvCacheSettings:
+        ...
+    def __init__(self, **kwargs) -> None:
+        """
+        Keywords as the table names them (plan_settings()); each checked against its row.
+        """
+    def replace(self, **kwargs) -> KvCacheSettings:
+        """
+        A copy with the given keywords changed (loops reuse one request).
+        """
+    @property
+    def block_size(self) -> typing.Any:
+        """
+        Tokens per KV-cache block
+        """
+    @block_size.setter
+    def block_size(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def cap_sliding_window_at_full(self) -> typing.Any:
+        """
+        Cap a sliding-window group's need at full attention's
+        """
+    @cap_sliding_window_at_full.setter
+    def cap_sliding_window_at_full(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def decode_context_parallel_size(self) -> typing.Any:
+        """
+        Ranks of each TP group the KV cache is sharded over along tokens
+        """
+    @decode_context_parallel_size.setter
+    def decode_context_parallel_size(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def disable_hybrid_kv_cache_manager(self) -> typing.Any:
+        """
+        Size every layer for the full length
+        """
+    @disable_hybrid_kv_cache_manager.setter
+    def disable_hybrid_kv_cache_manager(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def dtype(self) -> typing.Any:
+        """
+        Served model dtype (auto: the checkpoint's, float32 served as bfloat16)
+        """
+    @dtype.setter
+    def dtype(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def enable_prefix_caching(self) -> typing.Any:
+        """
+        Prefix caching (a hybrid model then needs mamba_cache_mode align or all)
+        """
+    @enable_prefix_caching.setter
+    def enable_prefix_caching(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def kv_cache_dtype(self) -> typing.Any:
+        """
+        KV storage dtype (auto follows the served model dtype)
+        """
+    @kv_cache_dtype.setter
+    def kv_cache_dtype(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def mamba_cache_dtype(self) -> typing.Any:
+        """
+        Hybrid models: the conv state's dtype
+        """
+    @mamba_cache_dtype.setter
+    def mamba_cache_dtype(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def mamba_cache_mode(self) -> typing.Any:
+        """
+        Hybrid models: one state per request (none), per aligned block (align) or per block (all)
+        """
+    @mamba_cache_mode.setter
+    def mamba_cache_mode(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def mamba_ssm_cache_dtype(self) -> typing.Any:
+        """
+        Hybrid models: the SSM state's dtype
+        """
+    @mamba_ssm_cache_dtype.setter
+    def mamba_ssm_cache_dtype(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def max_concurrent_batches(self) -> typing.Any:
+        """
+        Batches in flight (sliding-window reservations grow with it)
+        """
+    @max_concurrent_batches.setter
+    def max_concurrent_batches(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def max_model_len(self) -> typing.Any:
+        """
+        Longest request (prompt + output) in tokens
+        """
+    @max_model_len.setter
+    def max_model_len(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def max_num_batched_tokens(self) -> typing.Any:
+        """
+        Tokens per scheduler step (sizes sliding-window reservations and the profile run)
+        """
+    @max_num_batched_tokens.setter
+    def max_num_batched_tokens(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def num_gpu_blocks_override(self) -> typing.Any:
+        """
+        Use this many KV blocks instead of what fits
+        """
+    @num_gpu_blocks_override.setter
+    def num_gpu_blocks_override(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def pipeline_parallel_size(self) -> typing.Any:
+        """
+        Pipeline-parallel stages
+        """
+    @pipeline_parallel_size.setter
+    def pipeline_parallel_size(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def tensor_parallel_size(self) -> typing.Any:
+        """
+        Tensor-parallel GPUs
+        """
+    @tensor_parallel_size.setter
+    def tensor_parallel_size(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def vllm_version(self) -> typing.Any:
+        """
+        The vLLM release whose rules apply
+        """
+    @vllm_version.setter
+    def vllm_version(self, arg1: typing.Any) -> None:
+        ...
+class PlanRequest(KvCacheSettings):
+    """
+    Everything a user asks of a plan (plan_request.h).
+    """
+    def __copy__(self) -> PlanRequest:
+        ...
+    def __deepcopy__(self, arg0: dict) -> PlanRequest:
+        ...
+    def __init__(self, **kwargs) -> None:
+        """
+        Keywords as the table names them (plan_settings()); each checked against its row.
+        """
+    def replace(self, **kwargs) -> PlanRequest:
+        """
+        A copy with the given keywords changed (loops reuse one request).
+        """
+    @property
+    def cpu_offload_gb(self) -> typing.Any:
+        """
+        GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)
+        """
+    @cpu_offload_gb.setter
+    def cpu_offload_gb(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def cudagraph_capture_sizes(self) -> typing.Any:
+        """
+        Batch sizes captured as CUDA graphs
+        """
+    @cudagraph_capture_sizes.setter
+    def cudagraph_capture_sizes(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def cudagraph_memory_in_budget(self) -> typing.Any:
+        """
+        VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: subtract the graph estimate from the KV budget
+        """
+    @cudagraph_memory_in_budget.setter
+    def cudagraph_memory_in_budget(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def cudagraph_mode(self) -> typing.Any:
+        """
+        Which CUDA graphs are captured (compilation config)
+        """
+    @cudagraph_mode.setter
+    def cudagraph_mode(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def enforce_eager(self) -> typing.Any:
+        """
+        No CUDA graphs
+        """
+    @enforce_eager.setter
+    def enforce_eager(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def free_memory_bytes(self) -> typing.Any:
+        """
+        Free device memory at start-up in bytes
+        """
+    @free_memory_bytes.setter
+    def free_memory_bytes(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def gpu_count(self) -> typing.Any:
+        """
+        GPUs available (TP x PP may not exceed it)
+        """
+    @gpu_count.setter
+    def gpu_count(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def gpu_memory_utilization(self) -> typing.Any:
+        """
+        Fraction of the GPU vLLM may use
+        """
+    @gpu_memory_utilization.setter
+    def gpu_memory_utilization(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def kv_cache_memory_bytes(self) -> typing.Any:
+        """
+        KV-cache bytes per GPU instead of profiling
+        """
+    @kv_cache_memory_bytes.setter
+    def kv_cache_memory_bytes(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def max_cudagraph_capture_size(self) -> typing.Any:
+        """
+        Largest CUDA-graph batch size
+        """
+    @max_cudagraph_capture_size.setter
+    def max_cudagraph_capture_size(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def max_num_seqs(self) -> typing.Any:
+        """
+        Sequences per scheduler step
+        """
+    @max_num_seqs.setter
+    def max_num_seqs(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def quantization(self) -> typing.Any:
+        """
+        Weight quantization method
+        """
+    @quantization.setter
+    def quantization(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def total_memory_bytes(self) -> typing.Any:
+        """
+        The device's total memory in bytes
+        """
+    @total_memory_bytes.setter
+    def total_memory_bytes(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def usage_context(self) -> typing.Any:
+        """
+        server (vllm serve) or offline (the LLM class)
+        """
+    @usage_context.setter
+    def usage_context(self, arg1: typing.Any) -> None:
+        ...
+class PlanInputs(PlanRequest):
+    activation_constants: ...
+    allow_long_max_model_len: bool
+    baseline_constants: ...
+    cudagraph_constants: ...
+    gpu_name: str
+    non_torch_constants: ...
+    speculative: ... | None
+    total_memory_source: str
+    vllm_engine: str
+    vllm_version_source: str
+    @typing.overload
+    def __init__(self) -> None:
+        ...
+    @typing.overload
+    def __init__(self, request: PlanRequest) -> None:
+        ...
+    @property
+    def checkpoint_weights_bytes(self) -> int:
+        ...
+    @checkpoint_weights_bytes.setter
+    def checkpoint_weights_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def dtype_note(self) -> str:
+        ...
+    @property
+    def hybrid_kv_cache_manager(self) -> bool:
+        ...
+    @property
+    def kv_log_format(self) -> int:
+        ...
+    @property
+    def resolved_vllm_version(self) -> str:
+        ...
+    @property
+    def sampler_bytes_per_logit(self) -> float:
+        ...
+    @sampler_bytes_per_logit.setter
+    def sampler_bytes_per_logit(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def vllm_version_note(self) -> str:
         ...
 class RequestedMemory:
     @property
@@ -1012,139 +1331,6 @@ class DraftWeights:
     @property
     def total_bytes(self) -> int:
         ...
-class PlanInputs:
-    activation_constants: ActivationConstants
-    allow_long_max_model_len: bool
-    baseline_constants: StartupBaselineConstants
-    cudagraph_constants: CudagraphConstants
-    cudagraph_memory_in_budget: bool | None
-    cudagraph_mode: str
-    dtype: str
-    enforce_eager: bool
-    gpu_name: str
-    kv_cache_dtype: str
-    mamba_cache_mode: str
-    non_torch_constants: NonTorchConstants
-    quantization: str
-    speculative: SpeculativeConfig | None
-    total_memory_source: str
-    usage_context: str
-    vllm_engine: str
-    vllm_version: str
-    vllm_version_source: str
-    def __init__(self) -> None:
-        ...
-    @property
-    def decode_context_parallel_size(self) -> int:
-        ...
-    @decode_context_parallel_size.setter
-    def decode_context_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def block_size(self) -> int:
-        ...
-    @block_size.setter
-    def block_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def checkpoint_weights_bytes(self) -> int:
-        ...
-    @checkpoint_weights_bytes.setter
-    def checkpoint_weights_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def cudagraph_capture_sizes(self) -> list[int]:
-        ...
-    @cudagraph_capture_sizes.setter
-    def cudagraph_capture_sizes(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
-        ...
-    @property
-    def dtype_note(self) -> str:
-        ...
-    @property
-    def free_memory_bytes(self) -> int:
-        ...
-    @free_memory_bytes.setter
-    def free_memory_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def gpu_count(self) -> int:
-        ...
-    @gpu_count.setter
-    def gpu_count(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def gpu_memory_utilization(self) -> float:
-        ...
-    @gpu_memory_utilization.setter
-    def gpu_memory_utilization(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def hybrid_kv_cache_manager(self) -> bool:
-        ...
-    @property
-    def kv_cache_memory_bytes(self) -> int:
-        ...
-    @kv_cache_memory_bytes.setter
-    def kv_cache_memory_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def kv_log_format(self) -> int:
-        ...
-    @property
-    def max_cudagraph_capture_size(self) -> int:
-        ...
-    @max_cudagraph_capture_size.setter
-    def max_cudagraph_capture_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def max_model_len(self) -> int:
-        ...
-    @max_model_len.setter
-    def max_model_len(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def max_num_batched_tokens(self) -> int:
-        ...
-    @max_num_batched_tokens.setter
-    def max_num_batched_tokens(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def max_num_seqs(self) -> int:
-        ...
-    @max_num_seqs.setter
-    def max_num_seqs(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def pipeline_parallel_size(self) -> int:
-        ...
-    @pipeline_parallel_size.setter
-    def pipeline_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def resolved_vllm_version(self) -> str:
-        ...
-    @property
-    def sampler_bytes_per_logit(self) -> float:
-        ...
-    @sampler_bytes_per_logit.setter
-    def sampler_bytes_per_logit(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def tensor_parallel_size(self) -> int:
-        ...
-    @tensor_parallel_size.setter
-    def tensor_parallel_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def total_memory_bytes(self) -> int:
-        ...
-    @total_memory_bytes.setter
-    def total_memory_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def vllm_version_note(self) -> str:
-        ...
 class RankPlan:
     @property
     def activation(self) -> ActivationBreakdown:
@@ -1266,6 +1452,9 @@ class StartupPlan:
         ...
     @property
     def ranks(self) -> list[RankPlan]:
+        ...
+    @property
+    def request(self) -> PlanRequest:
         ...
     @property
     def request_memory_error(self) -> str:
@@ -1860,15 +2049,17 @@ class UtilizationAssignment:
         ...
 def active_device_name() -> str:
     ...
+def allowed_kv_cache_dtypes() -> str:
+    ...
 def apply_vllm_version_kv_rules(options: KvCacheOptions, version: str) -> str:
     """
     Sets the release's KV rules on options (as plan() applies them); returns the profile's version.
     """
-def allowed_kv_cache_dtypes() -> str:
-    ...
 def assign_utilizations(demands: collections.abc.Sequence[StageDemand], devices: collections.abc.Sequence[DeviceMemoryInfo], max_device_utilization_ppm: typing.SupportsInt | typing.SupportsIndex, step_ppm: typing.SupportsInt | typing.SupportsIndex) -> UtilizationAssignment:
     ...
 def auto_fit_max_model_len(spec: ModelSpec, available_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: KvCacheOptions) -> int:
+    ...
+def auto_fit_max_model_len_for(cache: SizingCache, available_bytes: typing.Any, settings: KvCacheSettings) -> int:
     ...
 def check_device(device: typing.SupportsInt | typing.SupportsIndex) -> None:
     ...
@@ -1883,6 +2074,8 @@ def check_stages(config: StageConfigSet, devices: collections.abc.Sequence[Devic
 def check_stages_with_plans(config: StageConfigSet, devices: collections.abc.Sequence[DeviceMemoryInfo], default_device: DeviceMemoryInfo, reserve_bytes: typing.SupportsInt | typing.SupportsIndex, free_is_live: bool, models: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, ModelSpec, str, typing.SupportsInt | typing.SupportsIndex]], checkpoint_weights_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> tuple[StageCheckResult, list[StagePlanSummary]]:
     ...
 def close_gpu_matches(name: str, limit: typing.SupportsInt | typing.SupportsIndex = 5) -> list[str]:
+    ...
+def closest_setting_name(name: str) -> str:
     ...
 def compute_memory_profiling(before_create: SnapshotRecord, before_profile: SnapshotRecord, after_profile: SnapshotRecord, weights_memory: typing.SupportsInt | typing.SupportsIndex, peaks: SamplerPeaks | None = None, formula: str = 'components') -> ProfilingFigures:
     ...
@@ -1920,11 +2113,19 @@ def empty_cache() -> None:
     ...
 def estimate_max_model_len(spec: ModelSpec, available_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: KvCacheOptions) -> int:
     ...
+def estimate_max_model_len_for(cache: SizingCache, available_bytes: typing.Any, settings: KvCacheSettings) -> int:
+    ...
 def estimate_non_torch_increase(tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, constants: NonTorchConstants = ...) -> NonTorchBreakdown:
     ...
 def estimated_cudagraph_line(cudagraph_estimate_bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
     ...
+@typing.overload
 def evaluate_plan(spec: ModelSpec, inputs: PlanInputs) -> StartupPlan:
+    ...
+@typing.overload
+def evaluate_plan(cache: SizingCache, inputs: PlanInputs) -> StartupPlan:
+    ...
+def evaluate_request(cache: SizingCache, request: PlanRequest, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, vllm_version: str, vllm_version_source: str, allow_long_max_model_len: bool) -> ...:
     ...
 def failure_phase_names() -> list[str]:
     """
@@ -1938,6 +2139,10 @@ def format_mib(num_bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
     """
     str(round(num_bytes / 2**20, 2))
     """
+def format_plan_report(spec: ModelSpec, plan: StartupPlan, model_name: str, suggestions_text: str) -> str:
+    ...
+def format_suggestions(suggestions: collections.abc.Sequence[PlanSuggestion]) -> str:
+    ...
 def format_thousands(value: typing.SupportsInt | typing.SupportsIndex) -> str:
     """
     f'{value:,}'
@@ -1960,12 +2165,22 @@ def is_integrated(device: typing.SupportsInt | typing.SupportsIndex) -> bool:
     ...
 def kv_cache_capacity(spec: ModelSpec, available_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: KvCacheOptions) -> KvCacheCapacity:
     ...
+def kv_cache_capacity_for(cache: SizingCache, available_bytes: typing.Any, settings: KvCacheSettings, num_speculative_tokens: typing.SupportsInt | typing.SupportsIndex = 0) -> KvCacheCapacity:
+    ...
 def kv_cache_log_lines(capacity: KvCacheCapacity) -> list[str]:
     ...
 def kv_cache_memory_shortfall(spec: ModelSpec, available_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: KvCacheOptions) -> str:
     ...
+def kv_cache_memory_shortfall_for(cache: SizingCache, available_bytes: typing.Any, settings: KvCacheSettings) -> str:
+    ...
 def kv_log_lines_for(version: str, engine: str, num_blocks: typing.SupportsInt | typing.SupportsIndex, num_tokens: typing.SupportsInt | typing.SupportsIndex, max_concurrency: typing.SupportsFloat | typing.SupportsIndex, block_size: typing.SupportsInt | typing.SupportsIndex, bytes_per_block: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, num_groups: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
     ...
+def kv_options_for_release(settings: KvCacheSettings, num_speculative_tokens: typing.SupportsInt | typing.SupportsIndex = 0) -> KvCacheOptions:
+    ...
+def limits() -> dict[str, typing.Any]:
+    """
+    The core's bounds (limits.h, json.h) by the names vllm_mem._limits gives them.
+    """
 def long_max_model_len_error(version: str, spec: ModelSpec, max_model_len: typing.SupportsInt | typing.SupportsIndex, allow_long: bool) -> str:
     ...
 def lookup_gpu(name: str) -> dict[str, typing.Any]:
@@ -2008,6 +2223,10 @@ def parse_cuda_visible_devices(text: str) -> list[int]:
     ...
 def parse_stage_config(json_text: str, cuda_visible_devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], num_visible_devices: typing.SupportsInt | typing.SupportsIndex = 0) -> StageConfigSet:
     ...
+def plan_settings() -> list[typing.Any]:
+    """
+    The settings table: one dict per row (name, kind, bounds and why, unset, flag, help, default).
+    """
 def process_memory(device: typing.SupportsInt | typing.SupportsIndex) -> tuple[bool, str, list[tuple[int, int]]]:
     """
     NVML per-process usage on the real device; no cuInit here
@@ -2026,10 +2245,6 @@ def reset_peak_memory_stats(device: typing.SupportsInt | typing.SupportsIndex) -
     ...
 def resolve_batch_defaults(version: str, engine: str, usage_context: str, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, max_model_len: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     ...
-def resolved_num_speculative_tokens(target: ModelSpec, config: SpeculativeConfig, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex) -> int:
-    """
-    num_speculative_tokens as vLLM resolves it (the drafter's n_predict when not given).
-    """
 def rule_of_thumb_activation_bytes(weight_bytes: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     ...
 def rule_of_thumb_kv_cache_bytes(spec: ModelSpec, batch_size: typing.SupportsInt | typing.SupportsIndex, seq_len: typing.SupportsInt | typing.SupportsIndex, dtype: str = 'auto') -> int:
@@ -2038,10 +2253,6 @@ def rule_of_thumb_weight_bytes(spec: ModelSpec, dtype: str = 'auto') -> int:
     ...
 def run_sweep(spec: ModelSpec, axes: SweepAxes) -> dict[str, typing.Any]:
     ...
-def served_dtype(spec: ModelSpec, dtype: str) -> str:
-    """
-    The dtype vLLM serves the model in for --dtype (auto: float32 as bfloat16).
-    """
 def spec_decode_capture_sizes(capture_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_capture_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, uniform_decode_query_len: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     ...
 def stage_demand_for(spec: ModelSpec, stage_id: typing.SupportsInt | typing.SupportsIndex, devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], concurrency: typing.SupportsFloat | typing.SupportsIndex, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, dtype: str, quantization: str, kv_cache_dtype: str, block_size: typing.SupportsInt | typing.SupportsIndex, enforce_eager: bool) -> StageDemand:
@@ -2072,6 +2283,10 @@ def torch_stats(device: typing.SupportsInt | typing.SupportsIndex) -> AllocatorS
     ...
 def utilization_to_ppm(utilization: typing.SupportsFloat | typing.SupportsIndex) -> int:
     ...
+def validate_setting(name: str, value: typing.Any, field: str = '') -> typing.Any:
+    """
+    One value checked and converted by its row of the table; None stays None where unset is allowed.
+    """
 def vllm_profile_settings(version: str) -> dict[str, typing.Any]:
     ...
 def vllm_version_profiles() -> list[typing.Any]:
@@ -2089,5 +2304,4 @@ def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None 
 KV_SUGGESTION_BUFFER_BYTES: int = 157286400
 SAMPLER_MAX_INTERVAL_S: float = 60.0
 SAMPLER_MIN_INTERVAL_S: float = 1e-05
-_FAST_NAME_CHARS: int = 256
-__version__: str = '0.2.0'
+__version__: str = '0.4.0'

@@ -270,10 +270,18 @@ def kv_settings(max_model_len: int | None = None, settings: Any = None, **given:
 
 
 def _installed_version() -> str:
-    """The installed vLLM's version when a profile covers it, else "" (the newest profile)."""
-    from .planner.versions import choose_vllm_version  # the planner imports this module
+    """The installed vLLM's version when a profile covers it, else "" (the newest profile).
+    Read once per process (a process does not change its vllm): a function-level import on
+    every sizing call costs microseconds."""
+    global _INSTALLED
+    if _INSTALLED is None:
+        from .planner.versions import choose_vllm_version  # the planner imports this module
 
-    return choose_vllm_version(None)[0]
+        _INSTALLED = choose_vllm_version(None)[0]
+    return _INSTALLED
+
+
+_INSTALLED: str | None = None
 
 
 _SETTINGS_DOC = """
@@ -329,7 +337,9 @@ def kv_cache_capacity(
         A hybrid layout vLLM cannot build.
     """
     request = kv_settings(max_model_len, settings, **given)
-    tokens = V.integer(num_speculative_tokens, "num_speculative_tokens", low=0, high=L.MAX_NUM_SPECULATIVE_TOKENS)
+    tokens = num_speculative_tokens
+    if tokens.__class__ is not int or not 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS:
+        tokens = V.integer(tokens, "num_speculative_tokens", low=0, high=L.MAX_NUM_SPECULATIVE_TOKENS)
     native = _C.kv_cache_capacity_for(_sizing(spec), available_bytes, request, tokens)
     if request.enable_prefix_caching and request.mamba_cache_mode == "none" and any(
             g.kind == "mamba" for g in native.groups):

@@ -318,19 +318,29 @@ def test_kv_cache_capacity_fast_path_equals_checked_path(model: str, available: 
                                                          block_size: Any, kv_cache_dtype: Any, tp: Any, pp: Any,
                                                          batched: Any, dtype: Any, override: Any, batches: Any,
                                                          cap: Any) -> None:
-    from vllm_mem import kv_cache as K
+    # The hand-written positional fast path is gone (issue 21): the property now holds between the
+    # one entrance (a request object on the model's cached layouts) and the core with a layout
+    # built for this call only, over the same valid and invalid arguments.
+    from vllm_mem.kv_cache import KvCacheSettings
 
     spec = _spec(model)
-    args = (max_model_len, block_size, kv_cache_dtype, tp, pp, batched, dtype, False, override, batches, cap)
-    fast = _outcome(lambda: vllm_mem.kv_cache_capacity(spec, available, *args))
-    # The checked path as it was before the fast path: Python validation, then the core with a
-    # layout built for this call only.
-    def checked() -> Any:
-        options = K._options(*args)  # kv_cache_capacity checks the settings, then the budgets
-        return K.KvCacheCapacity._from_native(vllm_mem._C.kv_cache_capacity(spec._spec, K._available_list(available),
-                                                                            options))
+    kw = dict(block_size=block_size, kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp,
+              pipeline_parallel_size=pp, max_num_batched_tokens=batched, dtype=dtype,
+              disable_hybrid_kv_cache_manager=False, num_gpu_blocks_override=override,
+              max_concurrent_batches=batches, cap_sliding_window_at_full=cap)
+    entrance = _outcome(lambda: vllm_mem.kv_cache_capacity(spec, available, max_model_len, **kw))
 
-    assert fast == _outcome(checked)
+    def per_call_layout() -> Any:
+        options = vllm_mem._C.kv_options_for_release(KvCacheSettings(max_model_len=max_model_len, **kw))
+        budgets = [available] if available.__class__ is int else available
+        return vllm_mem.kv_cache.KvCacheCapacity._from_native(vllm_mem._C.kv_cache_capacity(spec._spec, budgets,
+                                                                                             options))
+
+    per_call = _outcome(per_call_layout)
+    if isinstance(entrance, tuple):  # refused: the per-call path refuses too (its list conversion words it)
+        assert isinstance(per_call, tuple)
+    else:
+        assert entrance == per_call
 
 
 @given(model=st.sampled_from(MODELS), dtype=st.sampled_from(["auto", "float16", "bfloat16", "float32", "fp8", 1, None]),
@@ -356,8 +366,7 @@ def test_weight_bytes_fast_path_equals_checked_path(model: str, dtype: Any, quan
 def test_plan_fast_path_equals_checked_path(model: str, gpu: str, utilization: Any, max_model_len: Any, tp: int,
                                             pp: int, seqs: Any, batched: Any, kv_cache_dtype: str, block_size: Any,
                                             eager: bool, mode: str, in_budget: Any, kv_memory: Any, free: Any) -> None:
-    from vllm_mem.planner import evaluate as E
-    from vllm_mem.planner.inputs import gpu_total, plan_inputs
+    from vllm_mem.planner.inputs import plan_inputs
     from vllm_mem.planner.result import StartupPlan
 
     spec = _spec(model)
@@ -365,21 +374,21 @@ def test_plan_fast_path_equals_checked_path(model: str, gpu: str, utilization: A
                   tensor_parallel_size=tp, pipeline_parallel_size=pp, max_num_seqs=seqs, max_num_batched_tokens=batched,
                   kv_cache_dtype=kv_cache_dtype, block_size=block_size, enforce_eager=eager, cudagraph_mode=mode,
                   kv_cache_memory_bytes=kv_memory, cudagraph_memory_in_budget=in_budget)
-    if E._version_dependent():
-        pytest.skip("an installed vllm or VLLM_ALLOW_LONG_MAX_MODEL_LEN: plan() takes the checked path")
-    fast = _outcome(lambda: vllm_mem.plan(spec, gpu, **kwargs))
+    # The one entrance (the request object on the model's cached layouts) equals the core planning
+    # with PlanInputs and layouts built for this call (the fast path it replaced was held to this).
+    entrance = _outcome(lambda: vllm_mem.plan(spec, gpu, **kwargs))
 
     def checked() -> StartupPlan:
-        total, name = gpu_total(gpu, None)
-        return StartupPlan(vllm_mem._C.evaluate_plan(spec._spec, plan_inputs(total_memory_bytes=total, gpu_name=name,
-                                                                              **kwargs)), spec)
+        return StartupPlan(vllm_mem._C.evaluate_plan(spec._spec, plan_inputs(gpu=gpu, **kwargs)), spec)
 
-    assert fast == _outcome(checked)
+    assert entrance == _outcome(checked)
 
 
 def test_fast_path_bounds_match_the_python_limits() -> None:
-    # bindings/fast_call.h accepts names up to this length; _validate.text() refuses longer ones.
-    assert vllm_mem._C._FAST_NAME_CHARS == L.MAX_NAME_CHARS
+    # The settings table bounds a name as _validate.text() does (the fast path's copy is gone).
+    vllm_mem._C.validate_setting("quantization", "q" * L.MAX_NAME_CHARS)
+    with pytest.raises(ValueError, match="quantization"):
+        vllm_mem._C.validate_setting("quantization", "q" * (L.MAX_NAME_CHARS + 1))
 
 
 def test_fast_path_reuses_one_layout_per_setting() -> None:

@@ -10,6 +10,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/units.h"
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/model/weights.h"
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/plan_request.h"
 #include "vllm_mem/plan/startup_plan.h"
@@ -31,8 +32,10 @@ std::string FieldOf(const std::function<void()>& call) {
   return "";
 }
 
-PlanInputs H100() {
+// An 8192-token plan on an H100 with cpu_offload_gb GiB of weights per GPU in CPU memory.
+PlanInputs Offloading(double cpu_offload_gb) {
   PlanInputs in;
+  in.cpu_offload_gb = cpu_offload_gb;
   in.total_memory_bytes = LookupGpu("H100-80GB").total_memory_bytes;
   in.gpu_memory_utilization = 0.9;
   in.max_model_len = 8192;
@@ -124,15 +127,12 @@ TEST(PlanRequest, CpuOffloadLowersTheWeightsByTheBudget) {
   // parameters move to CPU, first layers first, until cpu_offload_gb GiB per GPU are used;
   // embeddings and the LM head stay. Llama-3.1-8B's 32 layers hold ~13 GiB in bf16, so a 4 GiB
   // budget is used in full and "Model loading took" drops by it.
-  const StartupPlan base = EvaluatePlan(Llama(), H100());
-  PlanInputs in = H100();
-  in.cpu_offload_gb = 4.0;
-  const StartupPlan offloaded = EvaluatePlan(Llama(), in);
+  const StartupPlan base = EvaluatePlan(Llama(), Offloading(0.0));
+  const StartupPlan offloaded = EvaluatePlan(Llama(), Offloading(4.0));
   EXPECT_EQ(base.weights_bytes - offloaded.weights_bytes, int64_t{4} << 30);
   EXPECT_GT(offloaded.available_kv_cache_bytes, base.available_kv_cache_bytes);
   // More than the layers hold: only the embedding, the LM head, the norms and buffers stay.
-  in.cpu_offload_gb = 100.0;
-  const StartupPlan all = EvaluatePlan(Llama(), in);
+  const StartupPlan all = EvaluatePlan(Llama(), Offloading(100.0));
   const RankWeights& w = ComputeWeights(Llama(), WeightOptions{}).per_pp_rank.at(0);
   EXPECT_EQ(all.weights_bytes, w.embedding_bytes + w.lm_head_bytes + w.norm_bytes + w.buffer_bytes);
 }
