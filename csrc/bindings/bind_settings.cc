@@ -53,9 +53,11 @@ int64_t ToInt(py::handle v, const SettingRow& row, const std::string& field) {
   if (!index) throw py::error_already_set();
   int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (overflow != 0) {
+  if (overflow != 0) {  // quoted by its size, as _validate.show does: its digits could be millions
+    const int64_t bits = index.attr("bit_length")().cast<int64_t>();
     throw InvalidArgument(field, "must be an integer in [" + std::to_string(int64_t(row.low)) + ", " +
-                                     std::to_string(int64_t(row.high)) + "]; got an integer beyond 64 bits");
+                                     std::to_string(int64_t(row.high)) + "]; got an integer of " +
+                                     std::to_string(bits) + " bits");
   }
   return x;
 }

@@ -251,15 +251,28 @@ def _sizing(spec: SpecSource) -> Any:
     return (spec if spec.__class__ is ModelSpec else ModelSpec.from_hf_config(spec))._sizing
 
 
-def kv_settings(max_model_len: int | None = None, settings: Any = None, **given: Any) -> Any:
+class _DefaultLength(int):
+    """The KV functions' default ``max_model_len`` (8192): an int that says it was not passed, so
+    a request object given with ``settings=`` keeps its own length."""
+
+
+#: vLLM's most common served length, the KV functions' default.
+DEFAULT_MAX_MODEL_LEN: int = _DefaultLength(8192)
+
+
+def kv_settings(max_model_len: Any = DEFAULT_MAX_MODEL_LEN, settings: Any = None, **given: Any) -> Any:
     """The request object of the KV functions (``_C.KvCacheSettings``), built once: from the
     keywords (each checked by its row of the core's settings table), or ``settings`` with those
-    keywords replaced. ``max_model_len`` ``None``: the settings' own, else 8192. An unset
-    ``vllm_version`` becomes the installed vLLM's (else the newest profile), as plan() picks it."""
+    keywords (and a ``max_model_len`` passed) replaced. An unset ``vllm_version`` becomes the
+    installed vLLM's (else the newest profile), as plan() picks it."""
+    if given.get("vllm_version") == "":
+        from .planner.versions import refuse_empty_version  # the planner imports this module
+
+        refuse_empty_version(given)
     if settings is None:
-        settings = _C.KvCacheSettings(max_model_len=8192 if max_model_len is None else max_model_len, **given)
-    elif given or max_model_len is not None:
-        if max_model_len is not None:
+        settings = _C.KvCacheSettings(max_model_len=max_model_len, **given)
+    elif given or max_model_len is not DEFAULT_MAX_MODEL_LEN:
+        if max_model_len is not DEFAULT_MAX_MODEL_LEN:
             given["max_model_len"] = max_model_len
         settings = settings.replace(**given)
     if not settings.vllm_version:
@@ -293,7 +306,7 @@ _SETTINGS_DOC = """
         KV-cache bytes per worker (vLLM's "Available KV cache memory"): one value for every
         worker, one per pipeline rank, or one per worker (``tp * pp``, pipeline-rank major).
     max_model_len : int
-        vLLM's ``--max-model-len`` (default 8192).
+        vLLM's ``--max-model-len`` (default 8192; with ``settings``, the request's own unless given).
     settings : KvCacheSettings, optional
         A request object built once (``vllm_mem.kv_cache.KvCacheSettings(...)``) and reused in a loop;
         keywords given beside it replace its fields.
@@ -314,7 +327,7 @@ _SETTINGS_DOC = """
 def kv_cache_capacity(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int | None = None,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     num_speculative_tokens: int = 0,
@@ -358,7 +371,7 @@ PREFIX_CACHING_HYBRID = (
 def estimate_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int | None = None,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],
@@ -372,7 +385,7 @@ def estimate_max_model_len(
 def auto_fit_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int | None = None,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],
@@ -386,7 +399,7 @@ def auto_fit_max_model_len(
 def check_enough_kv_cache_memory(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int | None = None,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],
@@ -401,7 +414,7 @@ def check_enough_kv_cache_memory(
 def kv_cache_memory_shortfall(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int | None = None,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],

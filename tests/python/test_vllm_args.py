@@ -169,7 +169,6 @@ def test_unknown_flag_refused_by_name() -> None:
 
 
 @pytest.mark.parametrize(("args", "flag"), [
-    (["--cpu-offload-gb", "4"], "--cpu-offload-gb"),
     (["--limit-mm-per-prompt", '{"image": 2}'], "--limit-mm-per-prompt"),
     (["--enable-lora"], "--enable-lora"),
     (["--num-gpu-blocks-override", "100"], "--num-gpu-blocks-override"),

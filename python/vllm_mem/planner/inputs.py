@@ -10,7 +10,7 @@ from .. import _limits as L
 from .. import _validate as V
 from ..catalog import lookup_gpu
 from ..model_spec import ConfigSource, ModelSpec
-from .versions import allow_long_from_env, choose_vllm_version
+from .versions import allow_long_from_env, choose_vllm_version, refuse_empty_version
 
 SpecSource = Union[ModelSpec, ConfigSource]
 
@@ -43,6 +43,7 @@ def gpu_total(gpu: Any, total_memory_bytes: Any) -> tuple[int, str]:
 def plan_request(request: Any = None, **settings: Any) -> Any:
     """The request object: built from the keywords (each checked by its row), or ``request``
     with those keywords replaced (a loop builds it once and reuses it)."""
+    refuse_empty_version(settings)
     if request is None:
         return _C.PlanRequest(**settings)
     if not isinstance(request, _C.PlanRequest):

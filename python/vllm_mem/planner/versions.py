@@ -65,6 +65,13 @@ def _installed_choice(installed: str) -> tuple[str, str]:
     return installed, "installed"
 
 
+def refuse_empty_version(given: dict[str, Any]) -> None:
+    """An explicit ``vllm_version=""`` is not a release: the request object reads "" as unset
+    (the installed, else the newest), so an empty answer is refused here, before it is built."""
+    if given.get("vllm_version") == "":
+        raise V.bad_value("vllm_version", "a vLLM release as MAJOR.MINOR or MAJOR.MINOR.PATCH", "")
+
+
 def allow_long_from_env() -> bool:
     """vLLM's ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` as vllm/envs.py reads it ("1" or "true")."""
     return os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")

@@ -133,7 +133,8 @@ TEST(PlanRequest, CpuOffloadLowersTheWeightsByTheBudget) {
   EXPECT_GT(offloaded.available_kv_cache_bytes, base.available_kv_cache_bytes);
   // More than the layers hold: only the embedding, the LM head, the norms and buffers stay.
   const StartupPlan all = EvaluatePlan(Llama(), Offloading(100.0));
-  const RankWeights& w = ComputeWeights(Llama(), WeightOptions{}).per_pp_rank.at(0);
+  const WeightBreakdown weights = ComputeWeights(Llama(), WeightOptions{});
+  const RankWeights& w = weights.per_pp_rank.at(0);
   EXPECT_EQ(all.weights_bytes, w.embedding_bytes + w.lm_head_bytes + w.norm_bytes + w.buffer_bytes);
 }
 
