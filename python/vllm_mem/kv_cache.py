@@ -269,6 +269,8 @@ def kv_settings(max_model_len: Any = DEFAULT_MAX_MODEL_LEN, settings: Any = None
         from .planner.versions import refuse_empty_version  # the planner imports this module
 
         refuse_empty_version(given)
+    if max_model_len is None:  # the plan resolves an unset length from the model; a KV question needs one
+        raise V.bad_type("max_model_len", f"an integer in [1, {L.MAX_MODEL_LEN_TOKENS}]", None)
     if settings is None:
         settings = _C.KvCacheSettings(max_model_len=max_model_len, **given)
     elif given or max_model_len is not DEFAULT_MAX_MODEL_LEN:
