@@ -272,7 +272,7 @@ def kv_settings(max_model_len: Any = DEFAULT_MAX_MODEL_LEN, settings: Any = None
     if max_model_len is None:  # the plan resolves an unset length from the model; a KV question needs one
         raise V.bad_type("max_model_len", f"an integer in [1, {L.MAX_MODEL_LEN_TOKENS}]", None)
     if settings is None:
-        settings = _C.KvCacheSettings(max_model_len=max_model_len, **given)
+        settings = _cached_request(_C.KvCacheSettings, given, max_model_len=max_model_len)
     elif given or max_model_len is not DEFAULT_MAX_MODEL_LEN:
         if max_model_len is not DEFAULT_MAX_MODEL_LEN:
             given["max_model_len"] = max_model_len
@@ -282,6 +282,29 @@ def kv_settings(max_model_len: Any = DEFAULT_MAX_MODEL_LEN, settings: Any = None
         if installed:
             settings = settings.replace(vllm_version=installed)
     return settings
+
+
+def _cached_request(cls: Any, given: dict[str, Any], **more: Any) -> Any:
+    """``cls(**given, **more)``, remembered by the keywords when they are hashable: a sizing
+    call in a loop then skips parsing them (each request object is built once, checked by the
+    table, and never changed in place: callers replace() into a copy). Bounded: keywords are
+    user input."""
+    given.update(more)
+    try:
+        # Typed: 8192.0 == 8192 and True == 1, but the table refuses the float and the bool.
+        key = (cls, tuple((name, value.__class__, value) for name, value in given.items()))
+        cached = _REQUESTS.get(key)
+    except TypeError:  # an unhashable value (a list of capture sizes): built each time
+        return cls(**given)
+    if cached is None:
+        cached = cls(**given)
+        if len(_REQUESTS) < _REQUESTS_KEPT:
+            _REQUESTS[key] = cached
+    return cached
+
+
+_REQUESTS: dict[Any, Any] = {}
+_REQUESTS_KEPT = 256
 
 
 def _installed_version() -> str:

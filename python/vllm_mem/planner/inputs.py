@@ -9,6 +9,7 @@ from .. import _C
 from .. import _limits as L
 from .. import _validate as V
 from ..catalog import lookup_gpu
+from ..kv_cache import _cached_request
 from ..model_spec import ConfigSource, ModelSpec
 from .versions import allow_long_from_env, choose_vllm_version, refuse_empty_version
 
@@ -45,7 +46,7 @@ def plan_request(request: Any = None, **settings: Any) -> Any:
     with those keywords replaced (a loop builds it once and reuses it)."""
     refuse_empty_version(settings)
     if request is None:
-        return _C.PlanRequest(**settings)
+        return _cached_request(_C.PlanRequest, settings)
     if not isinstance(request, _C.PlanRequest):
         raise V.bad_type("request", "a vllm_mem.PlanRequest", request)
     return request.replace(**settings) if settings else request
