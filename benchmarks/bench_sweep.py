@@ -1,6 +1,11 @@
 """Plans per second of vllm_mem.sweep on one core, and the ratio against vllm_mem.plan in a loop.
 
     PYTHONPATH=build/dev-plan/site python3 benchmarks/bench_sweep.py
+
+Two grids: the catalog grid (every catalog GPU x 50 utilizations x 7 lengths x 4 TP x 2 KV
+dtypes x 3 max_num_seqs; issue 21 asks >= 3 M plans/s), and a max_model_len grid (128 lengths x
+4 GPUs x 4 TP x 2 KV dtypes x 16 utilizations; >= 1 M plans/s), where every length is a new
+plan shape, so it measures the per-shape plan rather than the per-row arithmetic.
 """
 
 from __future__ import annotations
@@ -13,6 +18,18 @@ import numpy as np
 import vllm_mem
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def best_rate(spec, rows: int, repeat: int, **axes) -> float:
+    """Rows per second of the fastest of \p repeat sweeps (after one warm-up)."""
+    vllm_mem.sweep(spec, as_frame=False, **axes)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        cols = vllm_mem.sweep(spec, as_frame=False, **axes)
+        best = min(best, time.perf_counter() - t0)
+    assert len(cols["fits"]) == rows
+    return rows / best
 
 
 def main() -> None:
@@ -57,6 +74,12 @@ def main() -> None:
 
     print(f"sweep: {rows:,} plans in {best * 1e3:.1f} ms = {sweep_rate / 1e6:.2f} M plans/s on one core "
           f"(incl. NumPy column assembly)")
+    lengths = [1024 * (i + 1) for i in range(128)]  # 1K .. 128K tokens
+    len_rows = 128 * 4 * 4 * 2 * 16
+    len_rate = best_rate(spec, len_rows, args.repeat, gpus=["H100-80GB", "A100-40GB", "L40S", "L4"],
+                         gpu_memory_utilization=list(np.round(np.linspace(0.5, 0.95, 16), 3)),
+                         max_model_len=lengths, tensor_parallel_size=[1, 2, 4, 8], kv_cache_dtype=["auto", "fp8"])
+    print(f"sweep over max_model_len: {len_rows:,} plans = {len_rate / 1e6:.2f} M plans/s on one core")
     print(f"plan() in a Python loop: {loop_rate:,.0f} plans/s")
     print(f"ratio: {sweep_rate / loop_rate:,.0f}x")
 

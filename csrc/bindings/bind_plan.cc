@@ -230,7 +230,7 @@ void BindPlan(py::module_& m) {
     c.bytes_per_block = bytes_per_block;
     c.max_model_len = max_model_len;
     c.groups.resize(static_cast<size_t>(std::clamp<int64_t>(num_groups, 0, 4096)));
-    const bool v0 = (engine.empty() ? p.engine : engine) == "v0";
+    const bool v0 = EngineFor(p, engine) == VllmEngine::kV0;
     return KvCacheLogLinesFor(c, v0 ? KvLogFormat::kV0Blocks : p.kv_log_format);
   }, py::arg("version"), py::arg("engine"), py::arg("num_blocks"), py::arg("num_tokens"), py::arg("max_concurrency"),
      py::arg("block_size"), py::arg("bytes_per_block"), py::arg("max_model_len"), py::arg("num_groups"));

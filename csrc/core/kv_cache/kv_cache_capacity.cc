@@ -7,12 +7,12 @@
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <utility>
 
+#include "core/base/binary_search.h"
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
@@ -184,20 +184,10 @@ int64_t LayerSumBytes(const KvRankLayout& rank, const KvRequestShape& shape) {
   return exact ? static_cast<int64_t>(sum) : LayerSumBytesInOrder(rank.layers, shape);
 }
 
-/*! The binary search of estimate_max_model_len: the largest L in [1, upper] with fits(L). */
-int64_t LargestFitting(int64_t upper, const std::function<bool(int64_t)>& fits) {
-  if (!fits(1)) return 0;
-  int64_t left = 1, right = upper, result = 1;
-  while (left <= right) {
-    const int64_t mid = left + (right - left) / 2;
-    if (fits(mid)) {
-      result = mid;
-      left = mid + 1;
-    } else {
-      right = mid - 1;
-    }
-  }
-  return result;
+/*! The binary search of estimate_max_model_len: the largest L in [1, upper] with fits(L), 0 when none. */
+template <typename Fits>
+int64_t LargestFitting(int64_t upper, Fits&& fits) {
+  return LargestHolding(1, upper, fits).value_or(0);
 }
 
 int64_t EstimateForWorker(const Worker& w, int64_t available_bytes, const KvRequestShape& shape) {
@@ -281,6 +271,34 @@ void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout, const K
   }
 }
 
+/*! The smallest block size over the groups (a Mamba group in mode "none" has vLLM's
+ *  mamba_block_size = max_model_len), and the groups described at the plan's shape. */
+int64_t DescribeGroups(const KvPlan& plan, const KvCacheOptions& options, std::vector<KvCacheGroupInfo>& groups) {
+  const KvCacheLayout& layout = *plan.layout;
+  int64_t block_size =
+      layout.grouping.groups.empty() ? layout.default_block_size : std::numeric_limits<int64_t>::max();
+  groups.reserve(layout.grouping.groups.size());
+  for (size_t i = 0; i < layout.grouping.groups.size(); ++i) {
+    groups.push_back(DescribeGroup(plan, i));
+    if (groups.back().block_size == 0) groups.back().block_size = options.max_model_len;
+    block_size = std::min(block_size, groups.back().block_size);
+  }
+  return block_size;
+}
+
+KvCacheGeometry GeometryOf(const KvPlan& plan, const KvCacheOptions& options) {
+  KvCacheGeometry g;
+  g.block_size = DescribeGroups(plan, options, g.groups);
+  for (const KvCacheGroupInfo& info : g.groups) g.blocks_per_request += info.blocks_per_request;
+  g.bytes_per_block.reserve(plan.layout->ranks.size());
+  // What one block id costs a rank's worker; KvCacheWorkerBlocks refuses a grouped rank whose
+  // blocks cost nothing, as the capacity does.
+  for (const KvRankLayout& rank : plan.layout->ranks) {
+    g.bytes_per_block.push_back(KvCacheWorkerBlocks(rank.groups, 0).bytes_per_block);
+  }
+  return g;
+}
+
 KvCacheCapacity CapacityOf(const KvPlan& plan, const KvCacheOptions& options) {
   const KvCacheLayout& layout = *plan.layout;
   KvCacheCapacity cap;
@@ -314,14 +332,7 @@ KvCacheCapacity CapacityOf(const KvPlan& plan, const KvCacheOptions& options) {
 
   cap.max_concurrency = MaxConcurrency(cap.num_blocks, layout.grouping.groups, plan.shape);
   cap.num_tokens = KvCacheNumTokens(cap.max_concurrency, options.max_model_len);
-  cap.block_size = layout.grouping.groups.empty() ? layout.default_block_size : std::numeric_limits<int64_t>::max();
-  cap.groups.reserve(layout.grouping.groups.size());
-  for (size_t i = 0; i < layout.grouping.groups.size(); ++i) {
-    cap.groups.push_back(DescribeGroup(plan, i));
-    // A Mamba group in mode "none" has vLLM's mamba_block_size = max_model_len.
-    if (cap.groups.back().block_size == 0) cap.groups.back().block_size = options.max_model_len;
-    cap.block_size = std::min(cap.block_size, cap.groups.back().block_size);
-  }
+  cap.block_size = DescribeGroups(plan, options, cap.groups);
   AddHybridFigures(cap, layout, options);
   return cap;
 }
@@ -403,6 +414,11 @@ std::string KvCacheMemoryShortfall(const KvCacheLayoutCache& cache, const std::v
                                    const KvCacheOptions& options) {
   return WithPlan(cache.spec(), &cache, available, options,
                   [&](const KvPlan& p) { return PlanShortfall(p, options); });
+}
+
+KvCacheGeometry ComputeKvCacheGeometry(const KvCacheLayoutCache& cache, const KvCacheOptions& options) {
+  const std::vector<int64_t> no_budget(static_cast<size_t>(std::max<int64_t>(1, options.pipeline_parallel_size)), 0);
+  return WithPlan(cache.spec(), &cache, no_budget, options, [&](const KvPlan& p) { return GeometryOf(p, options); });
 }
 
 void CheckEnoughKvCacheMemory(const ModelSpec& spec, const std::vector<int64_t>& available,

@@ -103,6 +103,43 @@ int64_t GraphNodesPerRank(const ModelSpec& spec, int64_t tensor_parallel_size, i
   return nodes;
 }
 
+namespace {
+
+/*! vLLM's "Profiling CUDA graph memory: FULL=n (largest=s), PIECEWISE=..." line. */
+std::string ProfilingLine(const CudagraphEstimate& e) {
+  auto part = [](const char* name, int64_t n, int64_t largest_size) {
+    return std::string(name) + "=" + std::to_string(n) + " (largest=" + std::to_string(largest_size) + ")";
+  };
+  std::string line = "Profiling CUDA graph memory: ";
+  bool first = true;
+  if (e.num_full_graphs > 0) {
+    line += part("FULL", e.num_full_graphs, e.largest_full);
+    first = false;
+  }
+  if (e.num_piecewise_graphs > 0) line += (first ? "" : ", ") + part("PIECEWISE", e.num_piecewise_graphs, e.largest_piecewise);
+  return line;
+}
+
+/*! The capture sizes asked for (sorted, distinct, each bounded), or vLLM's defaults. */
+std::vector<int64_t> CaptureSizes(const CudagraphOptions& o) {
+  if (o.capture_sizes.empty()) {
+    const int64_t max_size = o.max_cudagraph_capture_size > 0
+                                 ? o.max_cudagraph_capture_size
+                                 : DefaultMaxCaptureSize(o.max_num_seqs, o.max_num_batched_tokens);
+    return DefaultCaptureSizes(max_size);
+  }
+  for (int64_t s : o.capture_sizes) {
+    RequirePositiveAtMost(s, kMaxCudagraphCaptureSize, "cudagraph_capture_sizes",
+                          "vllm_mem/base/limits.h: vLLM's default largest is 512");
+  }
+  std::vector<int64_t> sizes = o.capture_sizes;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+}  // namespace
+
 CudagraphEstimate EstimateCudagraphMemory(const ModelSpec& spec, const CudagraphOptions& o) {
   RequirePositiveAtMost(o.max_num_seqs, kMaxNumSeqs, "max_num_seqs", "vllm_mem/base/limits.h");
   RequirePositiveAtMost(o.max_num_batched_tokens, kMaxNumBatchedTokens, "max_num_batched_tokens",
@@ -116,20 +153,7 @@ CudagraphEstimate EstimateCudagraphMemory(const ModelSpec& spec, const Cudagraph
   CudagraphEstimate e;
   if (o.enforce_eager || o.mode == CudagraphMode::kNone) return e;
 
-  if (!o.capture_sizes.empty()) {
-    for (int64_t s : o.capture_sizes) {
-      RequirePositiveAtMost(s, kMaxCudagraphCaptureSize, "cudagraph_capture_sizes",
-                            "vllm_mem/base/limits.h: vLLM's default largest is 512");
-    }
-    e.capture_sizes = o.capture_sizes;
-    std::sort(e.capture_sizes.begin(), e.capture_sizes.end());
-    e.capture_sizes.erase(std::unique(e.capture_sizes.begin(), e.capture_sizes.end()), e.capture_sizes.end());
-  } else {
-    const int64_t max_size = o.max_cudagraph_capture_size > 0
-                                 ? o.max_cudagraph_capture_size
-                                 : DefaultMaxCaptureSize(o.max_num_seqs, o.max_num_batched_tokens);
-    e.capture_sizes = DefaultCaptureSizes(max_size);
-  }
+  e.capture_sizes = CaptureSizes(o);
   if (e.capture_sizes.empty()) return e;
 
   // FULL graphs serve uniform decode batches (one token per request): sizes <= max_num_seqs.
@@ -180,17 +204,7 @@ CudagraphEstimate EstimateCudagraphMemory(const ModelSpec& spec, const Cudagraph
   if (e.num_piecewise_graphs > 0) further += e.num_piecewise_graphs - 1;
   e.total_bytes = CheckedAdd(e.first_capture_bytes, CheckedMul(e.per_graph_bytes, further, "cudagraph"), "cudagraph");
 
-  auto part = [](const char* name, int64_t n, int64_t largest_size) {
-    return std::string(name) + "=" + std::to_string(n) + " (largest=" + std::to_string(largest_size) + ")";
-  };
-  std::string line = "Profiling CUDA graph memory: ";
-  bool first = true;
-  if (e.num_full_graphs > 0) {
-    line += part("FULL", e.num_full_graphs, e.largest_full);
-    first = false;
-  }
-  if (e.num_piecewise_graphs > 0) line += (first ? "" : ", ") + part("PIECEWISE", e.num_piecewise_graphs, e.largest_piecewise);
-  e.profiling_line = line;
+  e.profiling_line = ProfilingLine(e);
   return e;
 }
 

@@ -12,6 +12,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/memory/memory_budget.h"
+#include "vllm_mem/plan/plan_verdict.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace vllm_mem {
@@ -30,16 +31,15 @@ struct Shape {
   std::vector<int64_t> weights, activation, non_torch, non_kv, cudagraph, cudagraph_applied, bytes_per_block,
       bytes_per_request;
   int64_t max_model_len = 0;  // resolved (0 in the inputs: the model's own)
-  int64_t worst_weights = 0, worst_non_kv = 0;
   int64_t blocks_per_request = 0, block_size = 0, model_max_model_len = 0;
   int64_t baseline = 0;
 };
 
-Shape MakeShape(const ModelSpec& spec, const PlanInputs& in) {
+Shape MakeShape(const ModelSpec& spec, const PlanInputs& in, const KvCacheLayoutCache& layouts) {
   Shape s;
   std::optional<StartupPlan> plan;
   try {
-    plan = EvaluatePlan(spec, in);
+    plan = EvaluatePlan(spec, in, &layouts);
   } catch (const InvalidArgument&) {
     return s;
   } catch (const Unsupported&) {
@@ -56,8 +56,6 @@ Shape MakeShape(const ModelSpec& spec, const PlanInputs& in) {
     s.cudagraph_applied.push_back(r.cudagraph_applied_bytes);
     s.bytes_per_block.push_back(r.kv_bytes_per_block);
     s.bytes_per_request.push_back(r.kv_bytes_per_request);
-    s.worst_weights = std::max(s.worst_weights, r.weights_bytes);
-    s.worst_non_kv = std::max(s.worst_non_kv, r.non_kv_cache_bytes);
     if (r.kv_bytes_per_block <= 0) s.fast = false;
   }
   s.block_size = plan->kv_block_size;
@@ -111,196 +109,260 @@ RowResult FromPlan(const StartupPlan& p) {
   return r;
 }
 
-}  // namespace
+/*! The axes with the base's value for an empty one, checked. */
+struct Grid {
+  std::vector<int64_t> totals;
+  std::vector<std::string> names;
+  std::vector<double> utils;
+  std::vector<int64_t> lens, tps, pps, seqs, tokens, blocks, eagers;
+  std::vector<std::string> dtypes, kvs, quants;
+};
 
-SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
+Grid ResolveGrid(const SweepAxes& axes) {
   const PlanInputs& base = axes.base;
-  std::vector<int64_t> totals = axes.total_memory_bytes;
-  std::vector<std::string> names = axes.gpu_names;
-  if (totals.empty()) {
+  Grid g;
+  g.totals = axes.total_memory_bytes;
+  g.names = axes.gpu_names;
+  if (g.totals.empty()) {
     if (base.total_memory_bytes <= 0) throw InvalidArgument("gpus", "give at least one GPU or total_memory_bytes");
-    totals = {base.total_memory_bytes};
-    names = {base.gpu_name};
+    g.totals = {base.total_memory_bytes};
+    g.names = {base.gpu_name};
   }
-  names.resize(totals.size());
-  for (int64_t t : totals) RequirePositive(t, "total_memory_bytes");
-  const auto utils = OrBase(axes.gpu_memory_utilization, base.gpu_memory_utilization);
-  for (double u : utils) ValidateUtilization(u);
-  const auto lens = OrBase(axes.max_model_len, base.max_model_len);
-  const auto tps = OrBase(axes.tensor_parallel_size, base.tensor_parallel_size);
-  const auto pps = OrBase(axes.pipeline_parallel_size, base.pipeline_parallel_size);
-  const auto seqs = OrBase(axes.max_num_seqs, base.max_num_seqs);
-  const auto tokens = OrBase(axes.max_num_batched_tokens, base.max_num_batched_tokens);
-  const auto dtypes = OrBase(axes.dtype, base.dtype);
-  const auto kvs = OrBase(axes.kv_cache_dtype, base.kv_cache_dtype);
-  const auto quants = OrBase(axes.quantization, base.quantization);
-  const auto blocks = OrBase(axes.block_size, base.block_size);
-  const auto eagers = OrBase(axes.enforce_eager, static_cast<int64_t>(base.enforce_eager ? 1 : 0));
+  g.names.resize(g.totals.size());
+  for (int64_t t : g.totals) RequirePositive(t, "total_memory_bytes");
+  g.utils = OrBase(axes.gpu_memory_utilization, base.gpu_memory_utilization);
+  for (double u : g.utils) ValidateUtilization(u);
+  g.lens = OrBase(axes.max_model_len, base.max_model_len);
+  g.tps = OrBase(axes.tensor_parallel_size, base.tensor_parallel_size);
+  g.pps = OrBase(axes.pipeline_parallel_size, base.pipeline_parallel_size);
+  g.seqs = OrBase(axes.max_num_seqs, base.max_num_seqs);
+  g.tokens = OrBase(axes.max_num_batched_tokens, base.max_num_batched_tokens);
+  g.dtypes = OrBase(axes.dtype, base.dtype);
+  g.kvs = OrBase(axes.kv_cache_dtype, base.kv_cache_dtype);
+  g.quants = OrBase(axes.quantization, base.quantization);
+  g.blocks = OrBase(axes.block_size, base.block_size);
+  g.eagers = OrBase(axes.enforce_eager, static_cast<int64_t>(base.enforce_eager ? 1 : 0));
+  return g;
+}
 
+/*! Empty columns for the grid's rows, their index tables set and their space reserved. */
+SweepColumns EmptyColumns(const Grid& g) {
   SweepColumns c;
-  c.dtype_values = dtypes;
-  c.kv_cache_dtype_values = kvs;
-  c.quantization_values = quants;
-  c.gpu_names = names;
+  c.dtype_values = g.dtypes;
+  c.kv_cache_dtype_values = g.kvs;
+  c.quantization_values = g.quants;
+  c.gpu_names = g.names;
   int64_t rows = 1;
-  for (size_t n : {totals.size(), utils.size(), lens.size(), tps.size(), pps.size(), seqs.size(), tokens.size(),
-                   dtypes.size(), kvs.size(), quants.size(), blocks.size(), eagers.size()}) {
+  for (size_t n : {g.totals.size(), g.utils.size(), g.lens.size(), g.tps.size(), g.pps.size(), g.seqs.size(),
+                   g.tokens.size(), g.dtypes.size(), g.kvs.size(), g.quants.size(), g.blocks.size(), g.eagers.size()}) {
     rows = CheckedMul(rows, static_cast<int64_t>(n), "sweep size");
   }
   c.num_rows = rows;
-  auto reserve = [rows](auto& v) { v.reserve(static_cast<size_t>(rows)); };
-  reserve(c.gpu_index); reserve(c.total_memory_bytes); reserve(c.gpu_memory_utilization); reserve(c.max_model_len);
-  reserve(c.tensor_parallel_size); reserve(c.pipeline_parallel_size); reserve(c.max_num_seqs);
-  reserve(c.max_num_batched_tokens); reserve(c.block_size); reserve(c.dtype_index); reserve(c.kv_cache_dtype_index);
-  reserve(c.quantization_index); reserve(c.enforce_eager); reserve(c.requested_bytes); reserve(c.weights_bytes);
-  reserve(c.activation_peak_bytes); reserve(c.non_torch_bytes); reserve(c.cudagraph_bytes);
-  reserve(c.available_kv_cache_bytes); reserve(c.num_blocks); reserve(c.num_tokens); reserve(c.max_model_len_that_fits);
-  reserve(c.max_concurrency); reserve(c.fits); reserve(c.failure_phase);
+  auto reserve = [rows](auto&... v) { (v.reserve(static_cast<size_t>(rows)), ...); };
+  reserve(c.gpu_index, c.total_memory_bytes, c.gpu_memory_utilization, c.max_model_len, c.tensor_parallel_size,
+          c.pipeline_parallel_size, c.max_num_seqs, c.max_num_batched_tokens, c.block_size, c.dtype_index,
+          c.kv_cache_dtype_index, c.quantization_index, c.enforce_eager, c.requested_bytes, c.weights_bytes,
+          c.activation_peak_bytes, c.non_torch_bytes, c.cudagraph_bytes, c.available_kv_cache_bytes, c.num_blocks,
+          c.num_tokens, c.max_model_len_that_fits, c.max_concurrency, c.fits, c.failure_phase);
+  return c;
+}
 
-  const bool given_free = base.free_memory_bytes >= 0;
-  // The V0 engine budgets differently (no free-memory check, total x util unrounded): its rows
-  // are whole plans. Bad version text is refused by the first row's plan (an invalid row).
-  bool v0 = false;
+/*! What the whole sweep shares: the model, its KV layouts, the release. */
+struct SweepContext {
+  const ModelSpec& spec;
+  const SweepAxes& axes;
+  const Grid& grid;
+  const KvCacheLayoutCache& layouts;
+  const VllmVersionProfile* profile = nullptr;  //!< null: the version text is refused (rows invalid)
+  bool v0 = false;  //!< the V0 engine budgets differently: its rows are whole plans
+};
+
+/*! One combination of the axes other than the GPU and the utilization. */
+struct Setting {
+  PlanInputs in;  //!< total: the largest GPU; utilization 1; free memory assumed
+  int32_t dtype_index = 0, kv_index = 0, quant_index = 0;
+};
+
+/*! Scheduler sizes left unset take vLLM's default for each GPU (by memory and name, for the
+ *  release and usage context); (-1, -1) when the release refuses them (an invalid row). */
+std::pair<int64_t, int64_t> BatchKey(const SweepContext& ctx, const Setting& s, size_t gpu) {
+  const PlanInputs& in = s.in;
+  if (in.max_num_seqs != 0 && in.max_num_batched_tokens != 0) return {in.max_num_seqs, in.max_num_batched_tokens};
+  if (ctx.profile == nullptr) return {-1, -1};
   try {
-    v0 = (base.vllm_engine.empty() ? LookupVllmVersion(base.vllm_version).profile->engine : base.vllm_engine) == "v0";
+    const BatchDefaults d = ResolveBatchDefaults(
+        *ctx.profile, ctx.axes.base.vllm_engine, ctx.axes.base.usage_context, ctx.grid.totals[gpu],
+        ctx.grid.names[gpu], in.max_model_len > 0 ? in.max_model_len : DerivedMaxModelLen(ctx.spec),
+        in.max_num_seqs, in.max_num_batched_tokens);
+    return {d.max_num_seqs, d.max_num_batched_tokens};
   } catch (const InvalidArgument&) {
-    v0 = false;
+    return {-1, -1};  // the shape's own evaluation refuses it by name: an invalid row
   }
-  for (int64_t tp : tps)
-  for (int64_t pp : pps)
-  for (size_t di = 0; di < dtypes.size(); ++di)
-  for (size_t qi = 0; qi < quants.size(); ++qi)
-  for (size_t ki = 0; ki < kvs.size(); ++ki)
-  for (int64_t block : blocks)
-  for (int64_t len : lens)
-  for (int64_t ns : seqs)
-  for (int64_t nt : tokens)
-  for (int64_t eager : eagers) {
-    PlanInputs in = base;
-    in.tensor_parallel_size = tp;
-    in.pipeline_parallel_size = pp;
-    in.dtype = dtypes[di];
-    in.quantization = quants[qi];
-    in.kv_cache_dtype = kvs[ki];
-    in.block_size = block;
-    in.max_model_len = len;
-    in.max_num_seqs = ns;
-    in.max_num_batched_tokens = nt;
-    in.enforce_eager = eager != 0;
-    // The shape does not depend on the GPU or the utilization: evaluate it once.
-    in.total_memory_bytes = *std::max_element(totals.begin(), totals.end());
-    in.gpu_memory_utilization = 1.0;
-    if (given_free) in.free_memory_bytes = -1;
-    // Scheduler sizes left unset take vLLM's default for each GPU (by memory and name, for the
-    // release and usage context): the shape is evaluated once per distinct resolved pair.
-    std::map<std::pair<int64_t, int64_t>, std::pair<PlanInputs, Shape>> shapes;
-    auto shape_for = [&](size_t gi) -> const std::pair<PlanInputs, Shape>& {
-      std::pair<int64_t, int64_t> key{ns, nt};
-      if (ns == 0 || nt == 0) {
-        try {
-          const VersionLookup v = LookupVllmVersion(base.vllm_version);
-          const std::string engine = base.vllm_engine.empty() ? v.profile->engine : base.vllm_engine;
-          const BatchDefaults d = ResolveBatchDefaults(*v.profile, engine, base.usage_context, totals[gi], names[gi],
-                                                       len > 0 ? len : DerivedMaxModelLen(spec), ns, nt);
-          key = {d.max_num_seqs, d.max_num_batched_tokens};
-        } catch (const InvalidArgument&) {
-          key = {-1, -1};  // the shape's own evaluation refuses it by name: an invalid row
-        }
-      }
-      auto it = shapes.find(key);
-      if (it == shapes.end()) {
-        PlanInputs at = in;
-        at.max_num_seqs = key.first;
-        at.max_num_batched_tokens = key.second;
-        it = shapes.emplace(key, std::make_pair(at, MakeShape(spec, at))).first;
-      }
-      return it->second;
-    };
-    for (size_t gi = 0; gi < totals.size(); ++gi)
-    for (double util : utils) {
-      const int64_t total = totals[gi];
-      const PlanInputs& in_gpu = shape_for(gi).first;
-      const Shape& shape = shape_for(gi).second;
-      const size_t ranks = shape.weights.size();
-      c.gpu_index.push_back(static_cast<int32_t>(gi));
-      c.total_memory_bytes.push_back(total);
-      c.gpu_memory_utilization.push_back(util);
-      c.max_model_len.push_back(shape.valid ? shape.max_model_len : len);
-      c.tensor_parallel_size.push_back(tp);
-      c.pipeline_parallel_size.push_back(pp);
-      c.max_num_seqs.push_back(in_gpu.max_num_seqs);
-      c.max_num_batched_tokens.push_back(in_gpu.max_num_batched_tokens);
-      c.block_size.push_back(block);
-      c.dtype_index.push_back(static_cast<int32_t>(di));
-      c.kv_cache_dtype_index.push_back(static_cast<int32_t>(ki));
-      c.quantization_index.push_back(static_cast<int32_t>(qi));
-      c.enforce_eager.push_back(eager != 0 ? 1 : 0);
-      if (!shape.valid) {
-        RowResult r;
-        r.phase = kSweepInvalid;
-        Push(c, r);
-        continue;
-      }
-      if (!shape.fast || v0 || (given_free && base.free_memory_bytes > total)) {
-        PlanInputs row = in_gpu;
-        row.total_memory_bytes = total;
-        row.gpu_memory_utilization = util;
-        row.free_memory_bytes = base.free_memory_bytes;
-        try {
-          Push(c, FromPlan(EvaluatePlan(spec, row)));
-        } catch (const InvalidArgument&) {
-          RowResult r;
-          r.phase = kSweepInvalid;
-          Push(c, r);
-        }
-        continue;
-      }
-      // The fast path: EvaluatePlan's budget and verdict for one uniform KV group.
-      ++c.num_fast_rows;
+}
+
+/*! The row's inputs, as the columns show them. */
+void PushInputs(SweepColumns& c, const Setting& s, const PlanInputs& at, const Shape& shape, size_t gpu, int64_t total,
+                double util) {
+  c.gpu_index.push_back(static_cast<int32_t>(gpu));
+  c.total_memory_bytes.push_back(total);
+  c.gpu_memory_utilization.push_back(util);
+  c.max_model_len.push_back(shape.valid ? shape.max_model_len : s.in.max_model_len);
+  c.tensor_parallel_size.push_back(s.in.tensor_parallel_size);
+  c.pipeline_parallel_size.push_back(s.in.pipeline_parallel_size);
+  c.max_num_seqs.push_back(at.max_num_seqs);
+  c.max_num_batched_tokens.push_back(at.max_num_batched_tokens);
+  c.block_size.push_back(s.in.block_size);
+  c.dtype_index.push_back(s.dtype_index);
+  c.kv_cache_dtype_index.push_back(s.kv_index);
+  c.quantization_index.push_back(s.quant_index);
+  c.enforce_eager.push_back(s.in.enforce_eager ? 1 : 0);
+}
+
+/*! A row EvaluatePlan decides whole (hybrid KV, V0, or free memory above the GPU's total). */
+RowResult PlanRow(const SweepContext& ctx, const PlanInputs& at, int64_t total, double util) {
+  PlanInputs row = at;
+  row.total_memory_bytes = total;
+  row.gpu_memory_utilization = util;
+  row.free_memory_bytes = ctx.axes.base.free_memory_bytes;
+  try {
+    return FromPlan(EvaluatePlan(ctx.spec, row, &ctx.layouts));
+  } catch (const InvalidArgument&) {
+    RowResult r;
+    r.phase = kSweepInvalid;
+    return r;
+  }
+}
+
+/*! EvaluatePlan's budget and verdict (plan_verdict.h) for one uniform KV group: blocks follow
+ *  from bytes per block alone. */
+RowResult FastRow(const Shape& shape, int64_t total, double util, const PlanInputs& base) {
+  RowResult r;
+  r.requested = RequestedMemoryBytes(total, util);
+  VerdictFigures f;
+  f.requested_bytes = r.requested;
+  f.free_memory_bytes = base.free_memory_bytes >= 0 ? base.free_memory_bytes
+                                                    : std::max<int64_t>(0, total - shape.baseline);
+  f.request_fits = f.free_memory_bytes >= r.requested;
+  size_t tight = 0;
+  int64_t tight_avail = INT64_MAX;
+  bool all_positive = true;
+  for (size_t k = 0; k < shape.weights.size(); ++k) {
+    const int64_t avail = base.kv_cache_memory_bytes > 0 ? base.kv_cache_memory_bytes
+                                                         : r.requested - shape.non_kv[k] - shape.cudagraph_applied[k];
+    const int64_t blocks = avail > 0 ? avail / shape.bytes_per_block[k] : 0;
+    const int64_t min_before = f.min_blocks;
+    AddRank(f, shape.weights[k], shape.non_kv[k], avail, shape.bytes_per_block[k], shape.bytes_per_request[k], blocks,
+            avail > 0 && shape.bytes_per_request[k] <= avail);
+    all_positive = all_positive && avail > 0;
+    if (k == 0 || blocks < min_before || (blocks == min_before && avail < tight_avail)) {
+      tight_avail = avail;
+      tight = k;
+    }
+  }
+  r.weights = shape.weights[tight];
+  r.activation = shape.activation[tight];
+  r.non_torch = shape.non_torch[tight];
+  r.cudagraph = shape.cudagraph[tight];
+  r.available = tight_avail;
+  if (all_positive) {
+    r.max_len = std::min(CheckedMul(f.min_blocks, shape.block_size, "max_model_len"), shape.model_max_model_len);
+  }
+  const FailurePhase phase = DecideVerdict(f, nullptr).phase;
+  r.fits = phase == FailurePhase::kNone;
+  r.phase = static_cast<int8_t>(phase);
+  if (r.fits) {
+    r.blocks = f.min_blocks;
+    // vLLM: max_concurrency = num_blocks / blocks_per_request; tokens = int(concurrency * len).
+    r.concurrency = static_cast<double>(f.min_blocks) / static_cast<double>(shape.blocks_per_request);
+    r.tokens = KvCacheNumTokens(r.concurrency, shape.max_model_len);  // range-checked
+  }
+  return r;
+}
+
+/*! Every GPU and utilization of one setting. The shape does not depend on either, so it is
+ *  evaluated once per distinct pair of resolved scheduler sizes. */
+void RunSetting(const SweepContext& ctx, const Setting& s, SweepColumns& c) {
+  const PlanInputs& base = ctx.axes.base;
+  std::map<std::pair<int64_t, int64_t>, std::pair<PlanInputs, Shape>> shapes;
+  for (size_t gi = 0; gi < ctx.grid.totals.size(); ++gi) {
+    const std::pair<int64_t, int64_t> key = BatchKey(ctx, s, gi);
+    auto it = shapes.find(key);
+    if (it == shapes.end()) {
+      PlanInputs at = s.in;
+      at.max_num_seqs = key.first;
+      at.max_num_batched_tokens = key.second;
+      it = shapes.emplace(key, std::make_pair(at, MakeShape(ctx.spec, at, ctx.layouts))).first;
+    }
+    const PlanInputs& at = it->second.first;
+    const Shape& shape = it->second.second;
+    const int64_t total = ctx.grid.totals[gi];
+    const bool whole_plans = !shape.fast || ctx.v0 || (base.free_memory_bytes >= 0 && base.free_memory_bytes > total);
+    for (double util : ctx.grid.utils) {
+      PushInputs(c, s, at, shape, gi, total, util);
       RowResult r;
-      r.requested = RequestedMemoryBytes(total, util);
-      const int64_t free = given_free ? base.free_memory_bytes : std::max<int64_t>(0, total - shape.baseline);
-      size_t tight = 0;
-      int64_t min_blocks = INT64_MAX, tight_avail = INT64_MAX;
-      bool kv_fits = true, all_positive = true;
-      for (size_t k = 0; k < ranks; ++k) {
-        const int64_t avail = base.kv_cache_memory_bytes > 0 ? base.kv_cache_memory_bytes
-                                                             : r.requested - shape.non_kv[k] - shape.cudagraph_applied[k];
-        const int64_t b = avail > 0 ? avail / shape.bytes_per_block[k] : 0;
-        kv_fits = kv_fits && avail > 0 && shape.bytes_per_request[k] <= avail;
-        all_positive = all_positive && avail > 0;
-        if (b < min_blocks || (b == min_blocks && avail < tight_avail)) {
-          min_blocks = b;
-          tight_avail = avail;
-          tight = k;
-        }
-      }
-      r.weights = shape.weights[tight];
-      r.activation = shape.activation[tight];
-      r.non_torch = shape.non_torch[tight];
-      r.cudagraph = shape.cudagraph[tight];
-      r.available = tight_avail;
-      if (all_positive) r.max_len = std::min(CheckedMul(min_blocks, shape.block_size, "max_model_len"), shape.model_max_model_len);
-      FailurePhase phase = FailurePhase::kNone;
-      if (free < r.requested) {
-        phase = FailurePhase::kFreeMemory;
-      } else if (shape.worst_weights > free) {
-        phase = FailurePhase::kWeights;
-      } else if (shape.worst_non_kv > free) {
-        phase = FailurePhase::kProfilePeak;
-      } else if (!kv_fits) {
-        phase = min_blocks == 0 ? FailurePhase::kNoKvBlocks : FailurePhase::kMaxModelLen;
-      }
-      r.fits = phase == FailurePhase::kNone;
-      r.phase = static_cast<int8_t>(phase);
-      if (r.fits) {
-        r.blocks = min_blocks;
-        // vLLM: max_concurrency = num_blocks / blocks_per_request; tokens = int(concurrency * len).
-        r.concurrency = static_cast<double>(min_blocks) / static_cast<double>(shape.blocks_per_request);
-        r.tokens = KvCacheNumTokens(r.concurrency, shape.max_model_len);  // range-checked
+      if (!shape.valid) {
+        r.phase = kSweepInvalid;
+      } else if (whole_plans) {
+        r = PlanRow(ctx, at, total, util);
+      } else {
+        ++c.num_fast_rows;
+        r = FastRow(shape, total, util, base);
       }
       Push(c, r);
     }
+  }
+}
+
+/*! The release the base asks for; null when its text is refused (every row's plan says why). */
+const VllmVersionProfile* SweepProfile(const PlanInputs& base, bool& v0) {
+  try {
+    const VllmVersionProfile* profile = LookupVllmVersion(base.vllm_version).profile;
+    v0 = EngineFor(*profile, base.vllm_engine) == VllmEngine::kV0;
+    return profile;
+  } catch (const InvalidArgument&) {
+    v0 = false;
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
+  const Grid g = ResolveGrid(axes);
+  SweepColumns c = EmptyColumns(g);
+  const KvCacheLayoutCache layouts(spec);
+  SweepContext ctx{spec, axes, g, layouts};
+  ctx.profile = SweepProfile(axes.base, ctx.v0);
+  Setting s;
+  s.in = axes.base;
+  // The shape is evaluated on the largest GPU with all of it granted and free memory assumed.
+  s.in.total_memory_bytes = *std::max_element(g.totals.begin(), g.totals.end());
+  s.in.gpu_memory_utilization = 1.0;
+  if (axes.base.free_memory_bytes >= 0) s.in.free_memory_bytes = -1;
+  for (int64_t tp : g.tps)
+  for (int64_t pp : g.pps)
+  for (size_t di = 0; di < g.dtypes.size(); ++di)
+  for (size_t qi = 0; qi < g.quants.size(); ++qi)
+  for (size_t ki = 0; ki < g.kvs.size(); ++ki)
+  for (int64_t block : g.blocks)
+  for (int64_t len : g.lens)
+  for (int64_t ns : g.seqs)
+  for (int64_t nt : g.tokens)
+  for (int64_t eager : g.eagers) {
+    s.in.tensor_parallel_size = tp;
+    s.in.pipeline_parallel_size = pp;
+    s.in.dtype = g.dtypes[di];
+    s.in.quantization = g.quants[qi];
+    s.in.kv_cache_dtype = g.kvs[ki];
+    s.in.block_size = block;
+    s.in.max_model_len = len;
+    s.in.max_num_seqs = ns;
+    s.in.max_num_batched_tokens = nt;
+    s.in.enforce_eager = eager != 0;
+    s.dtype_index = static_cast<int32_t>(di);
+    s.quant_index = static_cast<int32_t>(qi);
+    s.kv_index = static_cast<int32_t>(ki);
+    RunSetting(ctx, s, c);
   }
   return c;
 }

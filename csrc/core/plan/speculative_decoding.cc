@@ -103,55 +103,46 @@ void ReadSpeculativeConfigFields(const JsonValue& config, bool as_target, Specul
   out.draft_target_hidden_size = ReadCount(config, "target_hidden_size", kMaxHiddenSize);
 }
 
-std::string NormalizeSpeculativeMethod(const std::string& method) {
-  if (method.empty()) return "draft_model";
-  if (method == "[ngram]") return "ngram";
-  for (std::string_view alias : kMtpAliases) {
-    if (method == alias) return "mtp";
+const char* SpeculativeMethodName(SpeculativeMethod method) {
+  switch (method) {
+    case SpeculativeMethod::kNgram: return "ngram";
+    case SpeculativeMethod::kDraftModel: return "draft_model";
+    case SpeculativeMethod::kEagle: return "eagle";
+    case SpeculativeMethod::kEagle3: return "eagle3";
+    case SpeculativeMethod::kMtp: return "mtp";
   }
-  if (method == "ngram" || method == "draft_model" || method == "eagle" || method == "eagle3" || method == "mtp") {
-    return method;
+  return "";
+}
+
+SpeculativeMethod ParseSpeculativeMethod(std::string_view method) {
+  if (method.empty()) return SpeculativeMethod::kDraftModel;
+  if (method == "[ngram]") return SpeculativeMethod::kNgram;
+  for (std::string_view alias : kMtpAliases) {
+    if (method == alias) return SpeculativeMethod::kMtp;
+  }
+  for (SpeculativeMethod m : {SpeculativeMethod::kNgram, SpeculativeMethod::kDraftModel, SpeculativeMethod::kEagle,
+                              SpeculativeMethod::kEagle3, SpeculativeMethod::kMtp}) {
+    if (method == SpeculativeMethodName(m)) return m;
   }
   for (std::string_view other : kNotModelled) {
     if (method == other) {
-      throw Unsupported(std::string(kMethodField) + ": vLLM runs '" + method +
+      throw Unsupported(std::string(kMethodField) + ": vLLM runs '" + std::string(method) +
                         "', but its memory is not modelled here yet (sized: ngram, draft_model, eagle, eagle3, "
                         "mtp; docs/speculative_decoding.md)");
     }
   }
   throw InvalidArgument(kMethodField, "must be one of ngram, draft_model, eagle, eagle3, mtp (vLLM's "
-                                      "SpeculativeMethod), got " + EchoValue(method));
+                                      "SpeculativeMethod), got " + EchoValue(std::string(method)));
 }
 
-ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const SpeculativeConfig& c, int64_t tp,
-                                             int64_t pp) {
-  ResolvedSpeculative r;
-  r.method = NormalizeSpeculativeMethod(c.method);
-  const bool model_based = r.method != "ngram";
-  if (pp > 1 && model_based) {  // n-gram has nothing to place
-    throw Unsupported("speculative_config with pipeline_parallel_size > 1: where vLLM places the drafter's "
-                      "weights and KV layers across pipeline stages is not modelled here");
-  }
-  RequireNonNegative(c.num_speculative_tokens, kTokensField);
-  RequireAtMost(c.num_speculative_tokens, kMaxNumSpeculativeTokens, kTokensField, "vllm_mem/base/limits.h");
-  RequireNonNegative(c.draft_tensor_parallel_size, kDraftTpField);
-  RequireAtMost(c.draft_tensor_parallel_size, kMaxTensorParallelSize, kDraftTpField, "vllm_mem/base/limits.h");
+std::string NormalizeSpeculativeMethod(const std::string& method) {
+  return SpeculativeMethodName(ParseSpeculativeMethod(method));
+}
 
-  // Which drafter: vLLM's __post_init__ ("num_speculative_tokens was provided but without
-  // speculative model."); MTP reads its layers from the target checkpoint.
-  int64_t n_predict = c.n_predict;
-  if (r.method == "mtp") {
-    if (c.target_num_mtp_layers <= 0) {
-      throw InvalidArgument(kMethodField, "'mtp' needs the target's MTP layers (num_nextn_predict_layers or "
-                                          "mtp_num_hidden_layers in its config.json), and this " +
-                                              target.model_type + " config has none");
-    }
-    n_predict = c.target_num_mtp_layers;  // hf_config_override: n_predict = num_nextn_predict_layers
-  } else if (model_based && !c.draft.has_value()) {
-    throw InvalidArgument(kModelField, "num_speculative_tokens was provided but without speculative model.");
-  }
+namespace {
 
-  // num_speculative_tokens: defaults to n_predict, else required (vLLM's messages).
+/*! num_speculative_tokens: defaults to n_predict, else required (vLLM's messages). */
+int64_t ResolveNumSpeculativeTokens(const SpeculativeConfig& c, bool model_based, int64_t n_predict) {
   int64_t k = c.num_speculative_tokens;
   if (k == 0 && model_based && n_predict > 0) k = n_predict;
   if (k == 0) {
@@ -164,44 +155,79 @@ ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const Spec
     throw InvalidArgument(kTokensField, "num_speculative_tokens:" + std::to_string(k) +
                                             " must be divisible by n_predict=" + std::to_string(n_predict));
   }
-  r.num_speculative_tokens = k;
-  r.uniform_decode_query_len = k + 1;
+  return k;
+}
 
-  // _verify_and_get_draft_tp: unset -> the target's; else only 1 or the target's.
-  if (c.draft_tensor_parallel_size == 0 || !model_based) {
-    r.draft_tensor_parallel_size = tp;
-  } else if (c.draft_tensor_parallel_size != 1 && c.draft_tensor_parallel_size != tp) {
+/*! _verify_and_get_draft_tp: unset -> the target's; else only 1 or the target's. */
+int64_t ResolveDraftTp(const SpeculativeConfig& c, bool model_based, int64_t tp) {
+  if (c.draft_tensor_parallel_size == 0 || !model_based) return tp;
+  if (c.draft_tensor_parallel_size != 1 && c.draft_tensor_parallel_size != tp) {
     throw InvalidArgument(kDraftTpField, "speculative_draft_tensor_parallel_size=" +
                                              std::to_string(c.draft_tensor_parallel_size) +
                                              " cannot be other value than 1 or target model tensor_parallel_size");
-  } else {
-    r.draft_tensor_parallel_size = c.draft_tensor_parallel_size;
   }
+  return c.draft_tensor_parallel_size;
+}
 
-  if (!model_based) return r;
-  if (r.method == "mtp") {
-    r.kv_model = MtpModel(target, c.target_num_mtp_layers);
-  } else {
-    const ModelSpec& d = *c.draft;
-    if (d.num_layers <= 0 || static_cast<int64_t>(d.layers.size()) != d.num_layers) {
-      throw InvalidArgument(kModelField, "the drafter's config must list its layers");
-    }
-    // verify_equal_vocab_size_if_draft_model.
-    if (r.method == "draft_model" && d.vocab_size != target.vocab_size) {
-      throw InvalidArgument(kModelField, "Target and draft model should have the same vocabulary size. Target model "
-                                         "vocab_size=" + std::to_string(target.vocab_size) +
-                                             ". Draft model vocab_size=" + std::to_string(d.vocab_size) +
-                                             ". Using models with different tokenizers can cause out-of-bounds errors "
-                                             "during speculative decoding.");
-    }
-    // The head layouts sized here are vLLM's Llama ones (llama_eagle.py, llama_eagle3.py; the
-    // published EAGLE / EAGLE-3 heads, Qwen3's included, are Llama-architecture configs).
-    if ((r.method == "eagle" || r.method == "eagle3") && d.model_type != "llama") {
-      throw Unsupported(std::string(kModelField) + ": an " + r.method + " head of model_type " + EchoValue(d.model_type) +
-                        " is not modelled (sized: Llama-architecture heads, llama_eagle.py / llama_eagle3.py)");
-    }
-    r.kv_model = std::make_shared<ModelSpec>(d);
+/*! The drafter's own config (a draft model or an EAGLE head), checked as vLLM checks it. */
+std::shared_ptr<const ModelSpec> DraftModel(const ModelSpec& target, const SpeculativeConfig& c, SpeculativeMethod m) {
+  const ModelSpec& d = *c.draft;
+  if (d.num_layers <= 0 || static_cast<int64_t>(d.layers.size()) != d.num_layers) {
+    throw InvalidArgument(kModelField, "the drafter's config must list its layers");
   }
+  // verify_equal_vocab_size_if_draft_model.
+  if (m == SpeculativeMethod::kDraftModel && d.vocab_size != target.vocab_size) {
+    throw InvalidArgument(kModelField, "Target and draft model should have the same vocabulary size. Target model "
+                                       "vocab_size=" + std::to_string(target.vocab_size) +
+                                           ". Draft model vocab_size=" + std::to_string(d.vocab_size) +
+                                           ". Using models with different tokenizers can cause out-of-bounds errors "
+                                           "during speculative decoding.");
+  }
+  // The head layouts sized here are vLLM's Llama ones (llama_eagle.py, llama_eagle3.py; the
+  // published EAGLE / EAGLE-3 heads, Qwen3's included, are Llama-architecture configs).
+  if ((m == SpeculativeMethod::kEagle || m == SpeculativeMethod::kEagle3) && d.model_type != "llama") {
+    throw Unsupported(std::string(kModelField) + ": an " + SpeculativeMethodName(m) + " head of model_type " +
+                      EchoValue(d.model_type) +
+                      " is not modelled (sized: Llama-architecture heads, llama_eagle.py / llama_eagle3.py)");
+  }
+  return std::make_shared<ModelSpec>(d);
+}
+
+}  // namespace
+
+ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const SpeculativeConfig& c, int64_t tp,
+                                             int64_t pp) {
+  ResolvedSpeculative r;
+  const SpeculativeMethod m = ParseSpeculativeMethod(c.method);
+  r.method = SpeculativeMethodName(m);
+  const bool model_based = m != SpeculativeMethod::kNgram;
+  if (pp > 1 && model_based) {  // n-gram has nothing to place
+    throw Unsupported("speculative_config with pipeline_parallel_size > 1: where vLLM places the drafter's "
+                      "weights and KV layers across pipeline stages is not modelled here");
+  }
+  RequireNonNegative(c.num_speculative_tokens, kTokensField);
+  RequireAtMost(c.num_speculative_tokens, kMaxNumSpeculativeTokens, kTokensField, "vllm_mem/base/limits.h");
+  RequireNonNegative(c.draft_tensor_parallel_size, kDraftTpField);
+  RequireAtMost(c.draft_tensor_parallel_size, kMaxTensorParallelSize, kDraftTpField, "vllm_mem/base/limits.h");
+
+  // Which drafter: vLLM's __post_init__ ("num_speculative_tokens was provided but without
+  // speculative model."); MTP reads its layers from the target checkpoint.
+  int64_t n_predict = c.n_predict;
+  if (m == SpeculativeMethod::kMtp) {
+    if (c.target_num_mtp_layers <= 0) {
+      throw InvalidArgument(kMethodField, "'mtp' needs the target's MTP layers (num_nextn_predict_layers or "
+                                          "mtp_num_hidden_layers in its config.json), and this " +
+                                              target.model_type + " config has none");
+    }
+    n_predict = c.target_num_mtp_layers;  // hf_config_override: n_predict = num_nextn_predict_layers
+  } else if (model_based && !c.draft.has_value()) {
+    throw InvalidArgument(kModelField, "num_speculative_tokens was provided but without speculative model.");
+  }
+  r.num_speculative_tokens = ResolveNumSpeculativeTokens(c, model_based, n_predict);
+  r.uniform_decode_query_len = r.num_speculative_tokens + 1;
+  r.draft_tensor_parallel_size = ResolveDraftTp(c, model_based, tp);
+  if (!model_based) return r;
+  r.kv_model = m == SpeculativeMethod::kMtp ? MtpModel(target, c.target_num_mtp_layers) : DraftModel(target, c, m);
   // draft_model_config.verify_with_parallel_config(draft_parallel_config): the drafter's heads
   // must split over its tensor-parallel size.
   AttentionHeadsPerRank(r.kv_model->num_attention_heads, r.draft_tensor_parallel_size);
@@ -209,97 +235,126 @@ ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const Spec
   return r;
 }
 
+namespace {
+
+/*! What each method adds to the drafter's layers: the figures the parts below read and fill. */
+struct DraftParts {
+  const ModelSpec& d;
+  const SpeculativeConfig& c;
+  const RankWeights& rw;
+  int64_t h = 0, vh = 0;      //!< hidden size; vocab x hidden
+  int64_t s = 0;              //!< bytes per element of the served dtype
+  int64_t dtp = 1;            //!< the drafter's tensor-parallel size
+  DraftWeights& out;
+  int64_t params = 0;          //!< the drafter's parameters
+  int64_t extra_elements = 0;  //!< model-dtype elements beyond ComputeWeights' layers
+};
+
+/*! A model of its own: nothing shared (draft_model.py _maybe_share_*: pass). */
+void DraftModelParts(DraftParts& p) {
+  p.out.embedding_bytes = p.rw.embedding_bytes;
+  p.out.lm_head_bytes = p.rw.lm_head_bytes;
+  p.out.extra_bytes = p.rw.buffer_bytes;
+  p.params += p.vh + (p.d.tie_word_embeddings ? 0 : p.vh);
+}
+
+/*! An EAGLE head takes the target's embedding, and its LM head unless the checkpoint has its own
+ *  (vLLM's _maybe_share_*; EAGLE-1 heads share it by default, EAGLE-3 heads do not). */
+void ShareWithTarget(DraftParts& p, bool lm_head_shared_by_default) {
+  p.out.embedding_shared = p.c.eagle_embed_tokens_shared;
+  p.out.lm_head_shared = p.c.eagle_lm_head_shared.value_or(lm_head_shared_by_default);
+  if (!p.out.embedding_shared) {
+    p.out.embedding_bytes = p.rw.embedding_bytes;
+    p.params += p.vh;
+  }
+}
+
+/*! llama_eagle.py: layer 0 has no input_layernorm, the model no final norm; fc is a plain
+ *  nn.Linear(2H, H, bias=False), replicated on every rank. */
+void EagleParts(DraftParts& p) {
+  p.extra_elements = CheckedMul(2 * p.h, p.h, "hidden_size") - 2 * p.h;
+  ShareWithTarget(p, true);
+  if (!p.out.lm_head_shared) {
+    p.out.lm_head_bytes = p.rw.lm_head_bytes > 0 ? p.rw.lm_head_bytes : p.rw.embedding_bytes;
+    p.params += p.vh;
+  }
+  p.params += p.extra_elements;
+}
+
+/*! llama_eagle3.py: layer 0's qkv_proj reads 2H (embeds ++ hidden); hidden_norm; fc is a
+ *  ReplicatedLinear(3 * target_hidden_size, H); lm_head over draft_vocab_size (vocab-parallel);
+ *  draft_id_to_target_id, an int64 parameter of draft_vocab_size entries (replicated). */
+void Eagle3Parts(DraftParts& p) {
+  const ModelSpec& d = p.d;
+  const int64_t h = p.h;
+  const int64_t heads = AttentionHeadsPerRank(d.num_attention_heads, p.dtp);
+  const int64_t kv_heads = KvHeadsPerRank(d.num_kv_heads, p.dtp);
+  const int64_t qkv_rows = CheckedMul(heads + 2 * kv_heads, d.head_dim, "head_dim");
+  const int64_t target_h = p.c.draft_target_hidden_size > 0 ? p.c.draft_target_hidden_size : h;
+  const int64_t draft_vocab = p.c.draft_vocab_size > 0 ? p.c.draft_vocab_size : d.vocab_size;
+  p.extra_elements = CheckedAdd(CheckedMul(qkv_rows, h, "hidden_size"), h, "hidden_size");
+  p.extra_elements = CheckedAdd(p.extra_elements, CheckedMul(3 * target_h, h, "target_hidden_size"), "hidden_size");
+  p.params += CheckedMul(d.num_attention_heads + 2 * d.num_kv_heads, d.head_dim * h, "head_dim") + h +
+              3 * target_h * h;
+  p.out.extra_bytes = CheckedMul(draft_vocab, 8, "draft_vocab_size");
+  ShareWithTarget(p, false);
+  if (!p.out.lm_head_shared) {
+    p.out.lm_head_bytes = CheckedMul(CheckedMul(VocabRowsPerRank(draft_vocab, p.dtp), h, "draft_vocab_size"), p.s,
+                                     "draft_vocab_size");
+    p.params += draft_vocab * h;
+  }
+}
+
+/*! deepseek_mtp.py, per MTP layer: enorm, hnorm, eh_proj nn.Linear(2H, H, bias=False)
+ *  (replicated) and shared_head.norm (ComputeWeights' final norm is one of them); the
+ *  embedding and shared_head.head are the target's (_maybe_share_*: "Detected MTP model"). */
+void MtpParts(DraftParts& p) {
+  const int64_t n = p.d.num_layers, h = p.h;
+  p.extra_elements = CheckedMul(n, CheckedMul(2 * h, h, "hidden_size") + 2 * h, "num_nextn_predict_layers") +
+                     (n - 1) * h;
+  p.params += p.extra_elements;
+  p.out.embedding_shared = p.out.lm_head_shared = true;
+}
+
+}  // namespace
+
 DraftWeights ComputeDraftWeights(const ModelSpec& target, const SpeculativeConfig& c, const ResolvedSpeculative& r,
                                  const std::string& dtype, const std::string& quantization) {
   DraftWeights out;
-  if (r.method == "ngram" || !r.kv_model) return out;  // proposes from the prompt: no weights
+  const SpeculativeMethod m = ParseSpeculativeMethod(r.method);
+  if (m == SpeculativeMethod::kNgram || !r.kv_model) return out;  // proposes from the prompt: no weights
   const ModelSpec& d = *r.kv_model;
-  const int64_t dtp = r.draft_tensor_parallel_size;
   // The drafter runs in the target's resolved dtype (SpeculativeConfig builds the draft
   // ModelConfig with dtype=target_model_config.dtype).
   const std::string served = DTypeName(ResolveModelDType(dtype.empty() ? "auto" : dtype, target.dtype, "dtype"));
-  const int64_t s = DTypeSizeBytes(ResolveModelDType(served, d.dtype, "dtype"));
+  const int64_t element_bytes = DTypeSizeBytes(ResolveModelDType(served, d.dtype, "dtype"));
   WeightOptions wo;
   wo.dtype = served;
   // MTP layers sit in the target checkpoint and vLLM aligns their quantization with the
   // target's (--quantization); a draft model or EAGLE head uses its own checkpoint's.
-  wo.quantization = r.method == "mtp" ? quantization : std::string();
-  wo.tensor_parallel_size = dtp;
+  wo.quantization = m == SpeculativeMethod::kMtp ? quantization : std::string();
+  wo.tensor_parallel_size = r.draft_tensor_parallel_size;
   wo.pipeline_parallel_size = 1;  // create_draft_parallel_config: pipeline_parallel_size=1
   const WeightBreakdown w = ComputeWeights(d, wo);
-  const RankWeights& rw = w.per_pp_rank.at(0);
-  const int64_t h = d.hidden_size;
-  const int64_t vh = CheckedMul(d.vocab_size, h, "vocab_size");
+  DraftParts p{d, c, w.per_pp_rank.at(0), d.hidden_size, CheckedMul(d.vocab_size, d.hidden_size, "vocab_size"),
+               element_bytes, r.draft_tensor_parallel_size, out};
   // Decoder layers, their norms and the final norm, with quantization scales; the rotary cache
   // (buffer_bytes) is vLLM's get_rope cache entry, shared with the target for the same rope
   // parameters (a separate draft model with another head size gets its own).
-  out.layers_bytes = rw.attention_bytes + rw.mlp_bytes + rw.norm_bytes + rw.quantization_overhead_bytes;
-  int64_t params = NumParameters(d);
-  params -= vh;                                // embedding (counted below when kept)
-  if (!d.tie_word_embeddings) params -= vh;    // lm_head (counted below when kept)
-  int64_t extra_elements = 0;                  // model-dtype elements beyond ComputeWeights' layers
-
-  if (r.method == "draft_model") {
-    // A model of its own: nothing shared (draft_model.py _maybe_share_*: pass).
-    out.embedding_bytes = rw.embedding_bytes;
-    out.lm_head_bytes = rw.lm_head_bytes;
-    out.extra_bytes = rw.buffer_bytes;
-    params += vh + (d.tie_word_embeddings ? 0 : vh);
-  } else if (r.method == "eagle") {
-    // llama_eagle.py: layer 0 has no input_layernorm, the model no final norm; fc is a plain
-    // nn.Linear(2H, H, bias=False), replicated on every rank.
-    extra_elements = CheckedMul(2 * h, h, "hidden_size") - 2 * h;
-    out.embedding_shared = c.eagle_embed_tokens_shared;
-    out.lm_head_shared = c.eagle_lm_head_shared.value_or(true);
-    if (!out.embedding_shared) {
-      out.embedding_bytes = rw.embedding_bytes;
-      params += vh;
-    }
-    if (!out.lm_head_shared) {
-      out.lm_head_bytes = rw.lm_head_bytes > 0 ? rw.lm_head_bytes : rw.embedding_bytes;
-      params += vh;
-    }
-  } else if (r.method == "eagle3") {
-    // llama_eagle3.py: layer 0's qkv_proj reads 2H (embeds ++ hidden); hidden_norm; fc is a
-    // ReplicatedLinear(3 * target_hidden_size, H); lm_head over draft_vocab_size (vocab-parallel);
-    // draft_id_to_target_id, an int64 parameter of draft_vocab_size entries (replicated).
-    const int64_t heads = AttentionHeadsPerRank(d.num_attention_heads, dtp);
-    const int64_t kv_heads = KvHeadsPerRank(d.num_kv_heads, dtp);
-    const int64_t qkv_rows = CheckedMul(heads + 2 * kv_heads, d.head_dim, "head_dim");
-    const int64_t target_h = c.draft_target_hidden_size > 0 ? c.draft_target_hidden_size : h;
-    const int64_t draft_vocab = c.draft_vocab_size > 0 ? c.draft_vocab_size : d.vocab_size;
-    extra_elements = CheckedAdd(CheckedMul(qkv_rows, h, "hidden_size"), h, "hidden_size");
-    extra_elements = CheckedAdd(extra_elements, CheckedMul(3 * target_h, h, "target_hidden_size"), "hidden_size");
-    params += CheckedMul(d.num_attention_heads + 2 * d.num_kv_heads, d.head_dim * h, "head_dim") + h +
-              3 * target_h * h;
-    out.extra_bytes = CheckedMul(draft_vocab, 8, "draft_vocab_size");
-    out.embedding_shared = c.eagle_embed_tokens_shared;
-    out.lm_head_shared = c.eagle_lm_head_shared.value_or(false);
-    if (!out.embedding_shared) {
-      out.embedding_bytes = rw.embedding_bytes;
-      params += vh;
-    }
-    if (!out.lm_head_shared) {
-      out.lm_head_bytes = CheckedMul(CheckedMul(VocabRowsPerRank(draft_vocab, dtp), h, "draft_vocab_size"), s,
-                                     "draft_vocab_size");
-      params += draft_vocab * h;
-    }
-  } else {  // mtp
-    // deepseek_mtp.py, per MTP layer: enorm, hnorm, eh_proj nn.Linear(2H, H, bias=False)
-    // (replicated) and shared_head.norm (ComputeWeights' final norm is one of them); the
-    // embedding and shared_head.head are the target's (_maybe_share_*: "Detected MTP model").
-    const int64_t n = d.num_layers;
-    extra_elements = CheckedMul(n, CheckedMul(2 * h, h, "hidden_size") + 2 * h, "num_nextn_predict_layers") +
-                     (n - 1) * h;
-    params += extra_elements;
-    out.embedding_shared = out.lm_head_shared = true;
+  out.layers_bytes = p.rw.attention_bytes + p.rw.mlp_bytes + p.rw.norm_bytes + p.rw.quantization_overhead_bytes;
+  p.params = NumParameters(d) - p.vh;             // embedding (counted by the parts when kept)
+  if (!d.tie_word_embeddings) p.params -= p.vh;  // lm_head (likewise)
+  switch (m) {
+    case SpeculativeMethod::kDraftModel: DraftModelParts(p); break;
+    case SpeculativeMethod::kEagle: EagleParts(p); break;
+    case SpeculativeMethod::kEagle3: Eagle3Parts(p); break;
+    default: MtpParts(p); break;
   }
-  if (r.method == "eagle") params += extra_elements;
-  out.extra_bytes = CheckedAdd(out.extra_bytes, CheckedMul(extra_elements, s, "hidden_size"), "draft_weights_bytes");
+  out.extra_bytes = CheckedAdd(out.extra_bytes, CheckedMul(p.extra_elements, p.s, "hidden_size"), "draft_weights_bytes");
   out.total_bytes = CheckedAdd(CheckedAdd(out.layers_bytes, out.extra_bytes, "draft_weights_bytes"),
                                CheckedAdd(out.embedding_bytes, out.lm_head_bytes, "draft_weights_bytes"),
                                "draft_weights_bytes");
-  out.num_parameters = params;
+  out.num_parameters = p.params;
   return out;
 }
 

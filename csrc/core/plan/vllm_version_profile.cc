@@ -18,7 +18,7 @@
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/gpu_catalog.h"
-#include "vllm_mem/plan/startup_plan.h"
+#include "vllm_mem/plan/startup_budget.h"
 
 namespace vllm_mem {
 namespace {
@@ -122,7 +122,9 @@ std::vector<BatchDefaultTier> ParseTiers(const JsonValue& v) {
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   if (rule == "engine") {
     p.engine = Str(v, rule);
-    if (p.engine != "v0" && p.engine != "v1") Bad("engine '" + p.engine + "'");
+    if (p.engine != VllmEngineName(VllmEngine::kV0) && p.engine != VllmEngineName(VllmEngine::kV1)) {
+      Bad("engine '" + p.engine + "'");
+    }
   } else if (rule == "v0_engine_available") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.v0_engine_available = v.AsBool();
@@ -233,19 +235,6 @@ std::vector<NotModelledFrom> BuildNotModelled() {
   return out;
 }
 
-void RefuseIfNotModelled(const std::string& asked) {
-  static const std::vector<NotModelledFrom> kNotModelled = BuildNotModelled();
-  if (asked.empty()) return;
-  const VllmVersion v = ParseVllmVersion(asked);
-  for (const NotModelledFrom& n : kNotModelled) {
-    if (n.from <= v) {
-      throw Unsupported("vllm_version " + VllmVersionString(v) + ": not modelled: from vLLM " +
-                        VllmVersionString(n.from) + ", " + n.what + " (" + n.source +
-                        "). The newest release with rules is " + VllmVersionProfiles().back().version +
-                        "; vllm_version=\"" + VllmVersionProfiles().back().version + "\" plans with those rules");
-    }
-  }
-}
 
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -266,6 +255,20 @@ bool TierMatches(const BatchDefaultTier& t, int64_t total_memory_bytes, const st
 }
 
 }  // namespace
+
+void RefuseIfNotModelled(const std::string& asked) {
+  static const std::vector<NotModelledFrom> kNotModelled = BuildNotModelled();
+  if (asked.empty()) return;
+  const VllmVersion v = ParseVllmVersion(asked);
+  for (const NotModelledFrom& n : kNotModelled) {
+    if (n.from <= v) {
+      throw Unsupported("vllm_version " + VllmVersionString(v) + ": not modelled: from vLLM " +
+                        VllmVersionString(n.from) + ", " + n.what + " (" + n.source +
+                        "). The newest release with rules is " + VllmVersionProfiles().back().version +
+                        "; vllm_version=\"" + VllmVersionProfiles().back().version + "\" plans with those rules");
+    }
+  }
+}
 
 bool VllmVersion::operator<(const VllmVersion& o) const {
   if (major != o.major) return major < o.major;
@@ -369,9 +372,21 @@ VersionLookup LookupVllmVersion(std::string_view version) {
   return out;
 }
 
+const char* VllmEngineName(VllmEngine engine) { return engine == VllmEngine::kV0 ? "v0" : "v1"; }
+
+VllmEngine ParseVllmEngine(std::string_view text) {
+  if (text == VllmEngineName(VllmEngine::kV0)) return VllmEngine::kV0;
+  if (text == VllmEngineName(VllmEngine::kV1)) return VllmEngine::kV1;
+  throw InvalidArgument("vllm_engine", "must be \"v0\" or \"v1\", got " + EchoValue(std::string(text)));
+}
+
+VllmEngine EngineFor(const VllmVersionProfile& profile, std::string_view asked) {
+  return ParseVllmEngine(asked.empty() ? std::string_view(profile.engine) : asked);
+}
+
 std::string AvailableKvCacheLine(const VllmVersionProfile& profile, const std::string& engine, int64_t available_bytes) {
   const double gib = static_cast<double>(available_bytes) / static_cast<double>(kGiB);
-  if (engine == "v0") return "the rest of the memory reserved for KV Cache is " + FormatFixed(gib, 2) + "GiB.";
+  if (EngineFor(profile, engine) == VllmEngine::kV0) return "the rest of the memory reserved for KV Cache is " + FormatFixed(gib, 2) + "GiB.";
   return "Available KV cache memory: " +
          (profile.available_kv_line_format_gib ? FormatGib(available_bytes) : FormatFixed(gib, 2)) + " GiB";
 }
@@ -389,7 +404,7 @@ BatchDefaults ResolveBatchDefaults(const VllmVersionProfile& profile, const std:
                                    int64_t max_num_batched_tokens) {
   ValidateUsageContext(usage_context);
   BatchDefaults d{max_num_seqs, max_num_batched_tokens};
-  if (engine == "v0") {
+  if (EngineFor(profile, engine) == VllmEngine::kV0) {
     // SchedulerConfig.__post_init__: chunked prefill (on by default above 32K tokens) keeps the
     // 2048-token budget; without it a whole prompt must fit: max(max_model_len, 2048).
     const V0BatchDefaults& v0 = profile.v0_batch;
@@ -456,70 +471,12 @@ std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelS
 }
 
 void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options) {
-  const bool v0 = (engine.empty() ? profile.engine : engine) == "v0";
+  const bool v0 = EngineFor(profile, engine) == VllmEngine::kV0;
   const KvLogFormat format = v0 ? KvLogFormat::kV0Blocks : profile.kv_log_format;
   options.kv_tokens_from_concurrency = format == KvLogFormat::kCombinedLine || format == KvLogFormat::kConcurrencyTokens;
   options.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
   options.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
   if (v0 || !profile.hybrid_kv_cache_manager) options.disable_hybrid_kv_cache_manager = true;
-}
-
-PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs) {
-  RefuseIfNotModelled(inputs.vllm_version);
-  PlanInputs in = inputs;
-  in.resolved_vllm_version = profile.version;
-  ValidateUsageContext(in.usage_context);
-  if (in.vllm_engine.empty()) in.vllm_engine = profile.engine;
-  if (in.vllm_engine != "v0" && in.vllm_engine != "v1") {
-    throw InvalidArgument("vllm_engine", "must be \"v0\" or \"v1\", got " + EchoValue(in.vllm_engine));
-  }
-  if (in.vllm_engine == "v0" && !profile.v0_engine_available) {
-    throw InvalidArgument("vllm_engine", "\"v0\": vLLM " + profile.version +
-                                             " has no V0 engine (removed in 0.11.0); use a vllm_version below 0.11");
-  }
-  if (in.gpu_memory_utilization == 0.0) in.gpu_memory_utilization = profile.gpu_memory_utilization;
-  // V0 captured its graphs after allocating the KV cache: never in the budget.
-  if (!in.cudagraph_memory_in_budget.has_value()) {
-    in.cudagraph_memory_in_budget = in.vllm_engine == "v1" && profile.cudagraph_memory_in_budget;
-  }
-  if (in.max_model_len == 0) {
-    in.max_model_len = DerivedMaxModelLen(spec);
-  } else {
-    const std::string refusal = LongMaxModelLenError(profile, spec, in.max_model_len, in.allow_long_max_model_len);
-    if (!refusal.empty()) throw InvalidArgument("max_model_len", refusal);
-  }
-  const BatchDefaults b =
-      ResolveBatchDefaults(profile, in.vllm_engine, in.usage_context, in.total_memory_bytes,
-                           in.gpu_name, in.max_model_len,
-                           in.max_num_seqs, in.max_num_batched_tokens);
-  in.max_num_seqs = b.max_num_seqs;
-  in.max_num_batched_tokens = b.max_num_batched_tokens;
-  in.activation_constants.sampler_bytes_per_logit =
-      in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
-  // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
-  if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {
-    in.non_torch_constants.single_process_bytes = profile.non_torch_single_gpu_bytes;
-  }
-  in.hybrid_kv_cache_manager = in.vllm_engine == "v1" && profile.hybrid_kv_cache_manager;
-  in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
-  if (!in.cap_sliding_window_at_full) in.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
-  in.kv_log_format = in.vllm_engine == "v0" ? KvLogFormat::kV0Blocks : profile.kv_log_format;
-  // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16
-  // checkpoint in float16 (CudaPlatform.supported_dtypes; _resolve_auto_dtype).
-  if ((in.dtype.empty() || in.dtype == "auto") && spec.dtype == DType::kBFloat16 && !in.gpu_name.empty()) {
-    const GpuInfo* gpu = nullptr;
-    try {
-      gpu = &LookupGpu(in.gpu_name);
-    } catch (const InvalidArgument&) {
-      gpu = nullptr;  // not a catalog GPU: its capability is unknown, keep the checkpoint's dtype
-    }
-    if (gpu != nullptr && !gpu->supports_bfloat16) {
-      in.dtype = "float16";
-      in.dtype_note = "dtype auto: the bfloat16 checkpoint is served as float16 on " + gpu->name +
-                      " (compute capability " + gpu->compute_capability + " < 8.0 has no bfloat16), as vLLM does";
-    }
-  }
-  return in;
 }
 
 }  // namespace vllm_mem

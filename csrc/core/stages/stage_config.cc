@@ -216,6 +216,58 @@ double Utilization(const StageReader& r, const JsonValue& v, const std::string& 
   return u;
 }
 
+/*! The stage's logical devices through CUDA_VISIBLE_DEVICES (or the visible count) to GPU ids. */
+void MapToPhysical(StageConfig& s, const StageConfigOptions& options, const std::string& dev_field) {
+  const auto& visible = options.cuda_visible_devices;
+  std::set<int64_t> listed_ids;
+  for (int64_t logical : s.logical_devices) {
+    int64_t physical = logical;
+    if (!visible.empty()) {
+      if (logical >= static_cast<int64_t>(visible.size())) {
+        throw InvalidArgument(dev_field, "device index " + std::to_string(logical) +
+                                             " is outside the visible set: CUDA_VISIBLE_DEVICES=" +
+                                             JoinIdsShort(visible) + " has indices 0.." +
+                                             std::to_string(visible.size() - 1));
+      }
+      physical = visible[static_cast<size_t>(logical)];
+    } else if (options.num_visible_devices > 0 && logical >= options.num_visible_devices) {
+      throw InvalidArgument(dev_field, "device index " + std::to_string(logical) + " is outside the visible set: " +
+                                           std::to_string(options.num_visible_devices) + " GPU(s), indices 0.." +
+                                           std::to_string(options.num_visible_devices - 1));
+    }
+    // A set, not a scan per device: the check stays linear in a long list.
+    if (!listed_ids.insert(physical).second) {
+      throw InvalidArgument(dev_field, "lists GPU " + std::to_string(physical) + " twice");
+    }
+    s.physical_devices.push_back(physical);
+  }
+
+}
+
+/*! vLLM runs one worker per tensor x pipeline rank on the first devices listed. */
+void CheckDeviceCount(StageConfig& s, const StageReader& r, std::vector<std::string>* notes) {
+  const int64_t world = s.WorldSize();
+  const int64_t listed = static_cast<int64_t>(s.physical_devices.size());
+  if (listed < world) {
+    std::string what = std::string("tensor_parallel_size ") + std::to_string(s.tensor_parallel_size);
+    if (s.pipeline_parallel_size > 1) what += " x pipeline_parallel_size " + std::to_string(s.pipeline_parallel_size);
+    throw InvalidArgument(
+        r.Field("tensor_parallel_size"),
+        what + " needs " + std::to_string(world) + " GPU(s) but devices " + EchoValue(s.devices_text) + " lists " +
+            std::to_string(listed) +
+            " (vLLM-Omni sets CUDA_VISIBLE_DEVICES to the stage's devices and vLLM runs one worker per "
+            "tensor x pipeline rank on them)");
+  }
+  s.resident_devices.assign(s.physical_devices.begin(), s.physical_devices.begin() + world);
+  if (listed > world) {
+    notes->push_back(s.Label() + ": devices " + EchoValue(s.devices_text) + " lists " + std::to_string(listed) +
+                     " GPUs for " + std::to_string(world) + " worker(s); vLLM uses the first " +
+                     std::to_string(world) + ", so GPU(s) " +
+                     JoinIdsShort(std::vector<int64_t>(s.physical_devices.begin() + world, s.physical_devices.end())) +
+                     " carry nothing of this stage");
+  }
+}
+
 StageConfig ReadStage(const JsonValue& entry, const std::string& source, const StageConfigOptions& options,
                       std::vector<std::string>* notes) {
   if (!entry.IsObject()) throw InvalidArgument(source, "must be a mapping (one stage), got " + entry.KindName());
@@ -279,50 +331,8 @@ StageConfig ReadStage(const JsonValue& entry, const std::string& source, const S
   }
   const std::string dev_field = r.Field(devices == nullptr ? "devices" : where);
 
-  const auto& visible = options.cuda_visible_devices;
-  std::set<int64_t> listed_ids;
-  for (int64_t logical : s.logical_devices) {
-    int64_t physical = logical;
-    if (!visible.empty()) {
-      if (logical >= static_cast<int64_t>(visible.size())) {
-        throw InvalidArgument(dev_field, "device index " + std::to_string(logical) +
-                                             " is outside the visible set: CUDA_VISIBLE_DEVICES=" +
-                                             JoinIdsShort(visible) + " has indices 0.." +
-                                             std::to_string(visible.size() - 1));
-      }
-      physical = visible[static_cast<size_t>(logical)];
-    } else if (options.num_visible_devices > 0 && logical >= options.num_visible_devices) {
-      throw InvalidArgument(dev_field, "device index " + std::to_string(logical) + " is outside the visible set: " +
-                                           std::to_string(options.num_visible_devices) + " GPU(s), indices 0.." +
-                                           std::to_string(options.num_visible_devices - 1));
-    }
-    // A set, not a scan per device: the check stays linear in a long list.
-    if (!listed_ids.insert(physical).second) {
-      throw InvalidArgument(dev_field, "lists GPU " + std::to_string(physical) + " twice");
-    }
-    s.physical_devices.push_back(physical);
-  }
-
-  const int64_t world = s.WorldSize();
-  const int64_t listed = static_cast<int64_t>(s.physical_devices.size());
-  if (listed < world) {
-    std::string what = std::string("tensor_parallel_size ") + std::to_string(s.tensor_parallel_size);
-    if (s.pipeline_parallel_size > 1) what += " x pipeline_parallel_size " + std::to_string(s.pipeline_parallel_size);
-    throw InvalidArgument(
-        r.Field("tensor_parallel_size"),
-        what + " needs " + std::to_string(world) + " GPU(s) but devices " + EchoValue(s.devices_text) + " lists " +
-            std::to_string(listed) +
-            " (vLLM-Omni sets CUDA_VISIBLE_DEVICES to the stage's devices and vLLM runs one worker per "
-            "tensor x pipeline rank on them)");
-  }
-  s.resident_devices.assign(s.physical_devices.begin(), s.physical_devices.begin() + world);
-  if (listed > world) {
-    notes->push_back(s.Label() + ": devices " + EchoValue(s.devices_text) + " lists " + std::to_string(listed) +
-                     " GPUs for " + std::to_string(world) + " worker(s); vLLM uses the first " +
-                     std::to_string(world) + ", so GPU(s) " +
-                     JoinIdsShort(std::vector<int64_t>(s.physical_devices.begin() + world, s.physical_devices.end())) +
-                     " carry nothing of this stage");
-  }
+  MapToPhysical(s, options, dev_field);
+  CheckDeviceCount(s, r, notes);
   return s;
 }
 

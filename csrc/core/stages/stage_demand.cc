@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/base/binary_search.h"
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
@@ -53,11 +54,8 @@ StageDemand StageDemandFor(const ModelSpec& spec, const PlanInputs& inputs, int6
     }
     hi *= 2;
   }
-  int64_t lo = 0;  // does not serve
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (Serves(spec, kv, mid, concurrency) ? hi : lo) = mid;
-  }
+  // The least budget in [1, hi] that serves (hi does; 0 bytes holds no block).
+  hi = *SmallestHolding(1, hi, [&](int64_t bytes) { return Serves(spec, kv, bytes, concurrency); });
   StageDemand d;
   d.stage_id = stage_id;
   d.world_size = CheckedMul(inputs.tensor_parallel_size, inputs.pipeline_parallel_size, "world_size");

@@ -114,6 +114,18 @@ std::string KvCacheMemoryShortfall(const KvCacheLayoutCache& cache,
                                    const std::vector<int64_t>& available_bytes_per_worker,
                                    const KvCacheOptions& options);
 
+/*! \brief What a KV budget is divided by, read from the layout without a budget: per pipeline
+ *  rank the bytes one block id costs on its workers (0 on a rank holding no KV layer), and the
+ *  groups with their per-request blocks at options.max_model_len. */
+struct KvCacheGeometry {
+  int64_t block_size = 0;                    //!< as KvCacheCapacity::block_size
+  std::vector<int64_t> bytes_per_block;      //!< one per pipeline rank
+  std::vector<KvCacheGroupInfo> groups;      //!< as KvCacheCapacity::groups
+  int64_t blocks_per_request = 0;            //!< the sum over groups: one max_model_len request
+};
+/*! Raises what ComputeKvCacheCapacity raises for \p options before it looks at a budget. */
+KvCacheGeometry ComputeKvCacheGeometry(const KvCacheLayoutCache& cache, const KvCacheOptions& options);
+
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_KV_CACHE_KV_CACHE_LAYOUT_H_

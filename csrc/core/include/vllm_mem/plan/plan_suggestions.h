@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vllm_mem/model/model_spec.h"
@@ -30,6 +31,15 @@ struct PlanSuggestion {
 /*! \brief The ranked levers for \p plan (empty when it fits): those that make it fit alone come
  *  first, least disruptive first; then levers that help but do not suffice. */
 std::vector<PlanSuggestion> SuggestPlanChanges(const ModelSpec& spec, const StartupPlan& plan);
+
+/*! \brief The lever table's names, in the order SuggestPlanChanges runs them (least disruptive
+ *  first; the combination of discrete levers last). */
+std::vector<std::string> PlanLeverNames();
+
+/*! \brief One lever of the table alone on \p plan (empty when it does not apply to the failing
+ *  phase or helps too little); \p lever: a name of PlanLeverNames. SuggestPlanChanges is every
+ *  lever in turn, ranked. */
+std::vector<PlanSuggestion> TryPlanLever(const ModelSpec& spec, const StartupPlan& plan, std::string_view lever);
 
 }  // namespace vllm_mem
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vllm_mem/base/json.h"
@@ -59,6 +60,15 @@ struct SpeculativeConfig {
  *  InvalidArgument naming the field when one is present but not a non-negative integer.
  *  \p as_target: read the target's MTP layer count; otherwise the drafter's fields. */
 void ReadSpeculativeConfigFields(const JsonValue& config, bool as_target, SpeculativeConfig& out);
+
+/*! \brief vLLM's SpeculativeMethod values this planner sizes. The user's text ("[ngram]", the
+ *  MTP aliases, "" for a draft model) becomes this in ParseSpeculativeMethod, the one
+ *  conversion; SpeculativeMethodName gives vLLM's name back. */
+enum class SpeculativeMethod { kNgram, kDraftModel, kEagle, kEagle3, kMtp };
+const char* SpeculativeMethodName(SpeculativeMethod method);  //!< "ngram", "draft_model", ...
+/*! \brief Unsupported for a method vLLM runs but this planner does not model, InvalidArgument
+ *  (speculative_config.method) for a name vLLM does not know. */
+SpeculativeMethod ParseSpeculativeMethod(std::string_view method);
 
 /*! \brief The method vLLM would run: \p method normalised ("[ngram]" -> "ngram", the MTP
  *  aliases -> "mtp"; empty: "draft_model", as vLLM infers it). InvalidArgument

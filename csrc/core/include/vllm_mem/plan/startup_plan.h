@@ -25,6 +25,7 @@
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/non_torch_estimate.h"
 #include "vllm_mem/plan/plan_request.h"
+#include "vllm_mem/plan/plan_verdict.h"
 #include "vllm_mem/plan/speculative_decoding.h"
 #include "vllm_mem/plan/startup_budget.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
@@ -51,6 +52,7 @@ struct PlanInputs : PlanRequest {
   // ---- which vLLM (vllm_version_profile.h): ResolveForVersion fills the defaults above ----
   std::string vllm_version_source;  //!< for reports: "asked", "installed", "newest known"
   std::string vllm_engine;          //!< "v0" / "v1"; "": what the release runs by default
+  VllmEngine engine = VllmEngine::kV1;  //!< vllm_engine resolved (ResolveForVersion)
   bool allow_long_max_model_len = false;  //!< VLLM_ALLOW_LONG_MAX_MODEL_LEN
   double sampler_bytes_per_logit = 0.0;   //!< 0: the release's (Triton top-k/top-p or not)
   // ---- filled by ResolveForVersion (inputs of EvaluatePlan's result) ----
@@ -72,17 +74,6 @@ struct PlanInputs : PlanRequest {
   CudagraphConstants cudagraph_constants;
   StartupBaselineConstants baseline_constants;
 };
-
-/*! \brief Where a plan fails, in vLLM's start-up order. */
-enum class FailurePhase {
-  kNone,         //!< fits
-  kFreeMemory,   //!< request_memory: free memory < ceil(total * utilization)
-  kWeights,      //!< the weights alone do not fit in the device's free memory (OOM while loading)
-  kProfilePeak,  //!< weights + activation peak + non-torch exceed free memory (OOM in the profile run)
-  kNoKvBlocks,   //!< the KV budget left after profiling holds no block
-  kMaxModelLen,  //!< blocks remain, but not one request of max_model_len
-};
-std::string FailurePhaseName(FailurePhase phase);  //!< "", "free_memory", "weights", ...
 
 /*! \brief One pipeline rank (every tensor-parallel GPU of a rank is alike). */
 struct RankPlan {

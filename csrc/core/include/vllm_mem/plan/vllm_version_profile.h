@@ -21,7 +21,13 @@
 namespace vllm_mem {
 
 struct ModelSpec;
-struct PlanInputs;
+
+/*! \brief vLLM's engine: V0 (vllm/worker, up to 0.10) or V1 (vllm/v1). The Python API and
+ *  vllm_versions.json say "v0" / "v1"; ParseVllmEngine is the one conversion from text. */
+enum class VllmEngine { kV0, kV1 };
+const char* VllmEngineName(VllmEngine engine);  //!< "v0" / "v1"
+/*! \brief "v0" / "v1"; InvalidArgument (field "vllm_engine") for anything else. */
+VllmEngine ParseVllmEngine(std::string_view text);
 
 /*! \brief A release number: major.minor.patch (pre-release and local suffixes dropped). */
 struct VllmVersion {
@@ -132,13 +138,12 @@ int64_t DerivedMaxModelLen(const ModelSpec& spec);
 std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelSpec& spec, int64_t max_model_len,
                                  bool allow_long);
 
-/*! \brief \p inputs with every default the user left unset filled from \p profile: engine,
- *  gpu_memory_utilization (0), cudagraph_memory_in_budget (unset), max_num_seqs and
- *  max_num_batched_tokens (0), max_model_len (0: DerivedMaxModelLen), the sampler constant,
- *  the KV manager and log format, dtype "auto" on a GPU without bfloat16. Refuses (InvalidArgument)
- *  a max_model_len above the derived maximum unless allow_long_max_model_len, and engine "v0" for
- *  a release without it. */
-PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs);
+/*! \brief Unsupported (not modelled) when \p asked is a release from which vllm_versions.json's
+ *  "not_modelled" list says the start-up is not modelled; "" is never refused. */
+void RefuseIfNotModelled(const std::string& asked);
+
+/*! \brief The engine \p asked ("v0" / "v1"), or \p profile's default when \p asked is "". */
+VllmEngine EngineFor(const VllmVersionProfile& profile, std::string_view asked);
 
 /*! \brief vLLM's line for the KV budget as \p engine of \p profile prints it: V1 "Available KV cache
  *  memory: 42.8 GiB" (format_gib, or "%.2f" in older releases); V0 "... the rest of the memory

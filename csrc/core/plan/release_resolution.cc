@@ -1,0 +1,72 @@
+/*!
+ * \file core/plan/release_resolution.cc
+ * \brief A plan's settings with the vLLM release's defaults filled in (ResolveForVersion).
+ */
+#include "vllm_mem/plan/release_resolution.h"
+
+#include <string>
+
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/model/dtype.h"
+#include "vllm_mem/plan/gpu_catalog.h"
+
+namespace vllm_mem {
+
+PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs) {
+  RefuseIfNotModelled(inputs.vllm_version);
+  PlanInputs in = inputs;
+  in.resolved_vllm_version = profile.version;
+  ValidateUsageContext(in.usage_context);
+  in.engine = EngineFor(profile, in.vllm_engine);
+  in.vllm_engine = VllmEngineName(in.engine);
+  const bool v1 = in.engine == VllmEngine::kV1;
+  if (!v1 && !profile.v0_engine_available) {
+    throw InvalidArgument("vllm_engine", "\"v0\": vLLM " + profile.version +
+                                             " has no V0 engine (removed in 0.11.0); use a vllm_version below 0.11");
+  }
+  if (in.gpu_memory_utilization == 0.0) in.gpu_memory_utilization = profile.gpu_memory_utilization;
+  // V0 captured its graphs after allocating the KV cache: never in the budget.
+  if (!in.cudagraph_memory_in_budget.has_value()) {
+    in.cudagraph_memory_in_budget = v1 && profile.cudagraph_memory_in_budget;
+  }
+  if (in.max_model_len == 0) {
+    in.max_model_len = DerivedMaxModelLen(spec);
+  } else {
+    const std::string refusal = LongMaxModelLenError(profile, spec, in.max_model_len, in.allow_long_max_model_len);
+    if (!refusal.empty()) throw InvalidArgument("max_model_len", refusal);
+  }
+  const BatchDefaults b =
+      ResolveBatchDefaults(profile, in.vllm_engine, in.usage_context, in.total_memory_bytes,
+                           in.gpu_name, in.max_model_len,
+                           in.max_num_seqs, in.max_num_batched_tokens);
+  in.max_num_seqs = b.max_num_seqs;
+  in.max_num_batched_tokens = b.max_num_batched_tokens;
+  in.activation_constants.sampler_bytes_per_logit =
+      in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
+  // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
+  if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {
+    in.non_torch_constants.single_process_bytes = profile.non_torch_single_gpu_bytes;
+  }
+  in.hybrid_kv_cache_manager = v1 && profile.hybrid_kv_cache_manager;
+  in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
+  if (!in.cap_sliding_window_at_full) in.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
+  in.kv_log_format = !v1 ? KvLogFormat::kV0Blocks : profile.kv_log_format;
+  // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16
+  // checkpoint in float16 (CudaPlatform.supported_dtypes; _resolve_auto_dtype).
+  if ((in.dtype.empty() || in.dtype == "auto") && spec.dtype == DType::kBFloat16 && !in.gpu_name.empty()) {
+    const GpuInfo* gpu = nullptr;
+    try {
+      gpu = &LookupGpu(in.gpu_name);
+    } catch (const InvalidArgument&) {
+      gpu = nullptr;  // not a catalog GPU: its capability is unknown, keep the checkpoint's dtype
+    }
+    if (gpu != nullptr && !gpu->supports_bfloat16) {
+      in.dtype = "float16";
+      in.dtype_note = "dtype auto: the bfloat16 checkpoint is served as float16 on " + gpu->name +
+                      " (compute capability " + gpu->compute_capability + " < 8.0 has no bfloat16), as vLLM does";
+    }
+  }
+  return in;
+}
+
+}  // namespace vllm_mem
