@@ -179,8 +179,10 @@ def sweep(
 
     raw = _run_with_checkpoint(s, axes) if s.checkpoint_weights is not None else _C.run_sweep(s._spec, axes)
 
-    phase_names = np.array([p or "" for p in _C.failure_phase_names()] + ["invalid"], dtype=object)
+    # failure_phase as text, one table look-up for all rows: code 0 fits (None), -1 is "invalid".
+    phase_names = np.array([None] + [p or "" for p in _C.failure_phase_names()[1:]] + ["invalid"], dtype=object)
     codes = raw["failure_phase"].astype(np.int64)
+    codes[codes < 0] = len(phase_names) - 1
     cols: dict[str, Any] = {
         "gpu": np.array(raw["gpu_names"], dtype=object)[raw["gpu_index"]],
         "total_memory_bytes": raw["total_memory_bytes"],
@@ -196,8 +198,7 @@ def sweep(
         "kv_cache_dtype": np.array(raw["kv_cache_dtype_values"], dtype=object)[raw["kv_cache_dtype_index"]],
         "enforce_eager": raw["enforce_eager"].astype(bool),
         "fits": raw["fits"].astype(bool),
-        "failure_phase": np.array(
-            [None if c == 0 else phase_names[c if c > 0 else -1] for c in codes.tolist()], dtype=object),
+        "failure_phase": phase_names[codes],
     }
     total = raw["total_memory_bytes"].astype(np.float64)
     for key in ("requested_bytes", "weights_bytes", "activation_peak_bytes", "non_torch_bytes",

@@ -230,6 +230,13 @@ void CudaGraphs(const PlanRun& run, StartupPlan& plan) {
     co.enforce_eager = in.enforce_eager;
     co.mode = in.cudagraph_mode;
     co.capture_sizes = in.cudagraph_capture_sizes;
+    if (run.spec_decode && !in.enforce_eager && in.cudagraph_mode != CudagraphMode::kNone) {
+      // num_speculative_tokens widens the decode batch: sizes become multiples of 1 + K.
+      co.capture_sizes = SpecDecodeCaptureSizes(in.cudagraph_capture_sizes, in.max_cudagraph_capture_size,
+                                                in.max_num_seqs, in.max_num_batched_tokens,
+                                                run.spec_decode->uniform_decode_query_len);
+      co.uniform_decode_query_len = run.spec_decode->uniform_decode_query_len;
+    }
     co.max_cudagraph_capture_size = in.max_cudagraph_capture_size;
     co.max_num_seqs = in.max_num_seqs;
     co.max_num_batched_tokens = in.max_num_batched_tokens;

@@ -132,7 +132,9 @@ TEST(PlanLevers, TheTableIsOrderedAndEachLeverRunsAlone) {
   size_t found = 0;
   for (const std::string& name : names) {
     const std::vector<PlanSuggestion> one = TryPlanLever(llama, p, name);
-    if (name == "lower_utilization") EXPECT_TRUE(one.empty());  // a free-memory lever only
+    if (name == "lower_utilization") {
+      EXPECT_TRUE(one.empty());  // a free-memory lever only
+    }
     if (name == "smallest_combination") continue;               // alone it does not know what fits alone
     for (const PlanSuggestion& s : one) {
       bool listed = false;
