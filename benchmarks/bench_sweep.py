@@ -21,7 +21,7 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def best_rate(spec, rows: int, repeat: int, **axes) -> float:
-    """Rows per second of the fastest of \p repeat sweeps (after one warm-up)."""
+    """Rows per second of the fastest of `repeat` sweeps (after one warm-up)."""
     vllm_mem.sweep(spec, as_frame=False, **axes)
     best = float("inf")
     for _ in range(repeat):

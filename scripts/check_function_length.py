@@ -149,9 +149,7 @@ def main(argv: list[str]) -> int:
             print(f"{length:5d}  {rel}:{line}  {name}")
         return 0
     too_long = [
-        r
-        for r in rows
-        if r[0] > limit and f"{r[1]}:{r[3]}" not in ALLOWED and not r[1].startswith(ALLOWED_PREFIXES)
+        r for r in rows if r[0] > limit and f"{r[1]}:{r[3]}" not in ALLOWED and not r[1].startswith(ALLOWED_PREFIXES)
     ]
     for length, rel, line, name in sorted(too_long, reverse=True):
         print(f"{rel}:{line}: {name} is {length} lines (at most {limit}); split it into named steps")

@@ -39,7 +39,8 @@ def test_a_planted_long_function_is_named(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "csrc", tmp_path / "csrc")
     path = tmp_path / "csrc" / "core" / "plan" / "plan_verdict.cc"
     body = "".join(f"  total += {i};\n" for i in range(79))
-    path.write_text(path.read_text() + f"\nnamespace vllm_mem {{\nint Planted(int total) {{\n{body}  return total;\n}}\n}}\n")
+    planted = f"\nnamespace vllm_mem {{\nint Planted(int total) {{\n{body}  return total;\n}}\n}}\n"
+    path.write_text(path.read_text() + planted)
     result = _check(tmp_path)
     assert result.returncode == 1
     assert "csrc/core/plan/plan_verdict.cc" in result.stdout and "Planted is 82 lines" in result.stdout
@@ -48,16 +49,16 @@ def test_a_planted_long_function_is_named(tmp_path: Path) -> None:
 def test_the_scanner_counts_signature_to_closing_brace() -> None:
     scan = _scanner()
     text = (
-        "namespace a {\n"                        # 1
+        "namespace a {\n"  # 1
         "struct S { int f() const { return 1; } };\n"  # 2: a method inside a class
-        "// int NotCode() { a comment }\n"       # 3
-        "std::string G(int x,\n"                 # 4
-        "              int y) {\n"               # 5
-        '  const char* s = "}{";\n'              # 6: braces in a string
-        "  auto l = [&] { return x; };\n"        # 7: a lambda is part of G
-        "  if (x) { return \"\"; }\n"            # 8
-        "  return {};\n"                         # 9
-        "}\n"                                    # 10
+        "// int NotCode() { a comment }\n"  # 3
+        "std::string G(int x,\n"  # 4
+        "              int y) {\n"  # 5
+        '  const char* s = "}{";\n'  # 6: braces in a string
+        "  auto l = [&] { return x; };\n"  # 7: a lambda is part of G
+        '  if (x) { return ""; }\n'  # 8
+        "  return {};\n"  # 9
+        "}\n"  # 10
         "}  // namespace a\n"
     )
     found = {name: (line, length) for name, line, length in scan.functions(text)}
