@@ -28,9 +28,6 @@ ALLOWED = {
     # The config reader grows a branch per model family; the engineers adding families own it
     # and split it as families settle (model area).
     "csrc/core/model/model_spec.cc:ModelSpec::FromHfConfig",
-    # The text report moves to Python (presentation in one place, issue 21 item 5); it is
-    # deleted there rather than split here.
-    "csrc/core/plan/startup_plan.cc:FormatPlanReport",
 }
 # Whole files owned by the model-family work: every function of the model area's readers.
 ALLOWED_PREFIXES = ("csrc/core/model/",)
