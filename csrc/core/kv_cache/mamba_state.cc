@@ -11,7 +11,6 @@
 
 #include "core/base/checked_math.h"
 #include "core/model/parallelism.h"
-#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/base/units.h"
@@ -209,14 +208,10 @@ HybridLayerPlan PlanHybridLayers(const ModelSpec& model, const KvSpecBuildOption
                                  int64_t default_block_size) {
   const HybridKvOptions& h = options.hybrid;
   if (!model.hybrid) throw InvalidArgument("model", "has no recurrent (Mamba / linear-attention) layers");
-  if (h.cache_mode == MambaCacheMode::kAll && model.model_type.rfind("qwen3_5", 0) == 0) {
-    // vllm/model_executor/models/qwen3_5.py refuses it when the model is built.
-    throw Unsupported("Qwen3.5 currently does not support 'all' prefix caching, please use "
-                      "'--mamba-cache-mode=align' instead");
-  }
-  // Families whose vLLM model refuses it when built (model_families.json traits; LFM2).
-  if (const JsonValue* family = FamilyTraits(model.model_type); h.cache_mode == MambaCacheMode::kAll && family) {
-    if (const JsonValue* refusal = family->Find("mamba_cache_mode_all_refusal")) throw Unsupported(refusal->AsString());
+  if (h.cache_mode == MambaCacheMode::kAll && !model.hybrid->cache_mode_all_refusal.empty()) {
+    // The family's model file refuses it when the model is built (model_families.json traits:
+    // Qwen3.5's qwen3_5.py, LFM2's lfm2.py).
+    throw Unsupported(model.hybrid->cache_mode_all_refusal);
   }
   const DType model_dtype = ResolveModelDType(h.model_dtype, model.dtype, "dtype");
   MambaStateOptions so;

@@ -8,16 +8,14 @@
 #include <string>
 
 #include "core/base/checked_math.h"
+#include "core/model/config_readers.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/model/hybrid_spec.h"
-#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 
 namespace vllm_mem {
 namespace {
-
-bool StartsWithQwen35(const std::string& model_type) { return model_type.rfind("qwen3_5", 0) == 0; }
 
 const JsonValue* Present(const JsonValue& obj, const char* key) {
   const JsonValue* v = obj.Find(key);
@@ -79,6 +77,31 @@ void RequireGroupsDivideHeads(const HybridSpec& h, const char* groups_key, const
 
 void SetAttention(LayerSpec& l, bool attention) { l.attention = attention ? AttentionKind::kFull : AttentionKind::kNone; }
 
+/*! The spellings of Mamba-2's group / state / conv fields in one family's config. */
+struct Mamba2Keys {
+  const char* groups;
+  const char* heads;  //!< named in the groups-divide-heads error
+  const char* state;
+  const char* conv;
+  const char* chunk;
+  const char* conv_bias;
+  const char* proj_bias;
+  int64_t default_groups;
+  int64_t default_chunk;
+};
+
+/*! Groups (dividing the heads), state size, conv kernel, SSD chunk and biases, with transformers'
+ *  defaults (state 128, kernel 4, conv bias on, projection bias off; groups and chunk per family). */
+void ReadMamba2Shape(HybridSpec& h, const JsonValue& text, const Mamba2Keys& k) {
+  h.n_groups = Dim(text, {k.groups}, k.default_groups, kMaxAttentionHeads);
+  RequireGroupsDivideHeads(h, k.groups, k.heads);
+  h.state_size = Dim(text, {k.state}, 128, kMaxHeadDim);
+  h.conv_kernel = Dim(text, {k.conv}, 4, 1 << 10);
+  h.chunk_size = Dim(text, {k.chunk}, k.default_chunk, kMaxModelLenTokens);
+  h.conv_bias = BoolOr(text, k.conv_bias, true);
+  h.proj_bias = BoolOr(text, k.proj_bias, false);
+}
+
 /*! Mamba-2 dimensions under the spelling of Bamba / Granite-4.0-H / Falcon-H1 (mamba_*). The
  *  head dim "auto" (or absent) is mamba_expand * hidden / mamba_n_heads (transformers' BambaConfig). */
 void ReadMamba2Prefixed(HybridSpec& h, const ModelSpec& spec, const JsonValue& text) {
@@ -99,13 +122,8 @@ void ReadMamba2Prefixed(HybridSpec& h, const ModelSpec& spec, const JsonValue& t
   } else {
     h.head_dim = Dim(text, {"mamba_d_head"}, 0, kMaxHeadDim);
   }
-  h.n_groups = Dim(text, {"mamba_n_groups"}, 1, kMaxAttentionHeads);
-  RequireGroupsDivideHeads(h, "mamba_n_groups", "mamba_n_heads");
-  h.state_size = Dim(text, {"mamba_d_state"}, 128, kMaxHeadDim);
-  h.conv_kernel = Dim(text, {"mamba_d_conv"}, 4, 1 << 10);
-  h.chunk_size = Dim(text, {"mamba_chunk_size"}, 256, kMaxModelLenTokens);
-  h.conv_bias = BoolOr(text, "mamba_conv_bias", true);
-  h.proj_bias = BoolOr(text, "mamba_proj_bias", false);
+  ReadMamba2Shape(h, text, {"mamba_n_groups", "mamba_n_heads", "mamba_d_state", "mamba_d_conv", "mamba_chunk_size",
+                            "mamba_conv_bias", "mamba_proj_bias", 1, 256});
 }
 
 /*! layer_types ("mamba"/"attention") or attn_layer_indices (Bamba). */
@@ -223,13 +241,8 @@ void ReadNemotronH(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
   h.head_dim = Dim(text, {"mamba_head_dim"}, 0, kMaxHeadDim);
   // vLLM's NemotronHMamba2Mixer: intermediate_size = mamba_num_heads * mamba_head_dim.
   h.intermediate_size = CheckedMul(h.num_heads, h.head_dim, "mamba_num_heads");
-  h.n_groups = Dim(text, {"n_groups"}, 8, kMaxAttentionHeads);
-  RequireGroupsDivideHeads(h, "n_groups", "mamba_num_heads");
-  h.state_size = Dim(text, {"ssm_state_size"}, 128, kMaxHeadDim);
-  h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
-  h.chunk_size = Dim(text, {"chunk_size"}, 128, kMaxModelLenTokens);
-  h.conv_bias = BoolOr(text, "use_conv_bias", true);
-  h.proj_bias = BoolOr(text, "use_bias", false);
+  ReadMamba2Shape(h, text, {"n_groups", "mamba_num_heads", "ssm_state_size", "conv_kernel", "chunk_size",
+                            "use_conv_bias", "use_bias", 8, 128});
   h.ssm_dtype_from_config = true;
   // transformers' NemotronHConfig defaults mamba_ssm_cache_dtype to "float32", so vLLM's
   // getattr(hf_config, "mamba_ssm_cache_dtype", ...) sees float32 when the file omits it.
@@ -279,20 +292,58 @@ void ReadGatedDeltaNet(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
     throw InvalidArgument("linear_num_value_heads", "must be a multiple of linear_num_key_heads (" +
                                                         std::to_string(h.num_k_heads) + ")");
   }
-  if (StartsWithQwen35(spec.model_type)) {
+  if (const JsonValue* field = FamilyTrait(spec.model_type, "ssm_dtype_field")) {
     // Qwen3_5ForConditionalGenerationConfig.verify_and_update_config: with
     // --mamba-ssm-cache-dtype auto, the SSM state takes text_config.mamba_ssm_dtype.
     h.ssm_dtype_from_config = true;
-    h.config_ssm_cache_dtype = StringOr(text, "mamba_ssm_dtype");
+    h.config_ssm_cache_dtype = StringOr(text, field->AsString().c_str());
   }
 }
 
-/*! The layer reader model_families.json names for this family ("hybrid_layers"), or "" when its
- *  rules are written here per model_type. */
-std::string HybridLayersTrait(std::string_view model_type) {
-  const JsonValue* family = FamilyTraits(model_type);
-  const JsonValue* mixer = family != nullptr ? family->Find("hybrid_layers") : nullptr;
-  return mixer != nullptr ? mixer->AsString() : "";
+/*! Falcon-H1 (vllm falcon_h1.py): every layer runs attention and a Mamba-2 mixer in parallel. */
+void ReadParallelMamba2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  ReadMamba2Prefixed(h, spec, text);
+  h.gated_norm = BoolOr(text, "mamba_rms_norm", false);
+  for (LayerSpec& l : spec.layers) {
+    SetAttention(l, true);
+    l.recurrent_state = true;
+  }
+}
+
+/*! Bamba / Granite-4.0-H: Mamba-2 layers and attention layers listed by the config. */
+void ReadListedMamba2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  ReadMamba2Prefixed(h, spec, text);
+  ReadListedLayers(spec, text);
+  const JsonValue* field = FamilyTrait(spec.model_type, "shared_mlp_field");
+  if (field == nullptr) return;
+  // GraniteMoeHybrid: every layer has the MoE block when num_local_experts > 0, plus a shared
+  // MLP of shared_intermediate_size; otherwise a dense shared MLP only.
+  const char* key = field->AsString().c_str();
+  const int64_t shared = IntOr(text, {key}, 0);
+  RequireNonNegative(shared, key);
+  RequireAtMost(shared, kMaxIntermediateSize, key, "vllm_mem/base/limits.h");
+  if (spec.moe) {
+    spec.moe->shared_expert_intermediate_size = shared;
+    spec.moe->shared_expert_gate = false;  // a plain shared MLP, no sigmoid gate
+  } else if (shared > 0) {
+    spec.intermediate_size = shared;
+  }
+  for (LayerSpec& l : spec.layers) l.moe = spec.moe.has_value();
+}
+
+/*! Mamba2ForCausalLM (vllm mamba2.py): every layer a Mamba-2 mixer, no attention, no MLP. */
+void ReadMamba2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  h.kind = RecurrentMixerKind::kMamba2;
+  h.num_heads = Dim(text, {"num_heads"}, 0, kMaxAttentionHeads);
+  h.head_dim = Dim(text, {"head_dim"}, 64, kMaxHeadDim);
+  h.intermediate_size = CheckedMul(Dim(text, {"expand"}, 2, 1 << 10), spec.hidden_size, "expand");
+  ReadMamba2Shape(h, text, {"n_groups", "num_heads", "state_size", "conv_kernel", "chunk_size", "use_conv_bias",
+                            "use_bias", 1, 256});
+  for (LayerSpec& l : spec.layers) {
+    SetAttention(l, false);
+    l.recurrent_state = true;
+    l.mlp = false;
+  }
 }
 
 /*! A pure Mamba-1 model (vllm mamba.py, transformers MambaConfig / FalconMambaConfig): every
@@ -376,19 +427,36 @@ void ReadLfm2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
   spec.intermediate_size = Lfm2FeedForward(text, spec.intermediate_size);
 }
 
+/*! The family's layer reader (model_families.json "hybrid_layers"), or nullptr. */
+using HybridReader = void (*)(ModelSpec&, HybridSpec&, const JsonValue&);
+HybridReader ReaderFor(const std::string& model_type) {
+  const JsonValue* name = FamilyTrait(model_type, "hybrid_layers");
+  if (name == nullptr) return nullptr;
+  const struct {
+    const char* name;
+    HybridReader read;
+  } kReaders[] = {{"jamba", ReadJamba},
+                  {"nemotron_h", ReadNemotronH},
+                  {"gated_deltanet", ReadGatedDeltaNet},
+                  {"parallel_mamba2", ReadParallelMamba2},
+                  {"listed_mamba2", ReadListedMamba2},
+                  {"mamba2", ReadMamba2},
+                  {"mamba1", ReadPureMamba1},
+                  {"short_conv", ReadLfm2}};
+  for (const auto& r : kReaders) {
+    if (name->AsString() == r.name) return r.read;
+  }
+  return nullptr;  // model_family.cc checks the names when it parses the file
+}
+
 }  // namespace
 
-bool IsHybridModelType(std::string_view t) {
-  if (!HybridLayersTrait(t).empty()) return true;
-  for (const char* known : {"jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1", "qwen3_next", "qwen3_5",
-                            "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "mamba2"}) {
-    if (t == known) return true;
-  }
-  return false;
-}
+bool IsHybridModelType(std::string_view t) { return ReaderFor(std::string(t)) != nullptr; }
 
 void ReadHybridLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& top) {
   (void)top;
+  const HybridReader read = ReaderFor(spec.model_type);
+  if (read == nullptr) throw InvalidArgument("model_type", "no hybrid layer rules for " + EchoValue(spec.model_type));
   if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {
     spec.layers.assign(static_cast<size_t>(spec.num_layers), LayerSpec{});
   }
@@ -396,62 +464,10 @@ void ReadHybridLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& t
     if (const JsonValue* kv = Present(*q, "kv_cache_scheme"); kv != nullptr) spec.checkpoint_kv_cache_dtype = "fp8";
   }
   HybridSpec h;
-  const std::string& t = spec.model_type;
-  if (t == "jamba") {
-    ReadJamba(spec, h, text);
-  } else if (t == "nemotron_h") {
-    ReadNemotronH(spec, h, text);
-  } else if (t == "qwen3_next" || StartsWithQwen35(t)) {
-    ReadGatedDeltaNet(spec, h, text);
-  } else if (t == "falcon_h1") {
-    // Falcon-H1 (vllm falcon_h1.py): every layer runs attention and a Mamba-2 mixer in parallel.
-    ReadMamba2Prefixed(h, spec, text);
-    h.gated_norm = BoolOr(text, "mamba_rms_norm", false);
-    for (LayerSpec& l : spec.layers) {
-      SetAttention(l, true);
-      l.recurrent_state = true;
-    }
-  } else if (t == "bamba" || t == "granitemoehybrid") {
-    ReadMamba2Prefixed(h, spec, text);
-    ReadListedLayers(spec, text);
-    if (t == "granitemoehybrid") {
-      // GraniteMoeHybrid: every layer has the MoE block when num_local_experts > 0, plus a
-      // shared MLP of shared_intermediate_size; otherwise a dense shared MLP only.
-      const int64_t shared = IntOr(text, {"shared_intermediate_size"}, 0);
-      RequireNonNegative(shared, "shared_intermediate_size");
-      RequireAtMost(shared, kMaxIntermediateSize, "shared_intermediate_size", "vllm_mem/base/limits.h");
-      if (spec.moe) {
-        spec.moe->shared_expert_intermediate_size = shared;
-        spec.moe->shared_expert_gate = false;  // a plain shared MLP, no sigmoid gate
-      } else if (shared > 0) {
-        spec.intermediate_size = shared;
-      }
-      for (LayerSpec& l : spec.layers) l.moe = spec.moe.has_value();
-    }
-  } else if (HybridLayersTrait(t) == "mamba1") {
-    ReadPureMamba1(spec, h, text);
-  } else if (HybridLayersTrait(t) == "short_conv") {
-    ReadLfm2(spec, h, text);
-  } else if (t == "mamba2") {
-    // Mamba2ForCausalLM (vllm mamba2.py): every layer a Mamba-2 mixer, no attention, no MLP.
-    h.kind = RecurrentMixerKind::kMamba2;
-    h.num_heads = Dim(text, {"num_heads"}, 0, kMaxAttentionHeads);
-    h.head_dim = Dim(text, {"head_dim"}, 64, kMaxHeadDim);
-    h.intermediate_size = CheckedMul(Dim(text, {"expand"}, 2, 1 << 10), spec.hidden_size, "expand");
-    h.n_groups = Dim(text, {"n_groups"}, 1, kMaxAttentionHeads);
-    RequireGroupsDivideHeads(h, "n_groups", "num_heads");
-    h.state_size = Dim(text, {"state_size"}, 128, kMaxHeadDim);
-    h.conv_kernel = Dim(text, {"conv_kernel"}, 4, 1 << 10);
-    h.chunk_size = Dim(text, {"chunk_size"}, 256, kMaxModelLenTokens);
-    h.conv_bias = BoolOr(text, "use_conv_bias", true);
-    h.proj_bias = BoolOr(text, "use_bias", false);
-    for (LayerSpec& l : spec.layers) {
-      SetAttention(l, false);
-      l.recurrent_state = true;
-      l.mlp = false;
-    }
-  } else {
-    throw InvalidArgument("model_type", "no hybrid layer rules for " + EchoValue(t));
+  read(spec, h, text);
+  h.dt_norms = FamilyFlag(spec.model_type, "mamba_dt_norms", false);
+  if (const JsonValue* refusal = FamilyTrait(spec.model_type, "mamba_cache_mode_all_refusal")) {
+    h.cache_mode_all_refusal = refusal->AsString();
   }
   for (const LayerSpec& l : spec.layers) {
     h.num_state_layers += l.recurrent_state ? 1 : 0;

@@ -14,7 +14,6 @@
 #include "core/model/weights_common.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/hybrid_spec.h"
-#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
 
@@ -41,14 +40,14 @@ struct LayerElements {
 void AddAttention(const ModelSpec& s, int64_t tp, LayerElements& e) {
   const int64_t heads = AttentionHeadsPerRank(s.num_attention_heads, tp);
   const int64_t kv = KvHeadsPerRank(s.num_kv_heads, tp);
-  const bool gate = s.model_type == "qwen3_next" || s.model_type.rfind("qwen3_5", 0) == 0;  // attn_output_gate
+  const bool gate = s.traits.attn_output_gate;
   const int64_t q = Mul(Mul(heads, s.head_dim), gate ? 2 : 1);
   const int64_t qkv_out = Add(q, Mul(2 * kv, s.head_dim));
   e.mixer = Add(e.mixer, Mul(s.hidden_size, qkv_out));
   if (s.traits.qkv_bias) e.mixer = Add(e.mixer, qkv_out);
   e.mixer = Add(e.mixer, Mul(Mul(heads, s.head_dim), s.hidden_size));
   if (s.traits.attention_out_bias) e.mixer = Add(e.mixer, s.hidden_size);
-  if (s.traits.qk_norm) e.mixer = Add(e.mixer, 2 * s.head_dim);
+  e.mixer = Add(e.mixer, QkNormElements(s, heads, kv, tp));
 }
 
 /*! The recurrent mixer of one layer on one rank. */
@@ -68,7 +67,7 @@ void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& 
       e.mixer = Add(e.mixer, Add(Mul(dt_rank, i), i));  // dt_proj has a bias
       e.mixer_fp32 = Add(e.mixer_fp32, Mul(i, h.state_size));
       e.mixer = Add(e.mixer, i);  // D
-      if (s.model_type == "jamba") e.mixer = Add(e.mixer, Add(dt_rank, 2 * h.state_size));
+      if (h.dt_norms) e.mixer = Add(e.mixer, Add(dt_rank, 2 * h.state_size));
       e.mixer = Add(e.mixer, Mul(i, hidden));
       if (h.proj_bias) e.mixer = Add(e.mixer, hidden);
       break;
@@ -132,7 +131,8 @@ void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& 
   }
 }
 
-/*! A gated (gate_up + down) or plain (up + down, Nemotron-H's ReLU^2) MLP, column / row split. */
+/*! A gated (gate_up + down) or plain (up + down, Nemotron-H's ReLU^2: traits.gated_mlp false) MLP,
+ *  column / row split. */
 int64_t MlpElements(const ModelSpec& s, int64_t intermediate, int64_t tp, bool gated, const char* what) {
   const int64_t i = Split(intermediate, tp, what);
   int64_t n = Mul(Mul(s.hidden_size, i), gated ? 3 : 2);
@@ -142,9 +142,10 @@ int64_t MlpElements(const ModelSpec& s, int64_t intermediate, int64_t tp, bool g
 
 void AddMlp(const ModelSpec& s, const LayerSpec& l, int64_t tp, LayerElements& e) {
   if (!l.mlp) return;
-  const bool gated = s.model_type != "nemotron_h";
+  const bool gated = s.traits.gated_mlp;
   if (l.moe && s.moe) {
-    if (s.model_type == "nemotron_h") {
+    if (!gated) {
+      // Nemotron-H's MoE blocks (E in hybrid_override_pattern) run ReLU^2 experts.
       throw Unsupported("Nemotron-H MoE blocks (E in hybrid_override_pattern) are not in the weight count yet");
     }
     const MoeSpec& m = *s.moe;
@@ -159,13 +160,9 @@ void AddMlp(const ModelSpec& s, const LayerSpec& l, int64_t tp, LayerElements& e
   e.mlp = Add(e.mlp, MlpElements(s, s.intermediate_size, tp, gated, "intermediate_size"));
 }
 
-/*! Norms of one layer: Nemotron-H and Mamba-2 blocks have one (the block's norm), the families
- *  with traits as many as model_families.json says (Mamba: one), the others an input norm and a
- *  norm before the MLP (traits.norms_per_layer's default, 2). */
-int64_t NormElements(const ModelSpec& s) {
-  const bool single = s.model_type == "nemotron_h" || s.model_type == "mamba2";
-  return Mul(single ? 1 : s.traits.norms_per_layer, s.hidden_size);
-}
+/*! Norms of one layer: Nemotron-H and Mamba-2 blocks have one (the block's norm), the others an
+ *  input norm and a norm before the MLP (traits.norms_per_layer, model_families.json). */
+int64_t NormElements(const ModelSpec& s) { return Mul(s.traits.norms_per_layer, s.hidden_size); }
 
 LayerElements Layer(const ModelSpec& s, const LayerSpec& l, int64_t tp, bool per_rank) {
   LayerElements e;
@@ -176,16 +173,6 @@ LayerElements Layer(const ModelSpec& s, const LayerSpec& l, int64_t tp, bool per
   return e;
 }
 
-/*! The rotary cos/sin cache: only families whose attention uses RoPE (Jamba, Nemotron-H,
- *  Granite-4.0-H with position_embedding_type "nope" and Mamba-2 have none). */
-bool UsesRope(const ModelSpec& s) {
-  // A family with traits says so itself (model_families.json "rotary": LFM2).
-  if (const JsonValue* family = FamilyTraits(s.model_type); family != nullptr && family->Find("rotary") != nullptr) {
-    return family->Find("rotary")->AsBool();
-  }
-  return s.model_type == "qwen3_next" || s.model_type.rfind("qwen3_5", 0) == 0 || s.model_type == "falcon_h1" ||
-         s.model_type == "bamba";
-}
 
 }  // namespace
 
@@ -215,7 +202,9 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   const int64_t embedding_bytes = Mul(Mul(VocabRowsPerRank(spec.vocab_size, tp), spec.hidden_size), dt);
   const int64_t rotary_dim =
       static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
-  const int64_t rope_bytes = UsesRope(spec) ? Mul(Mul(spec.traits.rope_cache_positions, rotary_dim), dt) : 0;
+  // The rotary cos/sin cache: none where the family's attention has no RoPE (Jamba, Nemotron-H,
+  // Granite-4.0-H with position_embedding_type "nope", Mamba-2: rope_cache_positions 0).
+  const int64_t rope_bytes = Mul(Mul(spec.traits.rope_cache_positions, rotary_dim), dt);
 
   for (int64_t rank = 0; rank < pp; ++rank) {
     RankWeights r;

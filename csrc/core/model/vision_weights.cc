@@ -104,8 +104,29 @@ void InternVitLayers(const VisionEncoderSpec& s, std::vector<Tensor>& out) {
   }
 }
 
-std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
-  std::vector<Tensor> t;
+/*! Qwen3_VisionTransformer (vllm qwen3_vl.py): Conv3d patch embedding with bias, a learned
+ *  position table (nn.Embedding, replicated), blocks of LayerNorm + qkv / proj + a plain GELU MLP
+ *  (all with bias), the patch merger (LayerNorm over h) and one DeepStack merger per
+ *  deepstack_visual_indexes entry (use_postshuffle_norm: LayerNorm over the merged width). */
+void Qwen3VlTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
+  const int64_t h = s.hidden_size;
+  const int64_t patch_area = Mul(s.patch_size, s.patch_size);
+  t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), patch_area), true});
+  t.push_back({s.num_position_embeddings, h});
+  EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+  const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
+  t.push_back({Mul(2, h), 1});
+  t.push_back({merged, merged, true, Split::kColumn});
+  t.push_back({s.out_hidden_size, merged, true, Split::kRow});
+  if (s.num_deepstack_mergers > 0) {
+    t.push_back({Mul(2, merged), 1, false, Split::kReplicated, true, s.num_deepstack_mergers});
+    t.push_back({merged, merged, true, Split::kColumn, true, s.num_deepstack_mergers});
+    t.push_back({s.out_hidden_size, merged, true, Split::kRow, true, s.num_deepstack_mergers});
+  }
+}
+
+/*! The tower's tensors: patch embedding, positions, layers, final norms (and heads / adapters). */
+void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
   const int64_t h = s.hidden_size;
   const int64_t patch_area = Mul(s.patch_size, s.patch_size);
   const int64_t grid = s.image_size > 0 ? Mul(s.image_size / s.patch_size, s.image_size / s.patch_size) : 0;
@@ -170,25 +191,9 @@ std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
       for (Tensor& x : t) x.split = Split::kReplicated;
       t.push_back({Mul(2, h), 1});  // final_layernorm
       break;
-    case VisionEncoderKind::kQwen3Vl: {
-      // Qwen3_VisionTransformer (vllm qwen3_vl.py): Conv3d patch embedding with bias, a learned
-      // position table (nn.Embedding, replicated), blocks of LayerNorm + qkv / proj + a plain
-      // GELU MLP (all with bias), the patch merger (LayerNorm over h) and one DeepStack merger
-      // per deepstack_visual_indexes entry (use_postshuffle_norm: LayerNorm over the merged width).
-      t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), patch_area), true});
-      t.push_back({s.num_position_embeddings, h});
-      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
-      const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
-      t.push_back({Mul(2, h), 1});
-      t.push_back({merged, merged, true, Split::kColumn});
-      t.push_back({s.out_hidden_size, merged, true, Split::kRow});
-      if (s.num_deepstack_mergers > 0) {
-        t.push_back({Mul(2, merged), 1, false, Split::kReplicated, true, s.num_deepstack_mergers});
-        t.push_back({merged, merged, true, Split::kColumn, true, s.num_deepstack_mergers});
-        t.push_back({s.out_hidden_size, merged, true, Split::kRow, true, s.num_deepstack_mergers});
-      }
+    case VisionEncoderKind::kQwen3Vl:
+      Qwen3VlTensors(s, t);
       break;
-    }
     case VisionEncoderKind::kInternVit:
       // InternVisionModel (vllm intern_vit.py): class token, Conv2d patch embedding with bias,
       // position table of grid + 1 rows; each layer qkv (qkv_bias) / proj (bias), optional q/k
@@ -200,6 +205,11 @@ std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
       InternVitLayers(s, t);
       break;
   }
+}
+
+/*! The projector's tensors into the language model's width. */
+void ProjectorTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
+  const int64_t h = s.hidden_size;
   switch (s.projector) {
     case VisionProjectorKind::kGemma3:
       t.push_back({h, s.text_hidden_size});  // mm_input_projection_weight, a plain Parameter
@@ -245,6 +255,12 @@ std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
       break;
     }
   }
+}
+
+std::vector<Tensor> Describe(const VisionEncoderSpec& s) {
+  std::vector<Tensor> t;
+  EncoderTensors(s, t);
+  ProjectorTensors(s, t);
   return t;
 }
 
@@ -359,6 +375,143 @@ int64_t DeepstackMergers(const JsonValue& v, int64_t num_layers) {
   return static_cast<int64_t>(list->AsArray().size());
 }
 
+/*! The tower and projector kinds of a vision_config class under a wrapper; false when either
+ *  has no rules. */
+bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncoderSpec& s) {
+  const struct { const char* name; VisionEncoderKind kind; } kEncoders[] = {
+      {"siglip_vision_model", VisionEncoderKind::kSiglip}, {"clip_vision_model", VisionEncoderKind::kClip},
+      {"pixtral", VisionEncoderKind::kPixtral},           {"llama4_vision_model", VisionEncoderKind::kLlama4},
+      {"qwen2_5_vl_vision", VisionEncoderKind::kQwen25Vl}, {"moonvit", VisionEncoderKind::kMoonVit},
+      {"qwen3_vl_vision", VisionEncoderKind::kQwen3Vl},   {"intern_vit_6b", VisionEncoderKind::kInternVit}};
+  const struct { const char* name; VisionProjectorKind kind; } kProjectors[] = {
+      {"gemma3", VisionProjectorKind::kGemma3},     {"mistral3", VisionProjectorKind::kMistral3},
+      {"llava_next", VisionProjectorKind::kLlavaNext}, {"llama4", VisionProjectorKind::kLlama4},
+      {"qwen2_5_vl", VisionProjectorKind::kQwen25Vl}, {"kimi_vl", VisionProjectorKind::kKimiVl},
+      {"llava", VisionProjectorKind::kLlava},         {"internvl_chat", VisionProjectorKind::kInternVl},
+      {"qwen3_vl", VisionProjectorKind::kQwen3Vl},    {"qwen3_vl_moe", VisionProjectorKind::kQwen3Vl}};
+  bool encoder = false;
+  bool projector = false;
+  for (const auto& e : kEncoders) {
+    if (cls != e.name) continue;
+    s.encoder = e.kind;
+    encoder = true;
+  }
+  for (const auto& p : kProjectors) {
+    if (wrapper != p.name) continue;
+    s.projector = p.kind;
+    projector = true;
+  }
+  return encoder && projector;
+}
+
+/*! The sizes every tower has, and the image size of towers with learned position tables. */
+void ReadTowerDimensions(const JsonValue& v, VisionEncoderSpec& s) {
+  s.hidden_size = VisionInt(v, {"hidden_size", "embed_dim"}, kMaxHiddenSize);
+  s.intermediate_size = VisionInt(v, {"intermediate_size"}, kMaxIntermediateSize);
+  s.num_layers = VisionInt(v, {"num_hidden_layers", "depth"}, kMaxNumLayers);
+  s.num_heads = VisionInt(v, {"num_attention_heads", "num_heads"}, kMaxAttentionHeads);
+  s.patch_size = VisionInt(v, {"patch_size"}, kMaxHeadDim);
+  s.num_channels = s.encoder == VisionEncoderKind::kMoonVit
+                       ? 3
+                       : VisionInt(v, {"num_channels", "in_channels", "in_chans"}, kMaxHeadDim);
+  if (s.hidden_size % s.num_heads != 0) {
+    throw InvalidArgument("vision_config.num_attention_heads", "must divide vision hidden_size (" +
+                                                                   std::to_string(s.hidden_size) + "), got " +
+                                                                   std::to_string(s.num_heads));
+  }
+  s.loaded_layers = s.num_layers;
+  const bool learned_positions = s.encoder == VisionEncoderKind::kSiglip || s.encoder == VisionEncoderKind::kClip ||
+                                 s.encoder == VisionEncoderKind::kLlama4 || s.encoder == VisionEncoderKind::kInternVit;
+  if (learned_positions) {
+    s.image_size = VisionInt(v, {"image_size"}, kMaxHiddenSize);
+    if (s.image_size < s.patch_size) {
+      throw InvalidArgument("vision_config.image_size", "must be at least patch_size (" + std::to_string(s.patch_size) +
+                                                            "), got " + std::to_string(s.image_size));
+    }
+  }
+}
+
+/*! MoonViT's merge_kernel_size: two positive integers. */
+void ReadMergeKernel(const JsonValue& v, VisionEncoderSpec& s) {
+  const JsonValue* k = v.Find("merge_kernel_size");
+  if (k == nullptr || !k->IsArray() || k->AsArray().size() != 2 || !k->AsArray()[0].IsNumber() ||
+      !k->AsArray()[1].IsNumber() || !k->AsArray()[0].AsNumber().integer || !k->AsArray()[1].AsNumber().integer) {
+    throw InvalidArgument("vision_config.merge_kernel_size", "must be a list of two positive integers");
+  }
+  s.merge_kernel_h = *k->AsArray()[0].AsNumber().integer;
+  s.merge_kernel_w = *k->AsArray()[1].AsNumber().integer;
+  RequirePositiveAtMost(s.merge_kernel_h, kMaxHeadDim, "vision_config.merge_kernel_size", "a kernel of patches");
+  RequirePositiveAtMost(s.merge_kernel_w, kMaxHeadDim, "vision_config.merge_kernel_size", "a kernel of patches");
+}
+
+/*! The fields only one tower kind has. */
+void ReadEncoderExtras(const JsonValue& config, const JsonValue& v, VisionEncoderSpec& s) {
+  switch (s.encoder) {
+    case VisionEncoderKind::kSiglip:
+      s.use_head = VisionBool(v, "vision_use_head", true);
+      break;
+    case VisionEncoderKind::kQwen25Vl:
+      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
+      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
+      s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
+      break;
+    case VisionEncoderKind::kQwen3Vl:
+      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
+      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
+      s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
+      s.num_position_embeddings = VisionInt(v, {"num_position_embeddings"}, kMaxModelLenTokens);
+      s.num_deepstack_mergers = DeepstackMergers(v, s.num_layers);
+      break;
+    case VisionEncoderKind::kInternVit:
+      ReadInternVit(config, v, s);
+      break;
+    case VisionEncoderKind::kMoonVit:
+      s.pos_emb_height = VisionInt(v, {"init_pos_emb_height"}, kMaxHeadDim);
+      s.pos_emb_width = VisionInt(v, {"init_pos_emb_width"}, kMaxHeadDim);
+      ReadMergeKernel(v, s);
+      break;
+    case VisionEncoderKind::kLlama4:
+      s.vision_output_dim = VisionInt(v, {"vision_output_dim"}, kMaxHiddenSize);
+      s.projector_input_dim = VisionInt(v, {"projector_input_dim"}, kMaxHiddenSize);
+      s.projector_output_dim = VisionInt(v, {"projector_output_dim"}, kMaxHiddenSize);
+      s.projector_bias = VisionBool(v, "multi_modal_projector_bias", false);
+      break;
+    default:
+      break;
+  }
+}
+
+/*! Mistral-3's spatial_merge_size. Absent or null: Mistral3Config's default, 2. Anything else
+ *  must be a whole number: a 2.5 (or a string) once fell back to 2 here, sizing a projector
+ *  vLLM cannot build. */
+int64_t ReadSpatialMergeSize(const JsonValue& config) {
+  const JsonValue* m = config.Find("spatial_merge_size");
+  int64_t size = 2;
+  if (m != nullptr && !m->IsNull()) {
+    if (!m->IsNumber()) throw InvalidArgument("spatial_merge_size", "must be a positive integer, got " + m->KindName());
+    const auto& n = m->AsNumber();
+    if (n.integer) {
+      size = *n.integer;
+    } else if (n.value >= 1 && n.value <= static_cast<double>(kMaxHeadDim) && n.value == std::floor(n.value)) {
+      size = static_cast<int64_t>(n.value);  // 2.0: integral, as model_spec.cc accepts
+    } else {
+      std::ostringstream got;
+      got << n.value;
+      throw InvalidArgument("spatial_merge_size", "must be a positive integer, got " + got.str());
+    }
+  }
+  RequirePositiveAtMost(size, kMaxHeadDim, "spatial_merge_size", "a merge of patches per side");
+  return size;
+}
+
+/*! LLaVA-style projectors (Mistral-3, LLaVA-NeXT): feature layers, bias and Mistral-3's merge. */
+void ReadLlavaProjector(const JsonValue& config, VisionEncoderSpec& s) {
+  ReadFeatureLayers(config, s);
+  const JsonValue* bias = config.Find("multimodal_projector_bias");
+  s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector != VisionProjectorKind::kMistral3;
+  if (s.projector == VisionProjectorKind::kMistral3) s.spatial_merge_size = ReadSpatialMergeSize(config);
+}
+
 }  // namespace
 
 const char* VisionEncoderKindName(VisionEncoderKind kind) {
@@ -381,121 +534,16 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   const JsonValue& v = *config.Find("vision_config");
   const JsonValue* wrapper_type = config.Find("model_type");
   const std::string wrapper = (wrapper_type != nullptr && wrapper_type->IsString()) ? wrapper_type->AsString() : "";
-
   VisionEncoderSpec s;
   s.config_class = cls;
-  if (cls == "siglip_vision_model") s.encoder = VisionEncoderKind::kSiglip;
-  else if (cls == "clip_vision_model") s.encoder = VisionEncoderKind::kClip;
-  else if (cls == "pixtral") s.encoder = VisionEncoderKind::kPixtral;
-  else if (cls == "llama4_vision_model") s.encoder = VisionEncoderKind::kLlama4;
-  else if (cls == "qwen2_5_vl_vision") s.encoder = VisionEncoderKind::kQwen25Vl;
-  else if (cls == "moonvit") s.encoder = VisionEncoderKind::kMoonVit;
-  else if (cls == "qwen3_vl_vision") s.encoder = VisionEncoderKind::kQwen3Vl;
-  else if (cls == "intern_vit_6b") s.encoder = VisionEncoderKind::kInternVit;
-  else return std::nullopt;  // mllama and others: no rules, the caveat stays
-  if (wrapper == "gemma3") s.projector = VisionProjectorKind::kGemma3;
-  else if (wrapper == "mistral3") s.projector = VisionProjectorKind::kMistral3;
-  else if (wrapper == "llava_next") s.projector = VisionProjectorKind::kLlavaNext;
-  else if (wrapper == "llama4") s.projector = VisionProjectorKind::kLlama4;
-  else if (wrapper == "qwen2_5_vl") s.projector = VisionProjectorKind::kQwen25Vl;
-  else if (wrapper == "kimi_vl") s.projector = VisionProjectorKind::kKimiVl;
-  else if (wrapper == "llava") s.projector = VisionProjectorKind::kLlava;
-  else if (wrapper == "internvl_chat") s.projector = VisionProjectorKind::kInternVl;
-  else if (wrapper == "qwen3_vl" || wrapper == "qwen3_vl_moe") s.projector = VisionProjectorKind::kQwen3Vl;
-  else return std::nullopt;
-
+  // mllama and other towers or wrappers without rules: none, the multimodal caveat stays.
+  if (!SelectKinds(cls, wrapper, s)) return std::nullopt;
   s.text_hidden_size = text_hidden_size;
-  s.hidden_size = VisionInt(v, {"hidden_size", "embed_dim"}, kMaxHiddenSize);
-  s.intermediate_size = VisionInt(v, {"intermediate_size"}, kMaxIntermediateSize);
-  s.num_layers = VisionInt(v, {"num_hidden_layers", "depth"}, kMaxNumLayers);
-  s.num_heads = VisionInt(v, {"num_attention_heads", "num_heads"}, kMaxAttentionHeads);
-  s.patch_size = VisionInt(v, {"patch_size"}, kMaxHeadDim);
-  s.num_channels = s.encoder == VisionEncoderKind::kMoonVit ? 3 : VisionInt(v, {"num_channels", "in_channels", "in_chans"}, kMaxHeadDim);
-  if (s.hidden_size % s.num_heads != 0) {
-    throw InvalidArgument("vision_config.num_attention_heads", "must divide vision hidden_size (" +
-                                                                   std::to_string(s.hidden_size) + "), got " +
-                                                                   std::to_string(s.num_heads));
-  }
-  s.loaded_layers = s.num_layers;
-  const bool learned_positions = s.encoder == VisionEncoderKind::kSiglip || s.encoder == VisionEncoderKind::kClip ||
-                                 s.encoder == VisionEncoderKind::kLlama4 || s.encoder == VisionEncoderKind::kInternVit;
-  if (learned_positions) {
-    s.image_size = VisionInt(v, {"image_size"}, kMaxHiddenSize);
-    if (s.image_size < s.patch_size) {
-      throw InvalidArgument("vision_config.image_size", "must be at least patch_size (" + std::to_string(s.patch_size) +
-                                                            "), got " + std::to_string(s.image_size));
-    }
-  }
-  switch (s.encoder) {
-    case VisionEncoderKind::kSiglip:
-      s.use_head = VisionBool(v, "vision_use_head", true);
-      break;
-    case VisionEncoderKind::kQwen25Vl:
-      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
-      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
-      s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
-      break;
-    case VisionEncoderKind::kQwen3Vl:
-      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
-      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
-      s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
-      s.num_position_embeddings = VisionInt(v, {"num_position_embeddings"}, kMaxModelLenTokens);
-      s.num_deepstack_mergers = DeepstackMergers(v, s.num_layers);
-      break;
-    case VisionEncoderKind::kInternVit:
-      ReadInternVit(config, v, s);
-      break;
-    case VisionEncoderKind::kMoonVit: {
-      s.pos_emb_height = VisionInt(v, {"init_pos_emb_height"}, kMaxHeadDim);
-      s.pos_emb_width = VisionInt(v, {"init_pos_emb_width"}, kMaxHeadDim);
-      const JsonValue* k = v.Find("merge_kernel_size");
-      if (k == nullptr || !k->IsArray() || k->AsArray().size() != 2 || !k->AsArray()[0].IsNumber() ||
-          !k->AsArray()[1].IsNumber() || !k->AsArray()[0].AsNumber().integer || !k->AsArray()[1].AsNumber().integer) {
-        throw InvalidArgument("vision_config.merge_kernel_size", "must be a list of two positive integers");
-      }
-      s.merge_kernel_h = *k->AsArray()[0].AsNumber().integer;
-      s.merge_kernel_w = *k->AsArray()[1].AsNumber().integer;
-      RequirePositiveAtMost(s.merge_kernel_h, kMaxHeadDim, "vision_config.merge_kernel_size", "a kernel of patches");
-      RequirePositiveAtMost(s.merge_kernel_w, kMaxHeadDim, "vision_config.merge_kernel_size", "a kernel of patches");
-      break;
-    }
-    case VisionEncoderKind::kLlama4:
-      s.vision_output_dim = VisionInt(v, {"vision_output_dim"}, kMaxHiddenSize);
-      s.projector_input_dim = VisionInt(v, {"projector_input_dim"}, kMaxHiddenSize);
-      s.projector_output_dim = VisionInt(v, {"projector_output_dim"}, kMaxHiddenSize);
-      s.projector_bias = VisionBool(v, "multi_modal_projector_bias", false);
-      break;
-    default:
-      break;
-  }
+  ReadTowerDimensions(v, s);
+  ReadEncoderExtras(config, v, s);
   if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext ||
       s.projector == VisionProjectorKind::kLlava) {
-    ReadFeatureLayers(config, s);
-    const JsonValue* bias = config.Find("multimodal_projector_bias");
-    s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector != VisionProjectorKind::kMistral3;
-    if (s.projector == VisionProjectorKind::kMistral3) {
-      // Absent or null: Mistral3Config's default, 2. Anything else must be a whole number: a
-      // 2.5 (or a string) once fell back to 2 here, sizing a projector vLLM cannot build.
-      const JsonValue* m = config.Find("spatial_merge_size");
-      s.spatial_merge_size = 2;
-      if (m != nullptr && !m->IsNull()) {
-        if (!m->IsNumber()) {
-          throw InvalidArgument("spatial_merge_size", "must be a positive integer, got " + m->KindName());
-        }
-        const auto& n = m->AsNumber();
-        if (n.integer) {
-          s.spatial_merge_size = *n.integer;
-        } else if (n.value >= 1 && n.value <= static_cast<double>(kMaxHeadDim) &&
-                   n.value == std::floor(n.value)) {
-          s.spatial_merge_size = static_cast<int64_t>(n.value);  // 2.0: integral, as model_spec.cc accepts
-        } else {
-          std::ostringstream got;
-          got << n.value;
-          throw InvalidArgument("spatial_merge_size", "must be a positive integer, got " + got.str());
-        }
-      }
-      RequirePositiveAtMost(s.spatial_merge_size, kMaxHeadDim, "spatial_merge_size", "a merge of patches per side");
-    }
+    ReadLlavaProjector(config, s);
   }
   // Every tensor is computed once here, so a shape that overflows is refused while reading.
   VisionEncoderParameters(s);

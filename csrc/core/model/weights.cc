@@ -92,13 +92,7 @@ void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
   lin.push_back({Component::kAttention, h, Mul(heads + 2 * kv_heads, spec.head_dim), t.qkv_bias});
   // RowParallelLinear keeps the full bias on every rank.
   lin.push_back({Component::kAttention, Mul(heads, spec.head_dim), h, t.attention_out_bias});
-  if (t.qk_norm && t.qk_norm_all_heads) {
-    // MiniMaxText01RMSNormTP: q_norm / k_norm of heads x head_dim, each rank holding size / tp.
-    out.vectors.push_back({Component::kAttention, Mul(spec.num_attention_heads, spec.head_dim) / tp +
-                                                      Mul(spec.num_kv_heads, spec.head_dim) / tp});
-  } else if (t.qk_norm) {
-    out.vectors.push_back({Component::kAttention, 2 * spec.head_dim});
-  }
+  if (t.qk_norm) out.vectors.push_back({Component::kAttention, QkNormElements(spec, heads, kv_heads, tp)});
   if (t.attention_sinks) out.vectors.push_back({Component::kAttention, heads});
 }
 
@@ -131,10 +125,11 @@ void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out, const ExpertPa
   DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", out, pad);
   Linear router{Component::kMlp, spec.hidden_size, moe.num_experts, spec.traits.router_bias};
   router.quantizable = false;  // vLLM builds the gate with quant_config=None
+  // GLM-4-MoE and MiniMax-M2 build their gate in float32 (model_families.json router_dtype).
   router.element_bytes = moe.router_element_bytes;
   out.linears.push_back(router);
   if (moe.router_bias && !spec.traits.router_bias) {
-    // e_score_correction_bias: float32 in DeepSeek-V3 / MiniMax-M2, the model dtype in ERNIE-4.5-MoE.
+    // e_score_correction_bias: float32 in DeepSeek-V3 / GLM-4-MoE / MiniMax-M2, the model dtype in ERNIE-4.5-MoE.
     out.vectors.push_back({Component::kMlp, moe.num_experts, moe.score_bias_element_bytes});
   }
   if (moe.num_shared_experts > 0) {
@@ -396,8 +391,10 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t final_norm_bytes = Mul(FinalNormElements(spec), dt);
   // One cos/sin cache per distinct get_rope key: the global one, and Gemma-3's local one;
   // longrope's short cache shares the long cache's buffer.
-  const int64_t rope_rows = Add(Add(spec.traits.rope_cache_positions, spec.traits.local_rope_cache_positions),
-                                spec.traits.short_rope_cache_positions);
+  const int64_t global_rows =
+      spec.traits.rope_table_rows > 0 ? spec.traits.rope_table_rows : spec.traits.rope_cache_positions;
+  const int64_t rope_rows =
+      Add(Add(global_rows, spec.traits.local_rope_cache_positions), spec.traits.short_rope_cache_positions);
   const int64_t rope_bytes = Mul(Mul(rope_rows, RotaryDim(spec)), dt);
   const Tensors extras = EmbeddingExtras(spec);
 
@@ -448,6 +445,20 @@ void CheckWeightLayout(const ModelSpec& spec, const WeightOptions& options) {
     throw InvalidArgument("num_hidden_layers", "the spec lists " + std::to_string(spec.layers.size()) +
                                                    " layers but says " + std::to_string(spec.num_layers));
   }
+}
+
+int64_t QkNormElements(const ModelSpec& spec, int64_t heads, int64_t kv_heads, int64_t tp) {
+  if (!spec.traits.qk_norm) return 0;
+  switch (spec.traits.qk_norm_shape) {
+    case QkNormShape::kHeadDim: return Mul(2, spec.head_dim);
+    case QkNormShape::kPerHead: return Mul(heads + kv_heads, spec.head_dim);
+    // OLMo-2 all-gathers q and k before the norm: the whole weight on every rank.
+    case QkNormShape::kProjection: return Mul(spec.num_attention_heads + spec.num_kv_heads, spec.head_dim);
+    // MiniMaxText01RMSNormTP: q_norm / k_norm of all heads x head_dim, each rank holding size / tp.
+    case QkNormShape::kAllHeads:
+      return Mul(spec.num_attention_heads, spec.head_dim) / tp + Mul(spec.num_kv_heads, spec.head_dim) / tp;
+  }
+  return 0;  // unreachable: every enumerator is handled above
 }
 
 int64_t SplitEvenly(int64_t a, int64_t tp, const std::string& what) {

@@ -26,6 +26,10 @@ int64_t SplitEvenly(int64_t a, int64_t tp, const std::string& what);
  *  (vLLM's DEFAULT_VOCAB_PADDING_SIZE), then split over TP. */
 int64_t VocabRowsPerRank(int64_t vocab, int64_t tp);
 
+/*! \brief Elements of one layer's q/k norms on one rank (0 without traits.qk_norm), by
+ *  traits.qk_norm_shape; \p heads and \p kv_heads are the rank's, \p tp the TP size. */
+int64_t QkNormElements(const ModelSpec& spec, int64_t heads, int64_t kv_heads, int64_t tp);
+
 /*! \brief Sums \p rank's parts into its total and appends it, keeping the fullest rank. */
 void AppendRank(RankWeights rank, WeightBreakdown& out);
 

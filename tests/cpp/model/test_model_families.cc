@@ -220,14 +220,12 @@ TEST(ModelFamilies, MalformedFieldsAreRefusedByName) {
   ExpectInvalidArgument(read(With(llama, "rope_scaling", R"({"rope_type": "fancy", "factor": 2.0})")),
                         "rope_scaling.rope_type");
   ExpectInvalidArgument(read(With(llama, "partial_rotary_factor", "\"0.5\"")), "partial_rotary_factor");
-  ExpectInvalidArgument(read(With(llama, "max_position_embeddings", "0")),
-                        "max_position_embeddings / n_positions / "
-                        "max_sequence_length / seq_length");
+  ExpectInvalidArgument(read(With(llama, "max_position_embeddings", "0")), "max_position_embeddings");
   ExpectInvalidArgument(read(R"({"model_type": "gemma3", "text_config": "gemma3_text"})"), "text_config");
   ExpectInvalidArgument(read(R"({"model_type": "gemma3", "text_config": [{"model_type": "gemma3_text"}]})"),
                         "text_config");
   const std::string moe = With(With(llama, "num_experts_per_tok", "2"), "model_type", "\"qwen3_moe\"");
-  ExpectInvalidArgument(read(With(moe, "num_experts", "-8")), "num_local_experts / num_experts / n_routed_experts");
+  ExpectInvalidArgument(read(With(moe, "num_experts", "-8")), "num_experts");
   ExpectInvalidArgument(read(With(With(moe, "num_experts", "8"), "mlp_only_layers", "\"0,1\"")), "mlp_only_layers");
   ExpectInvalidArgument(
       read(With(llama, "quantization_config",

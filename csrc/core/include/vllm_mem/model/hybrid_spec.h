@@ -47,6 +47,10 @@ struct HybridSpec {
   bool conv_bias = true;          //!< the conv1d has a bias (use_conv_bias / mamba_conv_bias)
   bool proj_bias = false;         //!< in/out projections have biases (use_bias / mamba_proj_bias)
   bool gated_norm = true;         //!< Mamba-2's gated RMSNorm over I (Falcon-H1: mamba_rms_norm)
+  bool dt_norms = false;          //!< Mamba-1's RMSNorms on dt, B and C (Jamba)
+  /*! vLLM's refusal of --mamba-cache-mode all for this family when it builds the model
+   *  (Qwen3.5); "" when the family accepts it. From model_families.json. */
+  std::string cache_mode_all_refusal;
   /*! The SSM-state dtype the checkpoint asks vLLM for: Nemotron-H's mamba_ssm_cache_dtype,
    *  Qwen3.5's text_config.mamba_ssm_dtype. "" when the config says nothing. */
   std::string config_ssm_cache_dtype;
@@ -57,7 +61,8 @@ struct HybridSpec {
   int64_t num_attention_layers = 0;  //!< layers that keep a KV cache
 };
 
-/*! \brief True for the model_types hybrid_config.cc reads. */
+/*! \brief True for the model_types hybrid_config.cc reads (a "hybrid_layers" trait in
+ *  model_families.json). */
 bool IsHybridModelType(std::string_view model_type);
 
 /*! \brief Reads the hybrid's layer types and recurrent dimensions into \p spec (spec.hybrid and

@@ -73,7 +73,8 @@ struct MoeSpec {
   /*! Bytes per element of e_score_correction_bias: 4 (float32: DeepSeek-V3, MiniMax-M2); 0: the model
    *  dtype (ERNIE-4.5-MoE's torch.empty under vLLM's default dtype). */
   int64_t score_bias_element_bytes = 4;
-  int64_t router_element_bytes = 0;      //!< the router's weight: 0: the model dtype; 4: float32 (MiniMax-M2)
+  /*! Bytes per element of the router's weight: 0: the model dtype; 4: float32 (GLM-4-MoE, MiniMax-M2). */
+  int64_t router_element_bytes = 0;
 };
 
 /*! \brief A checkpoint's quantization_config, reduced to what changes weight bytes. */
@@ -89,6 +90,14 @@ struct QuantizationSpec {
   bool experts_only = false;  //!< only MoE expert weights are quantized (mxfp4 in gpt-oss)
 };
 
+/*! \brief The weights of a per-head q/k norm (ArchitectureTraits::qk_norm). */
+enum class QkNormShape {
+  kHeadDim,     //!< one head_dim weight each for q and k, shared by every head (Qwen3, Gemma-3)
+  kPerHead,     //!< a head_dim weight per head, split over TP with the heads (Cohere's use_qk_norm)
+  kProjection,  //!< one weight over the whole q / k projection, replicated on every rank (OLMo-2, OLMoE)
+  kAllHeads,    //!< one weight over all heads' q / k, split evenly over TP (MiniMax-M2's MiniMaxText01RMSNormTP)
+};
+
 /*! \brief Architecture details that change the parameter count but not the KV cache. */
 struct ArchitectureTraits {
   bool qkv_bias = false;          //!< biases on q, k, v projections (Qwen2, Phi)
@@ -97,16 +106,19 @@ struct ArchitectureTraits {
   bool gated_mlp = true;          //!< SwiGLU-style gate+up+down (3 matrices) vs up+down (2)
   bool norm_bias = false;         //!< LayerNorm with bias vs RMSNorm
   bool lm_head_bias = false;      //!< Phi
-  bool qk_norm = false;           //!< per-head q/k RMSNorm (Qwen3, Gemma3)
-  /*! The q / k norms span all heads and are split over TP (MiniMax-M2's MiniMaxText01RMSNormTP)
-   *  instead of one head_dim-wide norm replicated on every rank. */
-  bool qk_norm_all_heads = false;
+  bool qk_norm = false;           //!< q/k norms before rotary (Qwen3, Gemma3, OLMo-2, Cohere's use_qk_norm)
+  QkNormShape qk_norm_shape = QkNormShape::kHeadDim;  //!< the shape of those norms' weights
   int64_t norms_per_layer = 2;    //!< input + post-attention (Gemma-2/3 have 4)
   bool parallel_block = false;    //!< attention and MLP share one input norm (Phi)
   bool attention_sinks = false;   //!< one learned sink logit per query head (gpt-oss)
   bool router_bias = false;       //!< the MoE router Linear has a bias (gpt-oss)
+  bool attn_output_gate = false;  //!< q_proj also emits a sigmoid output gate (Qwen3-Next, Qwen3.5)
   double partial_rotary_factor = 1.0;  //!< fraction of head_dim that is rotated (Phi: 0.4-0.5)
   int64_t rope_cache_positions = 0;    //!< rows of vLLM's cos/sin cache; 0: no rotary embedding
+  /*! Rows of that cache when the family's attention passes get_rope a length other than the
+   *  config's (Cohere: model_max_length, which vLLM's max_model_len ignores as the larger of
+   *  its length keys). 0: rope_cache_positions. */
+  int64_t rope_table_rows = 0;
   /*! Rows of a second cos/sin cache for sliding layers with their own rope (Gemma-3's
    *  rope_local_base_freq, unscaled): vLLM's get_rope keys caches by (head_size, rotary_dim,
    *  max_position, base, rope_scaling), so a different base or scaling is a second cache.
