@@ -275,13 +275,22 @@ const GpuInfo& LookupGpu(std::string_view name) {
     throw InvalidArgument("gpu", "unknown GPU " + EchoValue(name) + ": names are at most " +
                                      std::to_string(kMaxGpuNameChars) + " characters (vllm-mem gpus lists the catalog)");
   }
+  // A plan looks its GPU up more than once, and callers loop over one GPU: the last name found
+  // is remembered per thread (the catalog is immutable), sparing the normalization's string work.
+  thread_local std::string last_found_name;
+  thread_local const GpuInfo* last_found = nullptr;
+  if (last_found != nullptr && name == last_found_name) return *last_found;
   const std::string query = NormalizeGpuName(name);
   const auto& catalog = GpuCatalog();
   if (!query.empty()) {
     const auto& normalized = NormalizedSpellings();
     for (size_t i = 0; i < catalog.size(); ++i) {
       for (const std::string& spelling : normalized[i]) {
-        if (spelling == query) return catalog[i];
+        if (spelling == query) {
+          last_found_name.assign(name);
+          last_found = &catalog[i];
+          return catalog[i];
+        }
       }
     }
     for (const auto& amb : Ambiguous()) {

@@ -116,8 +116,8 @@ std::string CudagraphProfilingLine(int64_t cudagraph_estimate_bytes, int64_t tot
          "increasing --gpu-memory-utilization from " + current + " to " + higher + ".";
 }
 
-AvailableKvMemory DetermineAvailableKvCacheMemory(int64_t requested_bytes, const ProfileMeasurements& profile,
-                                                  const AvailableKvOptions& options) {
+AvailableKvMemory AvailableKvCacheFigures(int64_t requested_bytes, const ProfileMeasurements& profile,
+                                          const AvailableKvOptions& options) {
   RequireNonNegative(requested_bytes, "requested_bytes");
   RequireNonNegative(profile.weights_bytes, "weights_bytes");
   RequireNonNegative(profile.torch_peak_increase_bytes, "torch_peak_increase_bytes");
@@ -130,6 +130,22 @@ AvailableKvMemory DetermineAvailableKvCacheMemory(int64_t requested_bytes, const
     // vLLM still runs profile_run() but subtracts nothing and takes no graph estimate.
     out.from_kv_cache_memory_bytes = true;
     out.available_kv_cache_bytes = options.kv_cache_memory_bytes;
+    return out;
+  }
+  int64_t non_kv = CheckedAdd(profile.weights_bytes, profile.torch_peak_increase_bytes, "non_kv_cache_memory");
+  non_kv = CheckedAdd(non_kv, profile.non_torch_increase_bytes, "non_kv_cache_memory");
+  out.non_kv_cache_bytes = non_kv;
+  out.cudagraph_applied_bytes = options.estimate_cudagraphs ? profile.cudagraph_estimate_bytes : 0;
+  out.available_kv_cache_bytes =
+      CheckedSub(CheckedSub(requested_bytes, non_kv, "available_kv_cache_memory"), out.cudagraph_applied_bytes,
+                 "available_kv_cache_memory");
+  return out;
+}
+
+AvailableKvMemory DetermineAvailableKvCacheMemory(int64_t requested_bytes, const ProfileMeasurements& profile,
+                                                  const AvailableKvOptions& options) {
+  AvailableKvMemory out = AvailableKvCacheFigures(requested_bytes, profile, options);
+  if (out.from_kv_cache_memory_bytes) {
     out.kv_cache_memory_bytes_line =
         "Initial free memory " + FormatGib(options.init_free_memory_bytes) + " GiB, reserved " +
         FormatGib(options.kv_cache_memory_bytes) +
@@ -140,13 +156,6 @@ AvailableKvMemory DetermineAvailableKvCacheMemory(int64_t requested_bytes, const
         "update it correspondingly.";
     return out;
   }
-  int64_t non_kv = CheckedAdd(profile.weights_bytes, profile.torch_peak_increase_bytes, "non_kv_cache_memory");
-  non_kv = CheckedAdd(non_kv, profile.non_torch_increase_bytes, "non_kv_cache_memory");
-  out.non_kv_cache_bytes = non_kv;
-  out.cudagraph_applied_bytes = options.estimate_cudagraphs ? profile.cudagraph_estimate_bytes : 0;
-  out.available_kv_cache_bytes =
-      CheckedSub(CheckedSub(requested_bytes, non_kv, "available_kv_cache_memory"), out.cudagraph_applied_bytes,
-                 "available_kv_cache_memory");
   out.available_line = "Available KV cache memory: " + FormatGib(out.available_kv_cache_bytes) + " GiB";
   out.cudagraph_line = CudagraphProfilingLine(profile.cudagraph_estimate_bytes, options.total_memory_bytes,
                                               options.gpu_memory_utilization, options.estimate_cudagraphs);

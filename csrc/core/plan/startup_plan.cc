@@ -274,7 +274,8 @@ void SizeKvCache(PlanRun& run, StartupPlan& plan) {
     pm.torch_peak_increase_bytes = rank.activation_peak_bytes;
     pm.non_torch_increase_bytes = rank.non_torch_bytes;
     pm.cudagraph_estimate_bytes = rank.cudagraph_bytes;
-    const AvailableKvMemory avail = DetermineAvailableKvCacheMemory(plan.requested_bytes, pm, ko);
+    // Figures only: Headline prints the lines once, for the tightest rank.
+    const AvailableKvMemory avail = AvailableKvCacheFigures(plan.requested_bytes, pm, ko);
     rank.cudagraph_applied_bytes = avail.cudagraph_applied_bytes;
     rank.available_kv_cache_bytes = avail.available_kv_cache_bytes;
     const size_t r = static_cast<size_t>(rank.pp_rank);

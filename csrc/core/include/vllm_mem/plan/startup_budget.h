@@ -77,6 +77,11 @@ struct AvailableKvMemory {
 AvailableKvMemory DetermineAvailableKvCacheMemory(int64_t requested_bytes, const ProfileMeasurements& profile,
                                                   const AvailableKvOptions& options);
 
+/*! \brief The figures of DetermineAvailableKvCacheMemory without its log lines (left empty):
+ *  the plan prints its lines once, for the tightest rank, not per rank. */
+AvailableKvMemory AvailableKvCacheFigures(int64_t requested_bytes, const ProfileMeasurements& profile,
+                                          const AvailableKvOptions& options);
+
 /*! \brief vLLM's CUDA-graph INFO line ("CUDA graph memory profiling is enabled ...") or, with
  *  the estimate disabled, its WARNING line. Empty when the estimate is 0. */
 std::string CudagraphProfilingLine(int64_t cudagraph_estimate_bytes, int64_t total_memory_bytes,
