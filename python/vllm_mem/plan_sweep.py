@@ -34,7 +34,12 @@ def _axis(value: Any, field: str) -> list[Any]:
         return []
     # An array (NumPy's, or anything iterable that is not a string) is an axis of values.
     if isinstance(value, (list, tuple)) or (hasattr(value, "__array__") and hasattr(value, "__iter__")):
-        return V.items(value, field, max_items=L.MAX_SWEEP_ROWS)
+        values = V.items(value, field, max_items=L.MAX_SWEEP_ROWS)
+        if not values:
+            # An empty axis would sweep nothing; leaving it out (None) means "the default", so an
+            # empty one is a mistake, never the default silently (dtype=[] planned "auto" before).
+            raise V.bad_value(field, "at least one value (leave the keyword out for the default)", value)
+        return values
     return [value]
 
 

@@ -65,6 +65,10 @@ def test_scalar_axes_and_frame_fallback() -> None:
     (dict(gpus=["H100-90GB"]), "gpu"),
     (dict(gpu_memory_utilization=[0.9, 1.2]), "gpu_memory_utilization"),
     (dict(max_model_len=[0]), "max_model_len"),
+    # An empty axis sweeps nothing: refused by name (dtype=[] planned the default "auto" before).
+    (dict(dtype=[]), "dtype"),
+    (dict(kv_cache_dtype=()), "kv_cache_dtype"),
+    (dict(max_model_len=[]), "max_model_len"),
 ])
 def test_bad_axes(kwargs: dict, field: str) -> None:
     args = dict(gpus=["H100-80GB"], max_model_len=[8192])
