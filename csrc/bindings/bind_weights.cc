@@ -41,6 +41,7 @@ py::dict RankToDict(const RankWeights& r) {
   d["norm_bytes"] = r.norm_bytes;
   d["quantization_overhead_bytes"] = r.quantization_overhead_bytes;
   d["buffer_bytes"] = r.buffer_bytes;
+  d["kernel_layout_bytes"] = r.kernel_layout_bytes;
   d["vision_encoder_bytes"] = r.vision_encoder_bytes;
   d["total_bytes"] = r.total_bytes;
   return d;

@@ -97,9 +97,10 @@ def _weight_args(dtype: Any, quantization: Any, tensor_parallel_size: Any,
             V.setting("pipeline_parallel_size", pipeline_parallel_size))
 
 
-#: vLLM's MXFP4 MoE kernels (mxfp4.py get_mxfp4_backend), which pad the expert weights
-#: differently (csrc/core/include/vllm_mem/model/weights.h WeightOptions::mxfp4_backend).
-MXFP4_BACKENDS = ("triton", "marlin", "flashinfer_trtllm", "flashinfer_cutlass")
+#: vLLM's MXFP4 MoE kernels (fused_moe/oracle/mxfp4.py select_mxfp4_moe_backend), which pad and
+#: re-lay the expert weights differently (csrc/core/include/vllm_mem/model/weights.h
+#: WeightOptions::mxfp4_backend; ``plan()`` picks the one vLLM picks on its GPU).
+MXFP4_BACKENDS = ("triton", "marlin", "flashinfer_trtllm", "flashinfer_cutlass", "triton_rocm", "triton_rocm_gfx950")
 
 
 class ModelSpec:
@@ -333,8 +334,9 @@ class ModelSpec:
         ``dtype`` is vLLM's ``--dtype`` (``auto`` keeps the checkpoint dtype, fp32 served as
         bf16); ``quantization`` is vLLM's ``--quantization`` (``None`` uses the checkpoint's
         ``quantization_config``). ``mxfp4_backend`` is the MXFP4 MoE kernel vLLM picks for the
-        GPU (:data:`MXFP4_BACKENDS`; "triton" on Hopper, "marlin" on GPUs without FP4): it sets
-        how far an MXFP4 checkpoint's expert weights are padded, and nothing else.
+        GPU (:data:`MXFP4_BACKENDS`; "triton" on Hopper, "flashinfer_trtllm" on B200/B300,
+        "marlin" on Ampere, Ada and RTX 50xx): it sets how an MXFP4 checkpoint's expert weights
+        are padded and what the kernel's layout adds after loading, and nothing else.
         """
         return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
                                                              pipeline_parallel_size),

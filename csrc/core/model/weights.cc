@@ -104,6 +104,21 @@ struct ExpertPadding {
 
 int64_t RoundUp(int64_t a, int64_t multiple) { return Mul(CeilDiv(a, multiple), multiple); }
 
+/*! What vLLM 0.19 holds for the MXFP4 experts of one backend once process_weights_after_loading
+ *  has run, i.e. when it prints "Model loading took" (fused_moe/oracle/mxfp4.py
+ *  convert_to_mxfp4_moe_kernel_format; quantization/mxfp4.py Mxfp4MoEMethod._setup_kernel). */
+struct Mxfp4Layout {
+  ExpertPadding creation;          //!< mxfp4_round_up_hidden_size_and_intermediate_size
+  int64_t bias_element_bytes = 0;  //!< 4: the backend replaces the bf16 expert biases by float32 ones
+  /*! triton_kernels' Hopper layouts (third_party/triton_kernels in the 0.19 wheel,
+   *  tensor_details/layout_details/hopper_{value,scale}.py): the values are replaced by a copy
+   *  whose (K/2, N) storage is padded to multiples of 64 bytes; the scales get a swizzled copy
+   *  with rows (N) padded to 2 * num_warps(8) * 2 * 8 = 256 and columns to 2, while the loaded
+   *  w13/w2_weight_scale parameters stay registered on the layer. */
+  bool hopper_swizzle = false;
+  bool scale_copy = false;  //!< a same-size swizzled copy of the scales (ROCm gfx950 CDNA4MXScaleLayout)
+};
+
 /*! A gated (gate_up + down) or plain (fc1 + fc2) MLP of \p intermediate, TP-split. */
 void DescribeMlp(const ModelSpec& spec, int64_t intermediate, int64_t tp, int64_t copies, bool expert,
                  const char* what, Tensors& out, const ExpertPadding& pad = {}) {
@@ -177,7 +192,26 @@ struct LinearBytes {
   int64_t overhead = 0;
 };
 
-LinearBytes StoredBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes) {
+/*! One MXFP4 expert linear (E copies of an N x K weight: uint8 values holding two 4-bit values,
+ *  one e8m0 scale byte per 32 inputs, a bias of N) as \p mx leaves it after loading. */
+LinearBytes Mxfp4ExpertBytes(const Linear& l, const Mxfp4Layout& mx, int64_t dtype_bytes) {
+  const int64_t n = l.out_features;
+  const int64_t k_bytes = CeilDiv(l.in_features, 2);
+  const int64_t scales = Mul(n, CeilDiv(l.in_features, 32));
+  LinearBytes b;
+  b.weight = mx.hopper_swizzle ? Mul(RoundUp(k_bytes, 64), RoundUp(n, 64)) : Mul(n, k_bytes);
+  if (l.bias) b.weight = Add(b.weight, Mul(n, mx.bias_element_bytes > 0 ? mx.bias_element_bytes : dtype_bytes));
+  b.overhead = scales;
+  if (mx.hopper_swizzle) b.overhead = Add(b.overhead, Mul(RoundUp(n, 256), RoundUp(CeilDiv(l.in_features, 32), 2)));
+  if (mx.scale_copy) b.overhead = Add(b.overhead, scales);
+  b.weight = Mul(b.weight, l.copies);
+  b.overhead = Mul(b.overhead, l.copies);
+  return b;
+}
+
+LinearBytes StoredBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes,
+                        const Mxfp4Layout* mx = nullptr) {
+  if (mx != nullptr && q && q->method == "mxfp4" && l.expert) return Mxfp4ExpertBytes(l, *mx, dtype_bytes);
   LinearBytes b;
   const int64_t elements = Mul(l.in_features, l.out_features);
   const int64_t bias = l.bias ? Mul(l.out_features, dtype_bytes) : 0;  // biases stay in the model dtype
@@ -225,9 +259,9 @@ int64_t& Slot(RankWeights& r, Component c) {
 }
 
 void AddBytes(RankWeights& r, const Tensors& tensors, const std::optional<QuantizationSpec>& q,
-              int64_t dtype_bytes, int64_t times) {
+              int64_t dtype_bytes, int64_t times, const Mxfp4Layout* mx = nullptr) {
   for (const Linear& l : tensors.linears) {
-    const LinearBytes b = StoredBytes(l, q, dtype_bytes);
+    const LinearBytes b = StoredBytes(l, q, dtype_bytes, mx);
     int64_t& slot = Slot(r, l.component);
     slot = Add(slot, Mul(b.weight, times));
     r.quantization_overhead_bytes = Add(r.quantization_overhead_bytes, Mul(b.overhead, times));
@@ -236,6 +270,19 @@ void AddBytes(RankWeights& r, const Tensors& tensors, const std::optional<Quanti
     int64_t& slot = Slot(r, v.component);
     slot = Add(slot, Mul(Mul(v.elements, v.element_bytes > 0 ? v.element_bytes : dtype_bytes), times));
   }
+}
+
+/*! What \p mx adds to \p tensors' MXFP4 experts after loading, beyond the tensors as created. */
+int64_t LayoutExtraBytes(const Tensors& tensors, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes,
+                         const Mxfp4Layout& mx) {
+  const Mxfp4Layout created{mx.creation, 0, false, false};
+  int64_t extra = 0;
+  for (const Linear& l : tensors.linears) {
+    const LinearBytes after = StoredBytes(l, q, dtype_bytes, &mx);
+    const LinearBytes before = StoredBytes(l, q, dtype_bytes, &created);
+    extra = Add(extra, (after.weight + after.overhead) - (before.weight + before.overhead));
+  }
+  return extra;
 }
 
 const char* const kAllowedQuantization =
@@ -292,15 +339,18 @@ std::optional<QuantizationSpec> ResolveQuantization(const ModelSpec& spec, const
   return online;
 }
 
-/*! The expert padding of vLLM's Mxfp4MoEMethod.create_weights for \p backend
- *  (vllm/model_executor/layers/quantization/mxfp4.py, v0.11-v0.19). */
-ExpertPadding Mxfp4Padding(const std::string& backend) {
-  if (backend == "triton") return {64, 1};
-  if (backend == "marlin") return {128, 256};
-  if (backend == "flashinfer_trtllm") return {256, 256};
-  if (backend == "flashinfer_cutlass") return {128, 128};
+/*! vLLM 0.19's MXFP4 expert layout for \p backend (WeightOptions::mxfp4_backend). */
+Mxfp4Layout Mxfp4LayoutOf(const std::string& backend) {
+  constexpr int64_t kFloat32Bias = 4;  // TRITON / TRTLLM convert_to_mxfp4_moe_kernel_format: .to(torch.float32)
+  if (backend == "triton") return {{64, 1}, kFloat32Bias, true, false};
+  if (backend == "marlin") return {{128, 256}, 0, false, false};  // repacked in place, bias in params_dtype
+  if (backend == "flashinfer_trtllm") return {{256, 256}, kFloat32Bias, false, false};
+  if (backend == "flashinfer_cutlass") return {{128, 128}, 0, false, false};  // w13 bias cast back to bf16
+  if (backend == "triton_rocm") return {{256, 256}, kFloat32Bias, false, false};
+  if (backend == "triton_rocm_gfx950") return {{256, 256}, kFloat32Bias, false, true};
   throw InvalidArgument("mxfp4_backend", "unknown MXFP4 MoE backend " + EchoValue(backend) +
-                                             "; allowed: triton, marlin, flashinfer_trtllm, flashinfer_cutlass");
+                                             "; allowed: triton, marlin, flashinfer_trtllm, flashinfer_cutlass, "
+                                             "triton_rocm, triton_rocm_gfx950");
 }
 
 /*! The token embedding's width: hidden_size, or OPT's word_embed_proj_dim (traits.embed_dim). */
@@ -372,8 +422,9 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t dt = DTypeSizeBytes(dtype);
   const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
 
-  const ExpertPadding pad =
-      quant && quant->method == "mxfp4" ? Mxfp4Padding(options.mxfp4_backend) : ExpertPadding{};
+  const bool mxfp4 = quant && quant->method == "mxfp4";
+  const Mxfp4Layout mx = mxfp4 ? Mxfp4LayoutOf(options.mxfp4_backend) : Mxfp4Layout{};
+  const ExpertPadding pad = mx.creation;
 
   WeightBreakdown out;
   out.num_parameters = NumParameters(spec);
@@ -428,7 +479,8 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     int64_t moe_layers = 0;
     for (int64_t i = begin; i < end; ++i) moe_layers += spec.layers[static_cast<size_t>(i)].moe && spec.moe ? 1 : 0;
     AddBytes(r, dense, quant, dt, end - begin - moe_layers);
-    if (moe) AddBytes(r, *moe, quant, dt, moe_layers);
+    if (moe) AddBytes(r, *moe, quant, dt, moe_layers, mxfp4 ? &mx : nullptr);
+    if (moe && mxfp4) r.kernel_layout_bytes = Mul(LayoutExtraBytes(*moe, quant, dt, mx), moe_layers);
     if (end > begin) r.buffer_bytes = rope_bytes;
     r.vision_encoder_bytes = vision_bytes;
 

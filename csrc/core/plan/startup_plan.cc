@@ -14,6 +14,7 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
 #include "vllm_mem/plan/release_resolution.h"
+#include "core/plan/mxfp4_backend.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
@@ -150,15 +151,20 @@ void RequestMemory(PlanRun& run, StartupPlan& plan) {
   plan.request_memory_error = run.request.error_message;
 }
 
+/*! What no checkpoint file holds: buffers (rotary cos/sin cache) and the MoE kernel's layout. */
+int64_t NotInCheckpoint(const RankWeights& rw) {
+  return CheckedAdd(rw.buffer_bytes, rw.kernel_layout_bytes, "checkpoint_weights_bytes");
+}
+
 /*! Headers give the whole checkpoint as stored; each rank takes the share of the parameters the
  *  config path gives it (vocab/TP shards, replicated norms and KV heads, its PP layers), plus
- *  its buffers, which no checkpoint holds (rotary cos/sin cache). */
+ *  what no checkpoint holds. */
 int64_t CheckpointShare(const RankWeights& rw, int64_t whole_model_param_bytes, int64_t checkpoint_bytes) {
-  const int64_t rank_params = rw.total_bytes - rw.buffer_bytes;
+  const int64_t rank_params = rw.total_bytes - NotInCheckpoint(rw);
   const double share = static_cast<double>(rank_params) / static_cast<double>(whole_model_param_bytes);
   return CheckedAdd(
       CheckedDoubleToInt64(std::round(share * static_cast<double>(checkpoint_bytes)), "checkpoint_weights_bytes"),
-      rw.buffer_bytes, "checkpoint_weights_bytes");
+      NotInCheckpoint(rw), "checkpoint_weights_bytes");
 }
 
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model
@@ -170,13 +176,18 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
   wo.quantization = in.quantization;
   wo.tensor_parallel_size = in.tensor_parallel_size;
   wo.pipeline_parallel_size = in.pipeline_parallel_size;
+  // MXFP4 experts are laid out by the kernel vLLM picks for the GPU (H100's "triton" without one).
+  if (run.spec.quantization && run.spec.quantization->method == "mxfp4") {
+    const std::string backend = Mxfp4BackendForGpu(in.gpu_name);
+    if (!backend.empty()) wo.mxfp4_backend = backend;
+  }
   const WeightBreakdown weights = ComputeWeights(run.spec, wo);
   int64_t whole_model_param_bytes = 1;  // the config's parameter bytes on one GPU (TP = PP = 1)
   if (in.checkpoint_weights_bytes > 0) {
     WeightOptions one_gpu = wo;
     one_gpu.tensor_parallel_size = one_gpu.pipeline_parallel_size = 1;
     const RankWeights& whole = ComputeWeights(run.spec, one_gpu).per_pp_rank.at(0);
-    whole_model_param_bytes = std::max<int64_t>(1, whole.total_bytes - whole.buffer_bytes);
+    whole_model_param_bytes = std::max<int64_t>(1, whole.total_bytes - NotInCheckpoint(whole));
   }
   DraftWeights draft;
   if (run.spec_decode) draft = ComputeDraftWeights(run.spec, *in.speculative, *run.spec_decode, wo.dtype, wo.quantization);

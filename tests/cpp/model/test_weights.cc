@@ -263,21 +263,49 @@ TEST(Weights, Mxfp4ExpertPaddingPerBackend) {
     o.mxfp4_backend = backend;
     return ComputeWeights(s, o);
   };
-  // Triton (H100 default) rounds the per-rank intermediate size up to 64: 2880 = 45 x 64, no pad
-  // at TP1. Marlin pads intermediate to 128 (2944) and hidden to 256 (3072). Per expert:
+  // Creation (mxfp4_round_up_hidden_size_and_intermediate_size): triton rounds the per-rank
+  // intermediate size up to 64 (2880 = 45 x 64, no pad at TP1); marlin pads intermediate to 128
+  // (2944) and hidden to 256 (3072). Per expert:
   //   triton: w13 5760 x 2880 + w2 2880 x 2880 = 24,883,200 elements
   //   marlin: w13 5888 x 3072 + w2 3072 x 2944 = 27,131,904 elements (+2,248,704)
   // each element 1/2 byte + 1/32 byte of e8m0 scale: +1,124,352 + 70,272 B; bf16 biases
   // (2I + H): +(128 + 192) x 2 = 640 B. 24 layers x 32 experts x 1,195,264 B = 917,962,752 B.
+  // Marlin repacks in place (marlin_utils_fp4.py prepare_moe_mxfp4_layer_for_marlin), so that is
+  // all it holds after loading; triton then holds more per layer (oracle/mxfp4.py, triton_kernels
+  // hopper_value.py / hopper_scale.py in the 0.19 wheel):
+  //   values, (K/2, N) storage padded to 64 x 64: w13 1440 -> 1472 x 5760, w2 1440 -> 1472 x 2880:
+  //     32 x 32 x (5760 + 2880) = 8,847,360 B more;
+  //   float32 biases instead of bf16: 32 x (5760 + 2880) x 2 = 552,960 B more;
+  //   a swizzled scale copy, rows to 256: 32 x (5888 + 3072) x 90 = 25,804,800 B.
+  const int64_t triton_after_loading = int64_t{24} * (8847360 + 552960 + 25804800);
   const WeightBreakdown triton = with("triton", 1);
   const WeightBreakdown marlin = with("marlin", 1);
-  EXPECT_EQ(marlin.fullest_rank_bytes - triton.fullest_rank_bytes, int64_t{24} * 32 * 1195264);
+  EXPECT_EQ(marlin.fullest_rank_bytes - triton.fullest_rank_bytes, int64_t{24} * 32 * 1195264 - triton_after_loading);
   EXPECT_EQ(marlin.per_pp_rank[0].quantization_overhead_bytes - triton.per_pp_rank[0].quantization_overhead_bytes,
-            int64_t{24} * 32 * 70272);
-  // TP2 on triton: 1440 per rank rounds up to 1472 (23 x 64).
+            int64_t{24} * 32 * 70272 - int64_t{24} * 25804800);
+  // flashinfer_trtllm (B200): both to 256 (I 3072, H 3072), float32 biases, shuffled in place;
+  // marlin's experts as created: w13 5888 x 3072, w2 3072 x 2944, bf16 biases.
+  auto experts = [](const WeightBreakdown& w) {
+    return w.per_pp_rank[0].mlp_bytes + w.per_pp_rank[0].quantization_overhead_bytes;
+  };
+  const int64_t trtllm_layer =
+      int64_t{32} * ((6144 * 1536 + 3072 * 1536) + (6144 * 96 + 3072 * 96) + (6144 + 3072) * 4);
+  const int64_t marlin_layer =
+      int64_t{32} * ((5888 * 1536 + 3072 * 1472) + (5888 * 96 + 3072 * 92) + (5888 + 3072) * 2);
+  EXPECT_EQ(experts(with("flashinfer_trtllm", 1)) - experts(marlin), 24 * (trtllm_layer - marlin_layer));
+  // What no checkpoint holds (CheckpointShare leaves it out of a header share): triton's additions.
+  EXPECT_EQ(triton.per_pp_rank[0].kernel_layout_bytes, triton_after_loading);
+  EXPECT_EQ(marlin.per_pp_rank[0].kernel_layout_bytes, 0);
+  // TP2 on triton: 1440 per rank rounds up to 1472 (23 x 64). Per expert after loading:
+  //   w13 (N 2944, K 2880): values 1472 x 2944 + scales 2944 x 90 + copy 3072 x 90 + fp32 bias 2944 x 4
+  //   w2 (N 2880, K 1472):  values 768 x 2880 + scales 2880 x 46 + copy 3072 x 46 + fp32 bias 2880 x 4
+  // = 7,383,936 B. flashinfer_cutlass pads 1440 -> 1536 and 2880 -> 2944 (128) and keeps the
+  // creation layout with bf16 biases: w13 (N 3072, K 2944) 3072 x (1472 + 92 + 2), w2 (N 2944,
+  // K 1536) 2944 x (768 + 48 + 2) = 7,218,944 B. Before the layout was modelled triton was the
+  // smaller of the two; after loading it holds 24 x 32 x 164,992 B more.
   const WeightBreakdown tp2 = with("triton", 2);
-  const WeightBreakdown tp2_flashinfer = with("flashinfer_cutlass", 2);  // 1440 -> 1536 (128), 2880 -> 2944
-  EXPECT_LT(tp2.fullest_rank_bytes, tp2_flashinfer.fullest_rank_bytes);
+  const WeightBreakdown tp2_flashinfer = with("flashinfer_cutlass", 2);
+  EXPECT_EQ(tp2.fullest_rank_bytes - tp2_flashinfer.fullest_rank_bytes, int64_t{24} * 32 * (7383936 - 7218944));
   // Unquantized parts stay bf16: attention (with biases and sinks), router, embeddings.
   EXPECT_EQ(triton.per_pp_rank[0].embedding_bytes, int64_t{201088} * 2880 * 2);  // 201088 = 3142 x 64
   // The parameter count is the checkpoint's, padding excluded: 20,914,757,184 (model card: 21B).

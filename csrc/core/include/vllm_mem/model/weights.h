@@ -19,13 +19,19 @@ struct WeightOptions {
   std::string quantization;       //!< vLLM --quantization; empty: the checkpoint's own config
   int64_t tensor_parallel_size = 1;
   int64_t pipeline_parallel_size = 1;
-  /*! Which MXFP4 MoE kernel vLLM picks (vllm/model_executor/layers/quantization/mxfp4.py
-   *  get_mxfp4_backend): it decides how far the expert weights are padded at creation.
-   *  "triton" (Hopper with triton_kernels, the H100 default): intermediate size per rank rounded
-   *  up to 64; "marlin" (GPUs without native FP4, e.g. A100, or VLLM_MXFP4_USE_MARLIN):
-   *  intermediate to 128, hidden to 256; "flashinfer_trtllm" (SM100 TRT-LLM / BF16): both to
-   *  256; "flashinfer_cutlass" (SM100 CUTLASS, SM90 FlashInfer BF16): both to 128. Only read
-   *  for mxfp4 checkpoints. */
+  /*! Which MXFP4 MoE kernel vLLM picks (vLLM 0.19 fused_moe/oracle/mxfp4.py
+   *  select_mxfp4_moe_backend; the plan picks it from the GPU, plan/mxfp4_backend.h). It decides
+   *  how far the expert weights are padded at creation and what process_weights_after_loading
+   *  leaves allocated when vLLM prints "Model loading took" (docs/weights.md, MXFP4):
+   *  "triton" (SM90 Hopper with triton_kernels): intermediate per rank to 64; float32 expert
+   *  biases, values in triton_kernels' HopperMXValueLayout (storage padded to 64 x 64 bytes) and
+   *  a HopperMXScaleLayout copy of the scales (rows to 256) beside the loaded ones;
+   *  "marlin" (compute capability 8.x and 12.x, or VLLM_MXFP4_USE_MARLIN): intermediate to 128,
+   *  hidden to 256, repacked in place; "flashinfer_trtllm" (SM100 family): both to 256, float32
+   *  biases; "flashinfer_cutlass" (SM90 with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16): both to 128;
+   *  "triton_rocm" (ROCm): both to 256, float32 biases, strided layouts (no copy);
+   *  "triton_rocm_gfx950" (MI350X / MI355X): the same plus a CDNA4MXScaleLayout copy of the
+   *  scales. Only read for mxfp4 checkpoints. */
   std::string mxfp4_backend = "triton";
 };
 
@@ -42,6 +48,10 @@ struct RankWeights {
   /*! The vision tower and projector of a multimodal model (every PP rank: vLLM's wrappers
    *  build them whatever the rank), in the model dtype; 0 for a text model. */
   int64_t vision_encoder_bytes = 0;
+  /*! Of mlp_bytes and quantization_overhead_bytes: what the MoE kernel's layout adds after
+   *  loading beyond the tensors as created (MXFP4: float32 biases, padding, scale copies). No
+   *  checkpoint file holds it, so a share of a checkpoint's size leaves it out. */
+  int64_t kernel_layout_bytes = 0;
   int64_t first_layer = 0;       //!< decoder layers [first_layer, end_layer) on this rank
   int64_t end_layer = 0;
   int64_t total_bytes = 0;

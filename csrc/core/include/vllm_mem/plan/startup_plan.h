@@ -44,7 +44,7 @@ struct StartupBaselineConstants {
  *  setting and its bounds, in one table) and what the release and the environment resolve.
  *  Sizes in bytes. */
 struct PlanInputs : PlanRequest {
-  std::string gpu_name;               //!< for the report only
+  std::string gpu_name;               //!< the report; a catalog GPU also decides dtype auto and the MXFP4 MoE kernel
   //! For the report only: where total_memory_bytes comes from ("estimated ..." / "given ..." /
   //! any other text for a runtime figure). Empty: derived from gpu_name's catalog entry (its
   //! figure source: an estimate says "estimated"), or "given" when there is no gpu_name.
