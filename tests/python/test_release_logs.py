@@ -77,6 +77,9 @@ def _plan(log: dict[str, Any], **overrides: Any) -> Any:
         block_size=log["block_size"],
         vllm_version=log["release"],
         usage_context=log["usage_context"],
+        # Settings the start-up printed beyond the common ones (kv_cache_dtype, prefix caching and
+        # the Mamba cache mode vLLM picked for it).
+        **log.get("plan_settings", {}),
         # The printed total (2 decimals) where the log gives one; else only the KV lines are
         # compared, from the printed available memory (kv_cache_memory_bytes), and any budget
         # above it will do.
@@ -84,6 +87,15 @@ def _plan(log: dict[str, Any], **overrides: Any) -> Any:
     )
     kwargs.update(overrides)
     return vllm_mem.plan(_config(log), **kwargs)
+
+
+def _profile_of(release: str) -> str:
+    """The newest profile not newer than the release, as vllm_mem resolves it."""
+    key = tuple(int(x) for x in release.split("."))
+    return max(
+        (p["version"] for p in vllm_mem.vllm_versions() if tuple(int(x) for x in p["version"].split(".")) <= key),
+        key=lambda v: tuple(int(x) for x in v.split(".")),
+    )
 
 
 def _ids(logs: list[dict[str, Any]]) -> list[str]:
@@ -95,24 +107,28 @@ def test_every_entry_names_its_source_release_and_printed_lines() -> None:
     for log in _logs():
         assert log["id"] not in seen
         seen.add(log["id"])
-        assert log["url"].startswith("https://github.com/") and "/blob/" in log["url"], log["id"]
+        # A repository file pinned to a commit, or an issue / pull request thread that quotes the log.
+        assert re.fullmatch(
+            r"https://github\.com/[\w.-]+/[\w.-]+/(blob/[0-9a-f]{40}/\S+|(issues|pull)/\d+)", log["url"]
+        ), log["id"]
         assert log["release_evidence"] and log["printed_lines"] and log["gpu"] and log["model"], log["id"]
         assert log["checks"], log["id"]
         # Every observed figure appears in the printed lines as the source quotes it.
         text = " ".join(log["printed_lines"])
         for key, value in log["observed"].items():
-            shown = [f"{value:,}", str(value)] if isinstance(value, int) else [f"{value:.2f}"]
+            shown = [f"{value:,}", str(value)] if isinstance(value, int) else [f"{value:.2f}", str(value)]
             assert any(x in text for x in shown), (log["id"], key, shown)
         for term in list(log["not_compared"]) + list(log["known_disagreements"]):
             assert term in log["observed"] and (log["not_compared"].get(term) or log["known_disagreements"][term])
     lines = {".".join(log["release"].split(".")[:2]) for log in _logs()}
-    assert {"0.11", "0.13", "0.15", "0.16", "0.17", "0.18", "0.23"} <= lines
+    assert {"0.10", "0.11", "0.13", "0.15", "0.16", "0.17", "0.18", "0.23", "0.24"} <= lines
 
 
 @pytest.mark.parametrize("log", _logs(), ids=_ids(_logs()))
 def test_each_printed_term_within_its_tolerance(log: dict[str, Any]) -> None:
     p = _plan(log)
-    assert p.vllm_version == log["release"] and p.vllm_version_source == "asked"
+    # A patch release plans with its line's profile (0.10.2 -> 0.10.0).
+    assert p.vllm_version == _profile_of(log["release"]) and p.vllm_version_source == "asked"
     for term, tol in TOL_GIB.items():
         if term not in log["observed"] or term in log["not_compared"]:
             continue
@@ -128,10 +144,13 @@ def test_each_printed_term_within_its_tolerance(log: dict[str, Any]) -> None:
 def _kv_from_printed_available(log: dict[str, Any]) -> tuple[tuple[int, int], tuple[float, float]]:
     """The plan's KV tokens and concurrency for the printed available memory, over its rounding
     interval (+-0.005 GiB)."""
-    plans = [
-        _plan(log, kv_cache_memory_bytes=math.floor((log["observed"]["available_kv_cache_gib"] + d) * GiB))
-        for d in (-0.005, 0.005)
-    ]
+    available = log["observed"]["available_kv_cache_gib"]
+    stand_in = {}
+    if not log["total_memory_gib"]:
+        # No printed total: any budget that holds the plan's weights beside the printed pool will do
+        # (the weights may be a quantized checkpoint's, planned at the bf16 shape of its config).
+        stand_in["total_memory_bytes"] = 2 * (_plan(log).weights_bytes + round(available * GiB))
+    plans = [_plan(log, kv_cache_memory_bytes=math.floor((available + d) * GiB), **stand_in) for d in (-0.005, 0.005)]
     caps = [p.kv_cache for p in plans]
     return (caps[0].num_tokens, caps[1].num_tokens), (caps[0].max_concurrency, caps[1].max_concurrency)
 
@@ -195,6 +214,18 @@ def test_default_utilization_and_graph_budget_on_a_0_23_start_up() -> None:
     assert abs(_plan(log, gpu_memory_utilization=0.9).available_kv_cache_bytes / GiB - printed) > 0.5
     assert abs(_plan(log, cudagraph_memory_in_budget=False).available_kv_cache_bytes / GiB - printed) > 0.5
     assert p.settings["max_num_batched_tokens"] == log["observed"]["max_num_batched_tokens"]
+
+
+def test_the_0_24_start_ups_tell_the_two_token_wordings_apart() -> None:
+    """The RTX 5090 Qwen3.6-35B-A3B start-ups of v0.24.0 print 567,978 and 569,878 tokens: the 0.20+
+    wording int(concurrency x max_model_len) over 299 and 300 block ids; the 0.10-0.19 wording
+    (block ids // groups x block size, 4 groups of 2,096-token blocks) would print 155,104 and 157,200."""
+    for log in (g for g in _logs() if g["id"].startswith("club3090-qwen3.6-35b-a3b")):
+        printed = log["observed"]["gpu_kv_cache_size_tokens"]
+        (lo, hi), _ = _kv_from_printed_available(log)
+        assert lo <= printed <= hi, (lo, hi)
+        older = _kv_from_printed_available({**log, "release": "0.19.0"})[0]
+        assert older[1] < printed / 3 and older[0] % 2096 == 0 and older[1] % 2096 == 0, older
 
 
 def test_the_sampler_rule_change_at_0_17_matches_the_same_models_peaks() -> None:
