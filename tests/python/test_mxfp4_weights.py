@@ -124,3 +124,29 @@ def test_backends_differ_only_in_the_experts() -> None:
     assert (
         parts["triton_rocm_gfx950"]["quantization_overhead_bytes"] - parts["triton_rocm"]["quantization_overhead_bytes"]
     ) == 24 * 32 * (6144 + 3072) * 96
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_checkpoint_share_keeps_what_only_the_kernel_layout_holds(tmp_path: Path, tp: int) -> None:
+    """Headers give the checkpoint as stored; the layout's additions (kernel_layout_bytes) are in
+    no file, so a plan from headers adds them back like the rotary cache (startup_plan.cc
+    CheckpointShare). A checkpoint holding exactly the created tensors plans the config's figure."""
+    from test_hub import write_safetensors
+
+    config = vllm_mem.ModelSpec.from_hf_config(OSS)
+    one = config.weight_breakdown()["per_pp_rank"][0]
+    assert one["kernel_layout_bytes"] > 0
+    created = one["total_bytes"] - one["buffer_bytes"] - one["kernel_layout_bytes"]
+    # The tensors as created are the published checkpoint to the byte: "total_size": 13761264768 in
+    # https://huggingface.co/openai/gpt-oss-20b/blob/main/model.safetensors.index.json (mxfp4
+    # blocks and scales as U8, everything else BF16), so the 0.79 GiB over it at TP 1 is the layout.
+    assert created == 13_761_264_768
+    folder = tmp_path / "oss"
+    folder.mkdir()
+    bundled = Path(vllm_mem.__file__).parent / "configs" / "openai--gpt-oss-20b.json"
+    (folder / "config.json").write_text(bundled.read_text())
+    write_safetensors(folder / "model.safetensors", {"model.layers.0.blob": ("U8", [created])})
+    headers = vllm_mem.ModelSpec.from_hf_config(folder, weights_source="headers")
+    a = vllm_mem.plan(config, "H100-80GB", max_model_len=8192, tensor_parallel_size=tp)
+    b = vllm_mem.plan(headers, "H100-80GB", max_model_len=8192, tensor_parallel_size=tp)
+    assert abs(a.ranks[0].weights_bytes - b.ranks[0].weights_bytes) <= 1
