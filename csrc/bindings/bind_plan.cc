@@ -211,6 +211,8 @@ void BindPlan(py::module_& m) {
     d["sampler_bytes_per_logit"] = p.sampler_bytes_per_logit;
     d["hybrid_kv_cache_manager"] = p.hybrid_kv_cache_manager;
     d["default_block_size"] = p.default_block_size;
+    d["v2_runner_serves"] = p.v2_runner_serves;
+    d["v2_runner_cudagraph_profiling"] = p.v2_runner_cudagraph_profiling;
     return d;
   }, py::arg("version"));
   m.def("long_max_model_len_error", [](const std::string& version, const ModelSpec& spec, int64_t max_model_len,

@@ -372,6 +372,8 @@ void BindSettings(py::module_& m) {
       .def_readwrite("sampler_bytes_per_logit", &PlanInputs::sampler_bytes_per_logit)
       .def_readonly("resolved_vllm_version", &PlanInputs::resolved_vllm_version)
       .def_readonly("vllm_version_note", &PlanInputs::vllm_version_note)
+      .def_readonly("model_runner", &PlanInputs::model_runner)
+      .def_readonly("model_runner_note", &PlanInputs::model_runner_note)
       .def_readonly("hybrid_kv_cache_manager", &PlanInputs::hybrid_kv_cache_manager)
       .def_property_readonly("kv_log_format", [](const PlanInputs& p) { return static_cast<int>(p.kv_log_format); })
       .def_readonly("dtype_note", &PlanInputs::dtype_note)

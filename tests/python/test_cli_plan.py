@@ -11,6 +11,12 @@ from pathlib import Path
 import pytest
 import vllm_mem
 
+# The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
+# model with its CUDA-graph estimate in the KV budget (0.21-0.24); from 0.25 Model Runner V2 serves
+# dense models and budgets no graphs (vllm_versions.json "model_runner"), which the newest profile
+# would apply.
+V1_GRAPHS = "0.24"
+
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -30,10 +36,10 @@ def test_fits_exit_0_with_report() -> None:
 
 
 def test_does_not_fit_exit_1_names_phase_and_setting() -> None:
-    r = run("plan", LLAMA, "--gpu", "L4", "--max-model-len", "32768")
+    r = run("plan", LLAMA, "--gpu", "L4", "--vllm-version", V1_GRAPHS, "--max-model-len", "32768")
     assert r.returncode == 1, r.stderr
     assert "DOES NOT FIT at phase 'max_model_len'" in r.stdout
-    expected = vllm_mem.plan(LLAMA, gpu="L4", max_model_len=32768).suggestions[0].setting
+    expected = vllm_mem.plan(LLAMA, gpu="L4", vllm_version=V1_GRAPHS, max_model_len=32768).suggestions[0].setting
     assert expected in r.stdout
 
 

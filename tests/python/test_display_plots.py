@@ -23,6 +23,12 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 GiB = 1 << 30
+# The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
+# model with its CUDA-graph estimate in the KV budget (0.21-0.24); from 0.25 Model Runner V2 serves
+# dense models and budgets no graphs (vllm_versions.json "model_runner"), which the newest profile
+# would apply.
+V1_GRAPHS = "0.24"
+
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -45,7 +51,7 @@ def _bars(ax: Axes) -> list[Any]:
 
 
 def test_plan_plot_draws_the_breakdown() -> None:
-    plan = vllm_mem.plan(LLAMA, gpu="L4", tensor_parallel_size=2, max_model_len=32768)
+    plan = vllm_mem.plan(LLAMA, gpu="L4", vllm_version=V1_GRAPHS, tensor_parallel_size=2, max_model_len=32768)
     fig, ax = plan.plot()
     assert isinstance(fig, Figure) and isinstance(ax, Axes)
     widths = [p.get_width() for p in _bars(ax)]

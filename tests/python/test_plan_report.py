@@ -9,6 +9,12 @@ import vllm_mem
 from vllm_mem import _C
 from vllm_mem.units import GiB_bytes
 
+# The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
+# model with its CUDA-graph estimate in the KV budget (0.21-0.24); from 0.25 Model Runner V2 serves
+# dense models and budgets no graphs (vllm_versions.json "model_runner"), which the newest profile
+# would apply.
+V1_GRAPHS = "0.24"
+
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -32,7 +38,7 @@ def test_fitting_plan_reads_fits_and_places_vllms_kv_lines() -> None:
 
 
 def test_rows_are_the_plans_figures_in_gib_and_share_of_the_device() -> None:
-    p = vllm_mem.plan(LLAMA, "L4", max_model_len=32768)
+    p = vllm_mem.plan(LLAMA, "L4", vllm_version=V1_GRAPHS, max_model_len=32768)
     text, total = str(p), p.total_memory_bytes
     for label, num_bytes in [
         ("total memory", total),
@@ -63,7 +69,7 @@ def test_report_uses_the_cached_suggestions(monkeypatch: pytest.MonkeyPatch) -> 
         return real(*args)
 
     monkeypatch.setattr(_C, "suggest_plan_changes", counted)
-    p = vllm_mem.plan(LLAMA, "L4", max_model_len=32768)
+    p = vllm_mem.plan(LLAMA, "L4", vllm_version=V1_GRAPHS, max_model_len=32768)
     suggestions = p.suggestions
     text = str(p) + str(p)
     assert len(calls) == 1 and suggestions

@@ -9,6 +9,12 @@ import pytest
 import vllm_mem
 from vllm_mem import GiB_bytes
 
+# The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
+# model with its CUDA-graph estimate in the KV budget (0.21-0.24); from 0.25 Model Runner V2 serves
+# dense models and budgets no graphs (vllm_versions.json "model_runner"), which the newest profile
+# would apply.
+V1_GRAPHS = "0.24"
+
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 H100 = vllm_mem.lookup_gpu("H100-80GB").total_memory_bytes
 
@@ -20,7 +26,7 @@ def lever(p: vllm_mem.StartupPlan, name: str) -> vllm_mem.PlanSuggestion:
 
 
 def test_fitting_plan_terms_add_up() -> None:
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.92, max_model_len=8192)
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS, gpu_memory_utilization=0.92, max_model_len=8192)
     assert p.fits and p.failure_phase is None and p.suggestions == []
     assert p.requested_bytes == math.ceil(H100 * 0.92)
     assert p.available_kv_cache_bytes == (p.requested_bytes - p.weights_bytes - p.activation_peak_bytes
@@ -31,12 +37,13 @@ def test_fitting_plan_terms_add_up() -> None:
     assert p.kv_cache_memory_bytes_suggestion == p.available_kv_cache_bytes - 150 * (1 << 20)
     # The same model through a ModelSpec, a dict and a bundled name gives the same plan.
     spec = vllm_mem.ModelSpec.from_hf_config(LLAMA)
-    assert vllm_mem.plan(spec, gpu="h100", max_model_len=8192, gpu_memory_utilization=0.92).to_dict() == p.to_dict()
+    assert vllm_mem.plan(spec, gpu="h100", vllm_version=V1_GRAPHS,
+                         max_model_len=8192, gpu_memory_utilization=0.92).to_dict() == p.to_dict()
 
 
 def test_enforce_eager_removes_graph_memory() -> None:
-    graphs = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
-    eager = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, enforce_eager=True)
+    graphs = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS, max_model_len=8192)
+    eager = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS, max_model_len=8192, enforce_eager=True)
     assert eager.cudagraph_bytes == 0 < graphs.cudagraph_bytes
     assert eager.available_kv_cache_bytes - graphs.available_kv_cache_bytes == graphs.cudagraph_bytes
 
@@ -108,16 +115,19 @@ def test_phase_no_kv_blocks_and_the_exact_utilization() -> None:
 
 
 def test_phase_max_model_len_and_its_levers() -> None:
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len=131072)
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS, gpu_memory_utilization=0.3, max_model_len=131072)
     assert p.failure_phase == "max_model_len"
     fits = p.max_model_len_that_fits
     length = lever(p, "max_model_len")
     assert length.value == str(fits) and length.fits_after and length.direction == "decrease"
-    assert vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len=fits).fits
-    assert not vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len=fits + 16).fits
+    assert vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS,
+                         gpu_memory_utilization=0.3, max_model_len=fits).fits
+    assert not vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS,
+                             gpu_memory_utilization=0.3, max_model_len=fits + 16).fits
     kv8 = lever(p, "kv_cache_dtype")
     assert kv8.setting == "--kv-cache-dtype fp8"
-    fp8 = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len=131072,
+    fp8 = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS,
+                        gpu_memory_utilization=0.3, max_model_len=131072,
                         kv_cache_dtype="fp8")
     assert kv8.fits_after == fp8.fits
     eager = lever(p, "enforce_eager")
@@ -127,12 +137,14 @@ def test_phase_max_model_len_and_its_levers() -> None:
 
 
 def test_fewer_capture_sizes_lever() -> None:
-    fits = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3,
+    fits = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS, gpu_memory_utilization=0.3,
                          max_model_len=131072).max_model_len_that_fits
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len=fits + 1024)
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS,
+                      gpu_memory_utilization=0.3, max_model_len=fits + 1024)
     cap = lever(p, "max_cudagraph_capture_size")
     assert cap.fits_after and cap.direction == "decrease"
-    assert vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len=fits + 1024,
+    assert vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS,
+                         gpu_memory_utilization=0.3, max_model_len=fits + 1024,
                          max_cudagraph_capture_size=int(cap.value)).fits
 
 
@@ -151,7 +163,7 @@ def test_kv_cache_memory_bytes_path() -> None:
 
 
 def test_report_and_dict() -> None:
-    p = vllm_mem.plan(LLAMA, gpu="L4", max_model_len=32768)
+    p = vllm_mem.plan(LLAMA, gpu="L4", vllm_version=V1_GRAPHS, max_model_len=32768)
     text = str(p)
     for word in ("weights", "peak activation", "non-torch", "CUDA graph", "KV cache", "requested",
                  "largest max_model_len that fits", "verdict: DOES NOT FIT", "what to change",

@@ -15,6 +15,12 @@ import pytest
 import vllm_mem
 from vllm_mem import cli
 
+# The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
+# model with its CUDA-graph estimate in the KV budget (0.21-0.24); from 0.25 Model Runner V2 serves
+# dense models and budgets no graphs (vllm_versions.json "model_runner"), which the newest profile
+# would apply.
+V1_GRAPHS = "0.24"
+
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 AWQ = "Qwen/Qwen2.5-7B-Instruct-AWQ"
 GIB = 1 << 30
@@ -203,8 +209,8 @@ def test_when_no_single_lever_fits_the_smallest_combination_is_suggested() -> No
 
 
 def test_a_kv_cache_memory_suggestion_that_would_not_start_is_not_offered() -> None:
-    fits = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
+    fits = vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=V1_GRAPHS, max_model_len=8192)
     assert fits.kv_cache_memory_bytes_suggestion == fits.available_kv_cache_bytes - 150 * (1 << 20)
-    short = vllm_mem.plan(LLAMA, gpu="L4", max_model_len=131072)
+    short = vllm_mem.plan(LLAMA, gpu="L4", vllm_version=V1_GRAPHS, max_model_len=131072)
     assert not short.fits and short.kv_cache_memory_bytes_suggestion is None
     assert short.to_dict()["kv_cache_memory_bytes_suggestion"] is None

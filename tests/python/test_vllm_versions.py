@@ -70,8 +70,11 @@ def test_default_version_is_the_installed_one_else_the_newest(monkeypatch: pytes
     p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
     assert (p.vllm_version, p.vllm_version_source) == ("0.10.0", "installed")
     assert "vLLM 0.10.0 rules (installed)" in p.report()
+    # 0.10 ran the V1 model runner for every model (Model Runner V2 was opt-in until PR #44443).
     assert p.to_dict()["vllm_version"] == {"planned_with": "0.10.0", "asked": "0.10.1.1", "source": "installed",
-                                          "note": p.vllm_version_note}
+                                          "note": p.vllm_version_note, "model_runner": "v1",
+                                          "model_runner_note": "vLLM 0.10.0 runs the V1 model runner "
+                                                               "(Model Runner V2 is opt-in)"}
 
 
 def test_installed_version_is_read_from_metadata_without_importing_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,6 +108,32 @@ def test_graph_budget_and_utilization_change_at_0_21() -> None:
     forced = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.20",
                            cudagraph_memory_in_budget=True)
     assert forced.available_kv_cache_bytes == v20.available_kv_cache_bytes - v20.cudagraph_bytes
+
+
+def test_model_runner_v2_budgets_no_graph_memory_for_dense_models_on_0_25_to_0_28() -> None:
+    # PR #44443 (after v0.24.0): Model Runner V2 serves dense models; its profile_cudagraph_memory()
+    # returns 0 (PR #36520) until PR #53306 (v0.29.0), so the KV cache takes the whole budget
+    # (issue #49224). MoE models keep the V1 runner and its estimate (_is_default_v2_model_runner_model).
+    v24 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.24")
+    v28 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28")
+    assert v24.to_dict()["vllm_version"]["model_runner"] == "v1"
+    assert v28.to_dict()["vllm_version"]["model_runner"] == "v2"
+    assert "Model Runner V2" in v28.to_dict()["vllm_version"]["model_runner_note"]
+    assert v28.settings["cudagraph_memory_in_budget"] is False and v24.settings["cudagraph_memory_in_budget"] is True
+    assert v28.available_kv_cache_bytes == (v28.requested_bytes - v28.weights_bytes - v28.activation_peak_bytes
+                                            - v28.non_torch_bytes)
+    assert v24.available_kv_cache_bytes == (v24.requested_bytes - v24.weights_bytes - v24.activation_peak_bytes
+                                            - v24.non_torch_bytes - v24.cudagraph_bytes)
+    assert "model runner v2" in str(v28)
+    moe = vllm_mem.plan("Qwen/Qwen3-30B-A3B", gpu="H100-80GB", max_model_len=8192, vllm_version="0.28")
+    assert moe.to_dict()["vllm_version"]["model_runner"] == "v1" and moe.settings["cudagraph_memory_in_budget"]
+    # VLLM_USE_V2_MODEL_RUNNER=0 on a dense model: ask for the V1 runner's budget by hand.
+    forced = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28",
+                           cudagraph_memory_in_budget=True)
+    assert forced.available_kv_cache_bytes == v28.available_kv_cache_bytes - v28.cudagraph_bytes
+    assert _C.vllm_profile_settings("0.24")["v2_runner_serves"] == "none"
+    assert _C.vllm_profile_settings("0.25")["v2_runner_serves"] == "dense"
+    assert _C.vllm_profile_settings("0.28")["v2_runner_cudagraph_profiling"] is False
 
 
 @pytest.mark.parametrize(("version", "gpu", "usage", "seqs", "tokens"), [

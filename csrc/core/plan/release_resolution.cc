@@ -9,6 +9,8 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/model_runner.h"
+#include "vllm_mem/plan/speculative_decoding.h"
 
 namespace vllm_mem {
 
@@ -25,9 +27,14 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
                                              " has no V0 engine (removed in 0.11.0); use a vllm_version below 0.11");
   }
   if (in.gpu_memory_utilization == 0.0) in.gpu_memory_utilization = profile.gpu_memory_utilization;
-  // V0 captured its graphs after allocating the KV cache: never in the budget.
+  // The model runner decides whether the graph estimate is budgeted: Model Runner V2 before
+  // 0.29 profiled none (model_runner.h).
+  const ModelRunnerChoice runner = ChooseModelRunner(
+      profile, spec, in.speculative ? NormalizeSpeculativeMethod(in.speculative->method) : std::string());
+  in.model_runner = VllmModelRunnerName(runner.runner);
+  in.model_runner_note = runner.reason;
   if (!in.cudagraph_memory_in_budget.has_value()) {
-    in.cudagraph_memory_in_budget = v1 && profile.cudagraph_memory_in_budget;
+    in.cudagraph_memory_in_budget = CudagraphMemoryInBudgetByDefault(profile, in.engine, runner.runner);
   }
   if (in.max_model_len == 0) {
     in.max_model_len = DerivedMaxModelLen(spec);

@@ -119,6 +119,22 @@ std::vector<BatchDefaultTier> ParseTiers(const JsonValue& v) {
   return tiers;
 }
 
+// model_runner's value: {"v2_serves": "none" | "dense" | "all", "v2_speculative_methods": "a,b"}.
+void ApplyModelRunner(VllmVersionProfile& p, const JsonValue& v) {
+  p.v2_runner_serves = Str(Member(v, "v2_serves", "model_runner"), "model_runner.v2_serves");
+  if (p.v2_runner_serves != "none" && p.v2_runner_serves != "dense" && p.v2_runner_serves != "all") {
+    Bad("model_runner.v2_serves '" + p.v2_runner_serves + "'");
+  }
+  p.v2_runner_speculative_methods.clear();
+  const std::string methods = Str(Member(v, "v2_speculative_methods", "model_runner"), "v2_speculative_methods");
+  size_t start = 0;
+  while (start < methods.size()) {
+    const size_t comma = std::min(methods.find(',', start), methods.size());
+    if (comma > start) p.v2_runner_speculative_methods.push_back(methods.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   if (rule == "engine") {
     p.engine = Str(v, rule);
@@ -141,6 +157,11 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     p.v0_batch.min_batched_tokens = Int(Member(v, "min_batched_tokens", rule), rule);
     p.v0_batch.chunked_prefill_above_tokens = Int(Member(v, "chunked_prefill_above_tokens", rule), rule);
     p.v0_batch.chunked_prefill_batched_tokens = Int(Member(v, "chunked_prefill_batched_tokens", rule), rule);
+  } else if (rule == "model_runner") {
+    ApplyModelRunner(p, v);
+  } else if (rule == "v2_runner_cudagraph_profiling") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.v2_runner_cudagraph_profiling = v.AsBool();
   } else if (rule == "sampler_bytes_per_logit") {
     if (!v.IsNumber()) Bad(rule + " must be a number");
     p.sampler_bytes_per_logit = v.AsNumber().value;

@@ -111,7 +111,8 @@ def _header(plan: StartupPlan) -> str:
         + ("off (enforce_eager)" if i.enforce_eager else i.cudagraph_mode)
         + (f" kv_cache_memory_bytes={i.kv_cache_memory_bytes}" if i.kv_cache_memory_bytes > 0 else ""),
         f"vLLM {i.resolved_vllm_version} rules ({source}): {i.vllm_version_note}; engine {i.vllm_engine}, "
-        f"usage_context {i.usage_context}, CUDA graphs {graphs_budget} the KV budget",
+        f"usage_context {i.usage_context}, model runner {i.model_runner}, CUDA graphs {graphs_budget} the KV budget",
+        f"model runner: {i.model_runner_note}",
     ]
     if i.dtype_note:
         lines.append(i.dtype_note)
@@ -318,6 +319,8 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
             "asked": i.vllm_version or None,
             "source": i.vllm_version_source or "newest known",
             "note": i.vllm_version_note,
+            "model_runner": i.model_runner,
+            "model_runner_note": i.model_runner_note,
         },
         "dtype_note": i.dtype_note or None,
         # What a reader must know before trusting a figure (a vision encoder's profiling run not

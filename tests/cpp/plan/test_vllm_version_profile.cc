@@ -7,10 +7,12 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/units.h"
 #include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/model_runner.h"
 #include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
 #include "bundled_config.h"
@@ -257,6 +259,72 @@ TEST(VllmVersion, BfloatCheckpointsServedAsHalfWithoutBfloatSupport) {
   EXPECT_NE(p.inputs.dtype_note.find("compute capability 7.0"), std::string::npos);
   in.dtype = "bfloat16";  // asked explicitly: kept (vLLM then refuses on the device; not a default)
   EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.dtype, "bfloat16");
+}
+
+}  // namespace vllm_mem
+
+namespace vllm_mem {
+namespace {
+
+PlanInputs H100Plan(const std::string& version) {
+  PlanInputs in;
+  in.total_memory_bytes = Total("H100-80GB");
+  in.gpu_name = "H100-80GB";
+  in.max_model_len = 8192;
+  in.vllm_version = version;
+  return in;
+}
+
+}  // namespace
+
+// vllm_versions.json "model_runner": PR #44443 (V2 for dense models, after v0.24.0) and PR #53183
+// (V2 for every model, v0.29.0 release note); "v2_runner_cudagraph_profiling": PR #36520's
+// profile_cudagraph_memory() returned 0 until PR #53306 (v0.29.0 release note).
+TEST(ModelRunner, TheReleaseDecidesWhichModelsV2Serves) {
+  EXPECT_EQ(Profile("0.24").v2_runner_serves, "none");
+  for (const char* v : {"0.25", "0.26", "0.27", "0.28"}) {
+    EXPECT_EQ(Profile(v).v2_runner_serves, "dense") << v;
+    EXPECT_FALSE(Profile(v).v2_runner_cudagraph_profiling) << v;
+  }
+  EXPECT_EQ(Profile("0.28").v2_runner_speculative_methods, (std::vector<std::string>{"eagle", "eagle3", "mtp"}));
+  const ModelSpec moe = Bundled("Qwen--Qwen3-30B-A3B.json");
+  ModelSpec hybrid = Llama();  // only the recurrent state matters to the choice
+  hybrid.hybrid.emplace();
+  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), Llama(), "").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.25"), Llama(), "").runner, VllmModelRunner::kV2);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.28"), moe, "").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.28"), hybrid, "").runner, VllmModelRunner::kV1);
+  // _get_v2_model_runner_unsupported_features: ngram and draft-model speculation keep V1.
+  EXPECT_EQ(ChooseModelRunner(Profile("0.28"), Llama(), "ngram").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.28"), Llama(), "draft_model").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.28"), Llama(), "eagle3").runner, VllmModelRunner::kV2);
+  EXPECT_NE(ChooseModelRunner(Profile("0.28"), moe, "").reason.find("MoE"), std::string::npos);
+}
+
+// Issue #49224: with V2 serving a dense model on 0.25-0.28, the KV cache takes the whole budget
+// (requested - weights - peak - non-torch), the V1 runner's graph estimate is not subtracted.
+TEST(ModelRunner, V2OnADenseModelKeepsNoGraphMemoryInTheBudget) {
+  const StartupPlan v24 = EvaluatePlan(Llama(), H100Plan("0.24"));
+  EXPECT_EQ(v24.inputs.model_runner, "v1");
+  EXPECT_TRUE(v24.inputs.cudagraph_memory_in_budget.value());
+  EXPECT_GT(v24.ranks[0].cudagraph_applied_bytes, 0);
+  const StartupPlan v28 = EvaluatePlan(Llama(), H100Plan("0.28"));
+  EXPECT_EQ(v28.inputs.model_runner, "v2");
+  EXPECT_FALSE(v28.inputs.cudagraph_memory_in_budget.value());
+  EXPECT_EQ(v28.ranks[0].cudagraph_applied_bytes, 0);
+  EXPECT_EQ(v28.available_kv_cache_bytes,
+            v28.requested_bytes - v28.weights_bytes - v28.activation_peak_bytes - v28.non_torch_bytes);
+  // The estimate itself is still reported (the capture happens after the KV cache is allocated).
+  EXPECT_EQ(v28.cudagraph_bytes, v24.cudagraph_bytes);
+  // A MoE model keeps the V1 runner and its estimate in the budget.
+  const ModelSpec moe = Bundled("Qwen--Qwen3-30B-A3B.json");
+  const StartupPlan moe28 = EvaluatePlan(moe, H100Plan("0.28"));
+  EXPECT_EQ(moe28.inputs.model_runner, "v1");
+  EXPECT_TRUE(moe28.inputs.cudagraph_memory_in_budget.value());
+  // Asking for the budget explicitly (VLLM_USE_V2_MODEL_RUNNER=0) still puts it back.
+  PlanInputs asked = H100Plan("0.28");
+  asked.cudagraph_memory_in_budget = true;
+  EXPECT_EQ(EvaluatePlan(Llama(), asked).available_kv_cache_bytes, v28.available_kv_cache_bytes - v28.cudagraph_bytes);
 }
 
 }  // namespace vllm_mem

@@ -58,6 +58,8 @@ struct PlanInputs : PlanRequest {
   // ---- filled by ResolveForVersion (inputs of EvaluatePlan's result) ----
   std::string resolved_vllm_version;  //!< the profile used ("0.19.0")
   std::string vllm_version_note;      //!< which profile and why, one line
+  std::string model_runner;           //!< "v1" / "v2": the GPU model runner vLLM gives the model (model_runner.h)
+  std::string model_runner_note;      //!< which runner and why, one line
   bool hybrid_kv_cache_manager = true;
   bool hybrid_align_to_user_block_size = true;  //!< the kv_cache area's rule of that name
   // cap_sliding_window_at_full (PlanRequest): set here to the release's rule when not asked.
