@@ -211,6 +211,7 @@ void BindPlan(py::module_& m) {
     d["sampler_bytes_per_logit"] = p.sampler_bytes_per_logit;
     d["hybrid_kv_cache_manager"] = p.hybrid_kv_cache_manager;
     d["default_block_size"] = p.default_block_size;
+    d["max_model_len_auto"] = p.max_model_len_auto;
     d["v2_runner_serves"] = p.v2_runner_serves;
     d["v2_runner_cudagraph_profiling"] = p.v2_runner_cudagraph_profiling;
     return d;

@@ -4,8 +4,8 @@
 :func:`parse_vllm_args` only reads it. The flag spellings are vLLM's (``vllm/engine/arg_utils.py``
 and its ``FlexibleArgumentParser``): ``--max_model_len`` is ``--max-model-len``, ``--flag=value``
 and ``--flag value`` are the same, ``32k`` is 32,000 and ``32K`` is 32,768 where vLLM reads a
-"human-readable" integer, ``--max-model-len -1`` / ``auto`` is vLLM's auto-fit (from v0.12),
-``--dtype`` takes vLLM's choices only (``bf16`` is refused as vLLM refuses it).
+"human-readable" integer, ``--max-model-len -1`` / ``auto`` is vLLM's auto-fit (from v0.14: the rule
+``max_model_len_auto``), ``--dtype`` takes vLLM's choices only (``bf16`` is refused as vLLM refuses it).
 
 Every flag falls in one of three sets (docs/vllm_command_line.md lists them):
 
@@ -35,10 +35,6 @@ __all__ = ["VllmCommand", "VllmCommandPlan", "parse_vllm_args", "plan_from_vllm_
 
 #: vLLM's --dtype choices (vllm/config/model.py ModelDType); "bf16" is not one.
 DTYPE_CHOICES = ("auto", "half", "float16", "bfloat16", "float", "float32")
-
-#: The first release that reads ``--max-model-len -1`` / ``auto`` (auto-fit, vLLM PR #29431,
-#: merged 2025-11-26: the first release after it is inferred from the merge date).
-AUTO_MAX_MODEL_LEN_SINCE = (0, 12)
 
 #: Most tokens a command line may hold (an honest one has a few dozen).
 _MAX_TOKENS = 1000
@@ -450,11 +446,6 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
     return kw
 
 
-def _version_tuple(text: str) -> tuple[int, int] | None:
-    m = re.match(r"\s*v?(\d+)\.(\d+)", text or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def _check_conditional(command: VllmCommand, spec: Any, version: str) -> None:
     """Flags whose effect depends on the model or release: refused where they would change
     memory in a way the plan does not model."""
@@ -471,11 +462,12 @@ def _check_conditional(command: VllmCommand, spec: Any, version: str) -> None:
     if hybrid and mode not in (None, "none"):
         _not_modelled(f"--mamba-cache-mode {mode}", "in the start-up plan; kv_cache_capacity models it "
                                                     "(docs/kv_cache.md)")
-    if e.get("max_model_len") == -1:
-        asked = _version_tuple(version)
-        if asked is not None and asked < AUTO_MAX_MODEL_LEN_SINCE:
-            raise V.bad_value("--max-model-len", f"a length: vLLM {version} has no auto-fit (-1/auto reads from "
-                                                 "0.12)", e["max_model_len"])
+    # Which releases read -1 / auto is the rule max_model_len_auto (plan/vllm_versions.json).
+    if e.get("max_model_len") == -1 and not _C.vllm_profile_settings(version)["max_model_len_auto"]:
+        since = next(p["version"] for p in _C.vllm_version_profiles()
+                     if any(r["rule"] == "max_model_len_auto" and r["value"] == "true" for r in p["rules"]))
+        raise V.bad_value("--max-model-len", f"a length: vLLM {version} has no auto-fit (-1/auto reads from "
+                                             f"{since})", e["max_model_len"])
 
 
 @dataclass(frozen=True)

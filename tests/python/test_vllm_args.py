@@ -197,6 +197,11 @@ def test_auto_max_model_len_fits_as_vllm_auto_fit() -> None:
     assert "reduced from 131,072" in p.auto_fit_note
     with pytest.raises(ValueError, match="--max-model-len"):
         plan_from_vllm_args(["serve", LLAMA, "--max-model-len", "-1"], "L4", vllm_version="0.10")
+    # The rule max_model_len_auto: PR #29431 is in vLLM's weekly summary of 2025-12-26, after
+    # v0.13.0 (2025-12-19), so 0.13 refuses -1 and 0.14 reads it.
+    with pytest.raises(ValueError, match=r"--max-model-len: .*no auto-fit \(-1/auto reads from 0\.14\.0\)"):
+        plan_from_vllm_args(["serve", LLAMA, "--max-model-len", "-1"], "L4", vllm_version="0.13")
+    assert plan_from_vllm_args(["serve", LLAMA, "--max-model-len", "-1"], "L4", vllm_version="0.14").fits
 
 
 def test_errors_of_the_plan_name_the_flag() -> None:

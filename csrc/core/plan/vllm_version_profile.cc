@@ -157,6 +157,9 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     p.v0_batch.min_batched_tokens = Int(Member(v, "min_batched_tokens", rule), rule);
     p.v0_batch.chunked_prefill_above_tokens = Int(Member(v, "chunked_prefill_above_tokens", rule), rule);
     p.v0_batch.chunked_prefill_batched_tokens = Int(Member(v, "chunked_prefill_batched_tokens", rule), rule);
+  } else if (rule == "max_model_len_auto") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.max_model_len_auto = v.AsBool();
   } else if (rule == "model_runner") {
     ApplyModelRunner(p, v);
   } else if (rule == "v2_runner_cudagraph_profiling") {

@@ -139,6 +139,13 @@ TEST(VllmVersion, SamplerFigureFollowsTheTritonTopKTopP) {
   EXPECT_EQ(Profile("0.19").sampler_bytes_per_logit, ActivationConstants{}.sampler_bytes_per_logit);
 }
 
+// max_model_len_auto: PR #29431 (--max-model-len auto / -1) merged after v0.13.0 (2025-12-19).
+TEST(VllmVersion, AutoFitIsReadFrom0_14) {
+  EXPECT_FALSE(Profile("0.13").max_model_len_auto);
+  EXPECT_TRUE(Profile("0.14").max_model_len_auto);
+  EXPECT_TRUE(Profile("0.28").max_model_len_auto);
+}
+
 TEST(VllmVersion, RulesTheStartUpLogsOfOtherReleasesSet) {
   // Non-torch at TP 1: 0.13 GiB printed up to v0.17, 0.25 from v0.18 (the calibrated constant).
   EXPECT_EQ(Profile("0.17").non_torch_single_gpu_bytes, 139586437);

@@ -89,6 +89,7 @@ struct VllmVersionProfile {
   bool sliding_window_capped_at_full = false;    //!< KvCacheOptions.cap_sliding_window_at_full
   bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
+  bool max_model_len_auto = true;          //!< --max-model-len -1 / auto is vLLM's auto-fit
   /*! Which models Model Runner V2 serves by default: "none", "dense" or "all" (model_runner.h). */
   std::string v2_runner_serves = "none";
   std::vector<std::string> v2_runner_speculative_methods;  //!< the methods V2 runs; others fall back to V1
