@@ -129,6 +129,12 @@ _NOT_MODELLED = {
     "max_num_partial_prefills": "partial prefills", "long_prefill_token_threshold": "partial prefills",
     "calculate_kv_scales": "KV scales",
     "prefill_context_parallel_size": "prefill context parallelism",
+    # Dual-batch overlap (PR #23693, docs/design/dbo.md): each of two microbatches runs in its own
+    # thread with its own CUDA graphs (UBatchWrapper); for data + expert parallel MoE deployments.
+    "enable_dbo": "dual-batch overlap's per-microbatch CUDA graphs",
+    "dbo_decode_token_threshold": "dual-batch overlap", "dbo_prefill_token_threshold": "dual-batch overlap",
+    "kv_cache_dtype_skip_layers": "layers left unquantized beside a quantized KV cache (two page sizes "
+    "vLLM unifies)",
 }
 
 #: -O / --compilation-config keys: planned, no memory effect, or anything else refused.
