@@ -431,18 +431,24 @@ class CheckpointWeights:
 
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+# A name segment that opens with "mtp." or "mtp_": Qwen3-Next's "mtp.fc", ERNIE-4.5's
+# "model.mtp_block.0.", "model.mtp_emb_norm.0.", "model.mtp_hidden_norm.0.", "model.mtp_linear_proj.0.".
+_MTP_SEGMENT = re.compile(r"(?:^|\.)mtp[._]")
 
 
 def _skipped_by_vllm(name: str, num_layers: int | None) -> bool:
     """Tensors a checkpoint holds that vLLM's model does not load:
     - ``mtp.*`` (Qwen3-Next: vllm/model_executor/models/qwen3_next.py maps the "mtp." prefix
       to None in hf_to_vllm_mapper: "MTP weights are loaded by the draft model");
+    - ERNIE-4.5's ``mtp_*`` modules (ernie45_moe.py Ernie4_5_MoeModel.load_weights: ``if "mtp" in
+      name: continue``, "MTP will be supported soon"; only the drafter, ernie_mtp.py, loads
+      mtp_emb_norm / mtp_hidden_norm / mtp_linear_proj / mtp_block);
     - decoder layers at index >= num_hidden_layers: the next-token-prediction layers of
       DeepSeek-V3 / GLM-4.5 (deepseek_v2.py / glm4_moe.py load_weights skip the names
       get_spec_layer_idx_from_weight_name matches, model.layers.{num_hidden_layers + i}.);
     - ``rotary_emb.inv_freq`` buffers of old checkpoints (llama.py load_weights skips them).
     """
-    if name.startswith("mtp.") or ".mtp." in name or "rotary_emb.inv_freq" in name:
+    if _MTP_SEGMENT.search(name) or "rotary_emb.inv_freq" in name:
         return True
     if num_layers is not None:
         m = _LAYER.search(name)

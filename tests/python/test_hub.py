@@ -329,6 +329,25 @@ def test_header_sum_by_dtype_with_skipped_tensors(tmp_path: Path) -> None:
     assert H.local_checkpoint_weights(tmp_path).skipped_tensors == 2
 
 
+def test_ernie_mtp_modules_are_not_counted_as_served_weights(tmp_path: Path) -> None:
+    # ERNIE-4.5-MoE checkpoints keep their MTP module beside the decoder as model.mtp_emb_norm.0.*,
+    # model.mtp_hidden_norm.0.*, model.mtp_linear_proj.0.* and model.mtp_block.0.* (the names
+    # vllm/model_executor/models/ernie_mtp.py rewrites); ernie45_moe.py's load_weights skips every
+    # name holding "mtp", so the target model never holds them.
+    write_safetensors(tmp_path / "model.safetensors", {
+        "model.embed_tokens.weight": ("BF16", [1000, 64]),                  # 128,000 bytes
+        "model.layers.0.mlp.gate_proj.weight": ("BF16", [256, 64]),         # 32,768
+        "model.norm.weight": ("BF16", [64]),                                # 128
+        "model.mtp_emb_norm.0.weight": ("BF16", [64]),                      # skipped
+        "model.mtp_hidden_norm.0.weight": ("BF16", [64]),                   # skipped
+        "model.mtp_linear_proj.0.weight": ("BF16", [64, 128]),              # skipped
+        "model.mtp_block.0.mlp.gate_proj.weight": ("BF16", [256, 64]),      # skipped
+    })
+    w = H.local_checkpoint_weights(tmp_path, num_layers=1)
+    assert w.total_bytes == 128000 + 32768 + 128 and w.num_tensors == 3
+    assert w.skipped_tensors == 4 and w.skipped_bytes == 2 * (64 + 64 + 64 * 128 + 256 * 64)
+
+
 def test_header_whose_offsets_disagree_with_its_shape_is_refused(tmp_path: Path) -> None:
     blob = json.dumps({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 30]}}).encode()
     (tmp_path / "model.safetensors").write_bytes(len(blob).to_bytes(8, "little") + blob + bytes(30))
