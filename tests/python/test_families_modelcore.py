@@ -14,7 +14,12 @@ import vllm_mem
 
 GIB = 1 << 30
 
-PHIMOE = {  # microsoft/Phi-3.5-MoE-instruct config.json (longrope factor lists cut: no memory effect)
+# microsoft/Phi-3.5-MoE-instruct config.json (longrope factor lists cut: no memory effect). Seen: hidden,
+# intermediate, heads, KV heads, layers, 16 local experts, top-2, max_position_embeddings 131072 and
+# original 4096 (code-index id 7043489506, a PhiMoEConfig built from the file's values). Not confirmed
+# from a source (recalled): attention_bias / lm_head_bias true, vocab_size 32064, sliding_window, the
+# longrope mscales.
+PHIMOE = {
     "architectures": ["PhiMoEForCausalLM"],
     "model_type": "phimoe",
     "attention_bias": True,
@@ -43,7 +48,11 @@ PHIMOE = {  # microsoft/Phi-3.5-MoE-instruct config.json (longrope factor lists 
     "torch_dtype": "bfloat16",
     "vocab_size": 32064,
 }
-GLM4 = {  # zai-org/GLM-4-9B-0414 (THUDM/GLM-4-9B-0414) config.json
+# zai-org/GLM-4-9B-0414 (THUDM/GLM-4-9B-0414) config.json. Seen, every key here but attention_bias and
+# torch_dtype: a loader's glm4 config fixture (code-index id 51809279524; hidden 4096, intermediate 13696,
+# 40 layers, 32 / 2 heads, head_dim 128, partial_rotary_factor 0.5, max_position_embeddings 32768, vocab
+# 151552, untied). attention_bias true as in the GLM-4-9B configs of code-index id 70487556887.
+GLM4 = {
     "architectures": ["Glm4ForCausalLM"],
     "model_type": "glm4",
     "attention_bias": True,
@@ -61,7 +70,10 @@ GLM4 = {  # zai-org/GLM-4-9B-0414 (THUDM/GLM-4-9B-0414) config.json
     "torch_dtype": "bfloat16",
     "vocab_size": 151552,
 }
-OLMO2 = {  # allenai/OLMo-2-1124-7B config.json
+# allenai/OLMo-2-1124-7B config.json. Not confirmed from a source (recalled): no copy of this file was
+# found; vocab_size 100352, rms_norm_eps 1e-6, rope_theta 500000 and untied embeddings match the
+# OLMo-2-0425-1B config quoted in code-index id 60588861793.
+OLMO2 = {
     "architectures": ["Olmo2ForCausalLM"],
     "model_type": "olmo2",
     "attention_bias": False,
@@ -77,7 +89,10 @@ OLMO2 = {  # allenai/OLMo-2-1124-7B config.json
     "torch_dtype": "float32",
     "vocab_size": 100352,
 }
-OLMOE = {  # allenai/OLMoE-1B-7B-0924 config.json
+# allenai/OLMoE-1B-7B-0924 config.json. Seen: hidden 2048, 16 layers, 16 / 16 heads, 64 experts, top-8,
+# vocab 50304, rope_theta 1e4 (code-index id 54641094255, an olmoe test config; intermediate_size 1024 with
+# the same 2048 hidden in code-index id 67200696413). Not confirmed: max_position_embeddings 4096.
+OLMOE = {
     "architectures": ["OlmoeForCausalLM"],
     "model_type": "olmoe",
     "clip_qkv": None,
@@ -94,7 +109,10 @@ OLMOE = {  # allenai/OLMoE-1B-7B-0924 config.json
     "torch_dtype": "bfloat16",
     "vocab_size": 50304,
 }
-COMMAND_R = {  # CohereForAI/c4ai-command-r-v01 config.json
+# CohereForAI/c4ai-command-r-v01 config.json. Seen: every size, layer_norm_eps, logit_scale 0.0625,
+# rope_theta 8e6, use_qk_norm false, tied embeddings (code-index ids 66506734381, 55805448694).
+# model_max_length 131072: the file's, as quoted beside its URL in code-index id 424766752.
+COMMAND_R = {
     "architectures": ["CohereForCausalLM"],
     "model_type": "cohere",
     "hidden_size": 8192,
@@ -111,7 +129,11 @@ COMMAND_R = {  # CohereForAI/c4ai-command-r-v01 config.json
     "use_qk_norm": False,
     "vocab_size": 256000,
 }
-COMMAND_R_PLUS = {  # CohereForAI/c4ai-command-r-plus config.json (use_qk_norm: per-head q/k LayerNorms)
+# CohereForAI/c4ai-command-r-plus config.json (use_qk_norm: per-head q/k LayerNorms). Seen: every size,
+# logit_scale 0.8333333333333334, rope_theta 7.5e7 (code-index id 55805448694, a table that lists
+# use_qk_norm false); use_qk_norm true per the llama.cpp Command-R PR (ggml-org/llama.cpp#6033,
+# 2024-04-04: "The new model has a use_qk_norm=True flag compared to old one").
+COMMAND_R_PLUS = {
     "architectures": ["CohereForCausalLM"],
     "model_type": "cohere",
     "hidden_size": 12288,
@@ -128,7 +150,11 @@ COMMAND_R_PLUS = {  # CohereForAI/c4ai-command-r-plus config.json (use_qk_norm: 
     "use_qk_norm": True,
     "vocab_size": 256000,
 }
-GRANITEMOE = {  # ibm-granite/granite-3.0-1b-a400m-instruct config.json
+# ibm-granite/granite-3.0-1b-a400m-instruct config.json. Seen: every size, 32 local experts, top-8,
+# rope_theta 10000, vocab 49155 ("Exact config from ibm-granite/granite-3.0-1b-a400m-instruct",
+# code-index ids 53141176458, 60804928994); the four multipliers in a GraniteMoe fixture of the same
+# shape (code-index id 55665407491). Not confirmed: max_position_embeddings 4096.
+GRANITEMOE = {
     "architectures": ["GraniteMoeForCausalLM"],
     "model_type": "granitemoe",
     "attention_bias": False,
@@ -154,20 +180,25 @@ GRANITEMOE = {  # ibm-granite/granite-3.0-1b-a400m-instruct config.json
 @pytest.mark.parametrize(
     ("config", "published_billions", "digits", "kv_bytes_per_token"),
     [
-        # Hub model page 41.9B params. KV (phimoe.py PhiMoEAttention, GQA): 32 x 2 x 8 x 128 x 2 (bf16).
+        # Hub model page 41.9B params ("6.6B active parameters out of 41.9B total", code-index id
+        # 70223847775). KV (phimoe.py PhiMoEAttention, GQA): 32 x 2 x 8 x 128 x 2 (bf16).
         (PHIMOE, 41.9, 1, 32 * 2 * 8 * 128 * 2),
-        # Hub model page 9.4B params. KV (glm4.py): 40 x 2 x 2 x 128 x 2.
+        # Hub model page 9.4B params (not confirmed from a source: recalled). KV (glm4.py): 40 x 2 x 2 x 128 x 2.
         (GLM4, 9.4, 1, 40 * 2 * 2 * 128 * 2),
-        # Hub model page 7.3B params. KV (olmo2.py, MHA, float32 checkpoint served as bf16 under
-        # --dtype auto): 32 x 2 x 32 x 128 x 2.
+        # Hub model page 7.3B params (not confirmed from a source: recalled). KV (olmo2.py, MHA, float32
+        # checkpoint served as bf16 under --dtype auto): 32 x 2 x 32 x 128 x 2.
         (OLMO2, 7.3, 1, 32 * 2 * 32 * 128 * 2),
-        # Hub model page 6.92B params ("1B active, 7B total"). KV (olmoe.py): 16 x 2 x 16 x 128 x 2.
+        # Hub model page 6.92B params ("1B active, 7B total"; not confirmed from a source: recalled).
+        # KV (olmoe.py): 16 x 2 x 16 x 128 x 2.
         (OLMOE, 6.92, 2, 16 * 2 * 16 * 128 * 2),
-        # Model card "35 billion parameters". KV (commandr.py, MHA): 40 x 2 x 64 x 128 x 2 (fp16).
+        # Model card "35 billion parameters" (the same wording quoted from the 08-2024 card, code-index id
+        # 9898160833; the v01 card's not seen). KV (commandr.py, MHA): 40 x 2 x 64 x 128 x 2 (fp16).
         (COMMAND_R, 35, 0, 40 * 2 * 64 * 128 * 2),
-        # Model card "104 billion parameters". KV (commandr.py, GQA 96/8): 64 x 2 x 8 x 128 x 2.
+        # Model card "104 billion parameters" (quoted in code-index ids 41590526076, 2373298913).
+        # KV (commandr.py, GQA 96/8): 64 x 2 x 8 x 128 x 2.
         (COMMAND_R_PLUS, 104, 0, 64 * 2 * 8 * 128 * 2),
-        # Model card architecture table "# Parameters 1.3B". KV (granitemoe.py): 24 x 2 x 8 x 64 x 2.
+        # Model card architecture table "# Parameters 1.3B" (not confirmed from a source: recalled).
+        # KV (granitemoe.py): 24 x 2 x 8 x 64 x 2.
         (GRANITEMOE, 1.3, 1, 24 * 2 * 8 * 64 * 2),
     ],
     ids=["phi-3.5-moe", "glm-4-9b-0414", "olmo-2-7b", "olmoe-1b-7b", "command-r", "command-r-plus", "granite-1b-a400m"],
@@ -340,7 +371,11 @@ def test_the_model_area_tests_no_model_type_string() -> None:
     assert offenders == []
 
 
-GLM45_AIR = {  # zai-org/GLM-4.5-Air config.json
+# zai-org/GLM-4.5-Air config.json. Seen: every size and MoE field, head_dim, partial_rotary_factor,
+# attention_bias, max_position_embeddings 131072 (code-index id 54377337437, a converter's copy for
+# Glm4MoeForCausalLM, with rope_theta 10000 and no use_qk_norm key, i.e. false). rope_theta 1e6 here
+# is not confirmed (no memory effect).
+GLM45_AIR = {
     "architectures": ["Glm4MoeForCausalLM"],
     "model_type": "glm4_moe",
     "attention_bias": True,
@@ -368,7 +403,9 @@ GLM45_AIR = {  # zai-org/GLM-4.5-Air config.json
     "use_qk_norm": False,
     "vocab_size": 151552,
 }
-GLM45 = {  # zai-org/GLM-4.5 config.json
+# zai-org/GLM-4.5 config.json. Seen: every size, MoE field and use_qk_norm true in a GLM-4.5-shaped
+# fixture (code-index id 66506276105; its max_position_embeddings 202752 is GLM-4.6's).
+GLM45 = {
     **GLM45_AIR,
     "first_k_dense_replace": 3,
     "hidden_size": 5120,
@@ -383,7 +420,9 @@ GLM45 = {  # zai-org/GLM-4.5 config.json
 
 @pytest.mark.parametrize(("config", "published_billions"), [(GLM45_AIR, 110), (GLM45, 358)], ids=["air", "full"])
 def test_glm4_moe_with_its_mtp_layer_matches_the_checkpoint(config: dict[str, Any], published_billions: int) -> None:
-    # The Hub's parameter figure (GLM-4.5-Air 110B, GLM-4.5 358B) counts the checkpoint, whose
+    # The Hub's parameter figure (GLM-4.5-Air 110B, GLM-4.5 358B; not confirmed from a source: recalled;
+    # the cards' rounder "106B total" / "355B total" are quoted in code-index id 52711268692) counts the
+    # checkpoint, whose
     # layer num_hidden_layers is the MTP module vLLM loads only as a drafter (glm4_moe_mtp.py:
     # embed_tokens, enorm, hnorm, eh_proj, shared_head norm + head, one MoE decoder layer). The
     # reader counts what vLLM serves, so that module is added here by hand.
@@ -415,14 +454,17 @@ def test_glm4_moe_gate_is_float32() -> None:
     assert mlp == dense + 45 * per_moe_layer
 
 
-COMMAND_R7B = {  # CohereForAI/c4ai-command-r7b-12-2024 config.json
+# CohereForAI/c4ai-command-r7b-12-2024 config.json. Seen: every size, head_dim 128, rope_theta 5e4,
+# sliding_window 4096 with three sliding layers to one global, logit_scale 0.25, tied embeddings and
+# max_position_embeddings 132096 ("Command R7B's real spec", code-index id 71344197671; was 8192 here).
+COMMAND_R7B = {
     "architectures": ["Cohere2ForCausalLM"],
     "model_type": "cohere2",
     "hidden_size": 4096,
     "intermediate_size": 14336,
     "layer_norm_eps": 1e-05,
     "logit_scale": 0.25,
-    "max_position_embeddings": 8192,
+    "max_position_embeddings": 132096,
     "num_attention_heads": 32,
     "num_hidden_layers": 32,
     "num_key_value_heads": 8,
@@ -437,7 +479,8 @@ COMMAND_R7B = {  # CohereForAI/c4ai-command-r7b-12-2024 config.json
 
 def test_cohere2_layers_are_cohere_layers() -> None:
     # vLLM serves Cohere2ForCausalLM with commandr.py's CohereForCausalLM: one weight-only
-    # LayerNorm per layer and tied embeddings, as Command-R (the model card's 8.03B).
+    # LayerNorm per layer and tied embeddings, as Command-R (the model card's 8.03B; not confirmed from a
+    # source: recalled).
     spec = vllm_mem.ModelSpec.from_hf_config(COMMAND_R7B)
     by_hand = 32 * _per_layer(4096, 32, 8, 128, 14336, 1) + 256000 * 4096 + 4096
     assert spec.num_parameters() == by_hand and round(by_hand / 1e9, 2) == 8.03
