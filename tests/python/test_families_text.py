@@ -219,16 +219,16 @@ SANTACODER = {
         (EXAONE4_1_2B, 1.07e9, 2, 102400 * 2048, 30, 8, 64),
         # The Hub's safetensors parameter count of internlm/internlm2_5-7b-chat: 7.74B; exactly
         # 7,737,708,544 BF16 parameters by safetensors header (code-index ids 60585215169, 69624316134;
-        # test_internlm2_5_count_equals_the_header_sum). KV: 32 x 8 x 128.
+        # test_count_equals_a_quoted_exact_figure). KV: 32 x 8 x 128.
         (INTERNLM2_5_7B, 7.74e9, 2, 0, 32, 8, 128),
         # Nemotron-Mini-4B-Instruct: 4.19B (the Hub's safetensors count; not confirmed from a source:
         # recalled). KV: 32 x 8 x 128.
         (NEMOTRON_MINI_4B, 4.19e9, 2, 0, 32, 8, 128),
-        # ERNIE-4.5-0.3B: the model card's 0.36B (not confirmed from a source: recalled). KV (Llama
-        # code): 18 x 2 x 128.
+        # ERNIE-4.5-0.3B: the model card's 0.36B (the card not seen; the exact 360,748,032 is, see
+        # test_count_equals_a_quoted_exact_figure). KV (Llama code): 18 x 2 x 128.
         (ERNIE4_5_0_3B, 0.36e9, 2, 0, 18, 2, 128),
-        # Seed-OSS-36B: the Hub's safetensors count 36.2B (model card "36B"; not confirmed from a
-        # source: recalled). KV: 64 x 8 x 128.
+        # Seed-OSS-36B: the Hub's safetensors count 36.2B (model card "36B"; the exact 36,151,104,512 is
+        # quoted, see test_count_equals_a_quoted_exact_figure). KV: 64 x 8 x 128.
         (SEED_OSS_36B, 36.2e9, 1, 0, 64, 8, 128),
         # starcoder2-3b: the Hub's safetensors count 3.03B (not confirmed from a source: recalled).
         # KV: 30 x 2 x 128 (hidden 3072 / 24 heads).
@@ -274,11 +274,27 @@ def test_text_families_match_published_counts_and_kv_by_hand(
         assert group.page_size_bytes == group.block_size * per_layer
 
 
-def test_internlm2_5_count_equals_the_header_sum() -> None:
-    # 7,737,708,544: the BF16 parameters of an internlm2_5-7b checkpoint's safetensors headers, quoted
-    # for internlm2_5-7b-chat-1m (code-index id 69624316134) and for an InternLM2.5-7B snapshot
-    # (code-index id 60585215169); the 1m variant differs only in max_position_embeddings.
-    assert vllm_mem.ModelSpec.from_hf_config(INTERNLM2_5_7B).num_parameters() == 7_737_708_544
+@pytest.mark.parametrize(
+    ("config", "exact"),
+    [
+        # 7,737,708,544: the BF16 parameters of an internlm2_5-7b checkpoint's safetensors headers, quoted
+        # for internlm2_5-7b-chat-1m (code-index id 69624316134) and for an InternLM2.5-7B snapshot
+        # (code-index id 60585215169); the 1m variant differs only in max_position_embeddings.
+        (INTERNLM2_5_7B, 7_737_708_544),
+        # 36,151,104,512: Seed-OSS-36B-Instruct's parameter count beside its config fields (code-index id
+        # 57091266702).
+        (SEED_OSS_36B, 36_151_104_512),
+        # 360,748,032: ERNIE-4.5-0.3B's parameters as a run log prints them (family=ernie, L=18, d=1024;
+        # code-index id 69642363455).
+        (ERNIE4_5_0_3B, 360_748_032),
+        # 15,517,456,384: a StarCoder-15B fine-tune's parameter count (same GPTBigCode shape; code-index id
+        # 69542685706).
+        (STARCODER_15B, 15_517_456_384),
+    ],
+    ids=["internlm2.5-7b", "seed-oss-36b", "ernie4.5-0.3b", "starcoder"],
+)
+def test_count_equals_a_quoted_exact_figure(config: dict[str, Any], exact: int) -> None:
+    assert vllm_mem.ModelSpec.from_hf_config(config).num_parameters() == exact
 
 
 # tencent/Hunyuan-7B-Instruct config.json. Seen: every size, head_dim, tie_word_embeddings true and
@@ -509,3 +525,9 @@ def test_hunyuan_v1_moe_is_refused_with_its_reason() -> None:
     config = {**HUNYUAN_7B, "model_type": "hunyuan_v1_moe", "num_experts": 64, "moe_topk": [8] * 32}
     with pytest.raises(NotImplementedError, match="moe_topk"):
         vllm_mem.ModelSpec.from_hf_config(config)
+
+
+def test_minimax_m2_count_equals_the_quoted_figure() -> None:
+    # 228,689,764,864: llama-bench's model_n_params of a MiniMax-M2 GGUF (code-index id 58464340977), also
+    # listed for MiniMaxAI/MiniMax-M2 in code-index id 69468411049.
+    assert vllm_mem.ModelSpec.from_hf_config(MINIMAX_M2).num_parameters() == 228_689_764_864
