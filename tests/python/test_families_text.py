@@ -213,7 +213,7 @@ SANTACODER = {
     [
         # Model cards: "Number of Parameters (without embeddings): 30.95B" (32B) and "1.07B" (1.2B, tied).
         # 30.95B seen quoted from the 32B card (code-index ids 16255095491, 53258793893); the 1.2B card's
-        # 1.07B not confirmed from a source: recalled.
+        # 1.07B not seen, but its exact total is (test_count_equals_a_quoted_exact_figure).
         # KV (vLLM exaone4.py: Attention(num_kv_heads) per layer): 8 KV heads x 128 (32B), 8 x 64 (1.2B).
         (EXAONE4_32B, 30.95e9, 2, 2 * 102400 * 5120, 64, 8, 128),
         (EXAONE4_1_2B, 1.07e9, 2, 102400 * 2048, 30, 8, 64),
@@ -290,8 +290,11 @@ def test_text_families_match_published_counts_and_kv_by_hand(
         # 15,517,456,384: a StarCoder-15B fine-tune's parameter count (same GPTBigCode shape; code-index id
         # 69542685706).
         (STARCODER_15B, 15_517_456_384),
+        # 1,279,391,488: EXAONE-4.0-1.2B's parameters as transformers loads it (tied embeddings once), from
+        # a run log (code-index id 58527414853); less its 102400 x 2048 embedding rows it is the card's 1.07B.
+        (EXAONE4_1_2B, 1_279_391_488),
     ],
-    ids=["internlm2.5-7b", "seed-oss-36b", "ernie4.5-0.3b", "starcoder"],
+    ids=["internlm2.5-7b", "seed-oss-36b", "ernie4.5-0.3b", "starcoder", "exaone4-1.2b"],
 )
 def test_count_equals_a_quoted_exact_figure(config: dict[str, Any], exact: int) -> None:
     assert vllm_mem.ModelSpec.from_hf_config(config).num_parameters() == exact
