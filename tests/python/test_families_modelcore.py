@@ -16,9 +16,9 @@ GIB = 1 << 30
 
 # microsoft/Phi-3.5-MoE-instruct config.json (longrope factor lists cut: no memory effect). Seen: hidden,
 # intermediate, heads, KV heads, layers, 16 local experts, top-2, max_position_embeddings 131072 and
-# original 4096 (code-index id 7043489506, a PhiMoEConfig built from the file's values). Not confirmed
-# from a source (recalled): attention_bias / lm_head_bias true, vocab_size 32064, sliding_window, the
-# longrope mscales.
+# original 4096 (code-index id 7043489506, a PhiMoEConfig built from the file's values); vocab_size 32064
+# and sliding_window 131072 beside the file's URL in code-index id 2390356745 (GenZ's model table). Not
+# confirmed (recalled): attention_bias / lm_head_bias true and the longrope mscales.
 PHIMOE = {
     "architectures": ["PhiMoEForCausalLM"],
     "model_type": "phimoe",
@@ -180,8 +180,8 @@ GRANITEMOE = {
 @pytest.mark.parametrize(
     ("config", "published", "digits", "kv_bytes_per_token"),
     [
-        # Hub model page 41.9B params ("6.6B active parameters out of 41.9B total", code-index id
-        # 70223847775). KV (phimoe.py PhiMoEAttention, GQA): 32 x 2 x 8 x 128 x 2 (bf16).
+        # Hub model page 41.9B params ("6.6B active parameters out of 41.9B total", code-index ids
+        # 70223847775, 52814127308). KV (phimoe.py PhiMoEAttention, GQA): 32 x 2 x 8 x 128 x 2 (bf16).
         (PHIMOE, 41.9e9, 1, 32 * 2 * 8 * 128 * 2),
         # 9,400,279,040 exactly (digits None): llama.cpp's n-params of a GLM-4-9B-0414 GGUF (n-vocab 151552,
         # n-embd 4096; code-index id 37074310570); the Hub page's 9.4B. KV (glm4.py): 40 x 2 x 2 x 128 x 2.
