@@ -150,3 +150,20 @@ def test_a_checkpoint_share_keeps_what_only_the_kernel_layout_holds(tmp_path: Pa
     a = vllm_mem.plan(config, "H100-80GB", max_model_len=8192, tensor_parallel_size=tp)
     b = vllm_mem.plan(headers, "H100-80GB", max_model_len=8192, tensor_parallel_size=tp)
     assert abs(a.ranks[0].weights_bytes - b.ranks[0].weights_bytes) <= 1
+
+
+@pytest.mark.parametrize(
+    ("tp", "padding_bytes"), [(1, 24 * 32 * 32 * (5760 + 2880)), (2, 24 * 32 * 32 * (2944 + 2880))]
+)
+def test_releases_before_0_17_vendor_a_value_layout_without_the_64_byte_alignment(tp: int, padding_bytes: int) -> None:
+    """vLLM 0.15.0 / 0.16.0 vendor a hopper_value.py that pads only to the mma tile (N to 16, K
+    bytes to 32); 0.17.0 added the 64 x 64 alignment (vllm_versions.json mxfp4_hopper_value_align).
+    gpt-oss-20b's packed K is 1440 bytes for w13 and 1440 (TP 1) / 736 (TP 2) for w2, so 0.16
+    holds the 32 bytes x N rows of each less: w13 N = 2 x 2880 / tp (rounded to 64), w2 N = 2880."""
+
+    def weights(version: str) -> int:
+        p = vllm_mem.plan(OSS, gpu="H100-80GB", vllm_version=version, max_model_len=8192, tensor_parallel_size=tp)
+        return p.ranks[0].weights_bytes
+
+    assert weights("0.19.0") - weights("0.16.0") == padding_bytes
+    assert weights("0.17.0") == weights("0.19.0")

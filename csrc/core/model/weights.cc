@@ -117,6 +117,7 @@ struct Mxfp4Layout {
    *  w13/w2_weight_scale parameters stay registered on the layer. */
   bool hopper_swizzle = false;
   bool scale_copy = false;  //!< a same-size swizzled copy of the scales (ROCm gfx950 CDNA4MXScaleLayout)
+  int64_t value_align = 64;  //!< WeightOptions::mxfp4_hopper_value_align
 };
 
 /*! A gated (gate_up + down) or plain (fc1 + fc2) MLP of \p intermediate, TP-split. */
@@ -199,7 +200,11 @@ LinearBytes Mxfp4ExpertBytes(const Linear& l, const Mxfp4Layout& mx, int64_t dty
   const int64_t k_bytes = CeilDiv(l.in_features, 2);
   const int64_t scales = Mul(n, CeilDiv(l.in_features, 32));
   LinearBytes b;
-  b.weight = mx.hopper_swizzle ? Mul(RoundUp(k_bytes, 64), RoundUp(n, 64)) : Mul(n, k_bytes);
+  // HopperMXValueLayout.swizzle_data: storage padded to the release's alignment, then to the
+  // mma tile (16 rows of N x 32 bytes of K once transposed), a no-op after 64.
+  const int64_t k_align = mx.value_align > 0 ? mx.value_align : 32;
+  const int64_t n_align = mx.value_align > 0 ? mx.value_align : 16;
+  b.weight = mx.hopper_swizzle ? Mul(RoundUp(k_bytes, k_align), RoundUp(n, n_align)) : Mul(n, k_bytes);
   if (l.bias) b.weight = Add(b.weight, Mul(n, mx.bias_element_bytes > 0 ? mx.bias_element_bytes : dtype_bytes));
   b.overhead = scales;
   if (mx.hopper_swizzle) b.overhead = Add(b.overhead, Mul(RoundUp(n, 256), RoundUp(CeilDiv(l.in_features, 32), 2)));
@@ -275,7 +280,7 @@ void AddBytes(RankWeights& r, const Tensors& tensors, const std::optional<Quanti
 /*! What \p mx adds to \p tensors' MXFP4 experts after loading, beyond the tensors as created. */
 int64_t LayoutExtraBytes(const Tensors& tensors, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes,
                          const Mxfp4Layout& mx) {
-  const Mxfp4Layout created{mx.creation, 0, false, false};
+  const Mxfp4Layout created{mx.creation, 0, false, false, 0};
   int64_t extra = 0;
   for (const Linear& l : tensors.linears) {
     const LinearBytes after = StoredBytes(l, q, dtype_bytes, &mx);
@@ -342,12 +347,12 @@ std::optional<QuantizationSpec> ResolveQuantization(const ModelSpec& spec, const
 /*! vLLM 0.19's MXFP4 expert layout for \p backend (WeightOptions::mxfp4_backend). */
 Mxfp4Layout Mxfp4LayoutOf(const std::string& backend) {
   constexpr int64_t kFloat32Bias = 4;  // TRITON / TRTLLM convert_to_mxfp4_moe_kernel_format: .to(torch.float32)
-  if (backend == "triton") return {{64, 1}, kFloat32Bias, true, false};
-  if (backend == "marlin") return {{128, 256}, 0, false, false};  // repacked in place, bias in params_dtype
-  if (backend == "flashinfer_trtllm") return {{256, 256}, kFloat32Bias, false, false};
-  if (backend == "flashinfer_cutlass") return {{128, 128}, 0, false, false};  // w13 bias cast back to bf16
-  if (backend == "triton_rocm") return {{256, 256}, kFloat32Bias, false, false};
-  if (backend == "triton_rocm_gfx950") return {{256, 256}, kFloat32Bias, false, true};
+  if (backend == "triton") return {{64, 1}, kFloat32Bias, true, false, 64};
+  if (backend == "marlin") return {{128, 256}, 0, false, false, 64};  // repacked in place, bias in params_dtype
+  if (backend == "flashinfer_trtllm") return {{256, 256}, kFloat32Bias, false, false, 64};
+  if (backend == "flashinfer_cutlass") return {{128, 128}, 0, false, false, 64};  // w13 bias cast back to bf16
+  if (backend == "triton_rocm") return {{256, 256}, kFloat32Bias, false, false, 64};
+  if (backend == "triton_rocm_gfx950") return {{256, 256}, kFloat32Bias, false, true, 64};
   throw InvalidArgument("mxfp4_backend", "unknown MXFP4 MoE backend " + EchoValue(backend) +
                                              "; allowed: triton, marlin, flashinfer_trtllm, flashinfer_cutlass, "
                                              "triton_rocm, triton_rocm_gfx950");
@@ -423,7 +428,12 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
 
   const bool mxfp4 = quant && quant->method == "mxfp4";
-  const Mxfp4Layout mx = mxfp4 ? Mxfp4LayoutOf(options.mxfp4_backend) : Mxfp4Layout{};
+  Mxfp4Layout mx = mxfp4 ? Mxfp4LayoutOf(options.mxfp4_backend) : Mxfp4Layout{};
+  if (options.mxfp4_hopper_value_align != 0 && options.mxfp4_hopper_value_align != 64) {
+    throw InvalidArgument("mxfp4_hopper_value_align", "must be 0 (the mma tile only) or 64, got " +
+                                                          std::to_string(options.mxfp4_hopper_value_align));
+  }
+  mx.value_align = options.mxfp4_hopper_value_align;
   const ExpertPadding pad = mx.creation;
 
   WeightBreakdown out;

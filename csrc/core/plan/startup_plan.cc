@@ -176,6 +176,7 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
   wo.quantization = in.quantization;
   wo.tensor_parallel_size = in.tensor_parallel_size;
   wo.pipeline_parallel_size = in.pipeline_parallel_size;
+  wo.mxfp4_hopper_value_align = in.mxfp4_hopper_value_align;
   // MXFP4 experts are laid out by the kernel vLLM picks for the GPU (H100's "triton" without one).
   if (run.spec.quantization && run.spec.quantization->method == "mxfp4") {
     const std::string backend = Mxfp4BackendForGpu(in.gpu_name);

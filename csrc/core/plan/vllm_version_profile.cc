@@ -179,6 +179,9 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "sliding_window_capped_at_full") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.sliding_window_capped_at_full = v.AsBool();
+  } else if (rule == "mxfp4_hopper_value_align") {
+    p.mxfp4_hopper_value_align = Int(v, rule);
+    if (p.mxfp4_hopper_value_align != 0 && p.mxfp4_hopper_value_align != 64) Bad(rule + " must be 0 or 64");
   } else if (rule == "available_kv_line") {
     const std::string f = Str(v, rule);
     if (f != "fixed2" && f != "format_gib") Bad(rule + " '" + f + "'");

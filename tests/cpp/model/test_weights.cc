@@ -296,6 +296,13 @@ TEST(Weights, Mxfp4ExpertPaddingPerBackend) {
   // What no checkpoint holds (CheckpointShare leaves it out of a header share): triton's additions.
   EXPECT_EQ(triton.per_pp_rank[0].kernel_layout_bytes, triton_after_loading);
   EXPECT_EQ(marlin.per_pp_rank[0].kernel_layout_bytes, 0);
+  // Releases before 0.17 vendor a value layout padded only to the mma tile (N to 16, K bytes to
+  // 32): w13 and w2 keep their 1440 bytes of K, 32 x 32 x (5760 + 2880) B less per layer.
+  WeightOptions tile_only;
+  tile_only.mxfp4_hopper_value_align = 0;
+  EXPECT_EQ(triton.fullest_rank_bytes - ComputeWeights(s, tile_only).fullest_rank_bytes, int64_t{24} * 8847360);
+  tile_only.mxfp4_hopper_value_align = 32;
+  EXPECT_THROW(ComputeWeights(s, tile_only), InvalidArgument);
   // TP2 on triton: 1440 per rank rounds up to 1472 (23 x 64). Per expert after loading:
   //   w13 (N 2944, K 2880): values 1472 x 2944 + scales 2944 x 90 + copy 3072 x 90 + fp32 bias 2944 x 4
   //   w2 (N 2880, K 1472):  values 768 x 2880 + scales 2880 x 46 + copy 3072 x 46 + fp32 bias 2880 x 4

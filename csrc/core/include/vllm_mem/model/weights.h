@@ -33,6 +33,11 @@ struct WeightOptions {
    *  "triton_rocm_gfx950" (MI350X / MI355X): the same plus a CDNA4MXScaleLayout copy of the
    *  scales. Only read for mxfp4 checkpoints. */
   std::string mxfp4_backend = "triton";
+  /*! "triton": the alignment of HopperMXValueLayout's value storage, both the packed K bytes
+   *  and N, in the triton_kernels the release vendors: 64 from vLLM 0.17.0; 0 before, where only
+   *  the mma tile pads (N to 16, K bytes to 32). plan() takes it from the release
+   *  (vllm_versions.json mxfp4_hopper_value_align). */
+  int64_t mxfp4_hopper_value_align = 64;
 };
 
 /*! \brief Weight bytes of one GPU, by component. */
