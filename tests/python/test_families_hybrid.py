@@ -46,7 +46,7 @@ FALCON_MAMBA_7B = {
     (MAMBA_130M, 129_135_360, 1),
     # 2,768,345,600: the mamba-2.8b-hf entry of the same table (code-index file id 49071488734).
     (MAMBA_2_8B, 2_768_345_600, 1),
-    # Model card size "7.27B params" (untied lm_head): to its rounding.
+    # Model card size "7.27B params" (untied lm_head): to its rounding (not confirmed from a source: recalled).
     (FALCON_MAMBA_7B, 727, 1e7),
 ], ids=["mamba-130m", "mamba-2.8b", "falcon-mamba-7b"])
 def test_mamba_parameter_counts_match_the_published_figures(

@@ -408,7 +408,8 @@ def test_moe_and_hunyuan_kv_by_hand(config: dict[str, Any], kv_layers: int, kv_h
 
 
 def test_hunyuan_7b_count_and_cla_refusal() -> None:
-    # Hunyuan-7B (the name's 7.5B at one decimal: tied embeddings counted once); per-head query /
+    # Hunyuan-7B (the name's 7.5B at one decimal, not confirmed from a source beyond the name: tied
+    # embeddings counted once); per-head query /
     # key RMSNorm (2 x 128 per layer) only while use_qk_norm is set (vLLM hunyuan_v1.py).
     spec = vllm_mem.ModelSpec.from_hf_config(HUNYUAN_7B)
     assert round(spec.num_parameters() / 1e9, 1) == 7.5
@@ -427,7 +428,8 @@ def test_ernie4_5_moe_counts_and_layers() -> None:
     assert [layer.moe for layer in spec.layers] == [False] + [True] * 27
     assert (spec.moe.num_experts, spec.moe.num_experts_per_token, spec.moe.num_shared_experts) == (64, 6, 2)
     total = spec.num_parameters()
-    # The card's "21B total, 3B activated" (ERNIE-4.5-21B-A3B: the name's figures, whole billions):
+    # The card's "21B total, 3B activated" (ERNIE-4.5-21B-A3B: the name's figures, whole billions; the
+    # card itself not seen):
     # activated = total less the 64 - 6 routed experts not chosen on each of the 27 MoE layers.
     active = total - 27 * (64 - 6) * _expert_parameters(2560, 1536)
     assert int(total / 1e9) == 21 and int(active / 1e9) == 3
@@ -446,7 +448,8 @@ def test_minimax_m2_counts_router_and_tp_split_norms() -> None:
     embeddings = 2 * 200064 * 3072
     total = spec.num_parameters() - embeddings
     active = total - 62 * (256 - 8) * _expert_parameters(3072, 1536)
-    # Model card: "230 billion total parameters with 10 billion active parameters" (without embeddings).
+    # Model card: "230 billion total parameters with 10 billion active parameters" (without embeddings;
+    # the card not seen, the exact total is: test_minimax_m2_count_equals_the_quoted_figure).
     assert round(total / 1e10) == 23 and round(active / 1e9) == 10
     # The router weight and e_score_correction_bias are float32 (minimax_m2.py: params_dtype=torch.float32).
     mlp_bytes = spec.weight_breakdown()["per_pp_rank"][0]["mlp_bytes"]
