@@ -19,6 +19,7 @@
 #include "vllm_mem/plan/non_torch_estimate.h"
 #include "vllm_mem/plan/plan_suggestions.h"
 #include "vllm_mem/plan/plan_sweep.h"
+#include "vllm_mem/plan/speculative_config_keys.h"
 #include "vllm_mem/plan/speculative_decoding.h"
 #include "vllm_mem/plan/startup_budget.h"
 #include "vllm_mem/plan/startup_plan.h"
@@ -259,7 +260,31 @@ void BindPlan(py::module_& m) {
       .def_readwrite("draft_target_hidden_size", &SpeculativeConfig::draft_target_hidden_size)
       .def_readwrite("target_num_mtp_layers", &SpeculativeConfig::target_num_mtp_layers)
       .def_readwrite("eagle_embed_tokens_shared", &SpeculativeConfig::eagle_embed_tokens_shared)
-      .def_readwrite("eagle_lm_head_shared", &SpeculativeConfig::eagle_lm_head_shared);
+      .def_readwrite("eagle_lm_head_shared", &SpeculativeConfig::eagle_lm_head_shared)
+      .def_readwrite("quantization", &SpeculativeConfig::quantization)
+      .def_readwrite("max_model_len", &SpeculativeConfig::max_model_len)
+      .def_readwrite("no_effect_keys", &SpeculativeConfig::no_effect_keys);
+  m.def("check_speculative_config_keys", [](const std::string& json_text, const std::string& vllm_version) {
+    return CheckSpeculativeConfigKeys(ParseJson(json_text, "speculative_config"), vllm_version);
+  }, py::arg("json_text"), py::arg("vllm_version"),
+     "The keys accepted without a memory effect; raises for a key vLLM refuses or a value not modelled.");
+  m.def("speculative_config_keys", [] {
+    py::list rows;
+    for (const SpeculativeConfigKey& k : SpeculativeConfigKeys()) {
+      py::dict row;
+      row["key"] = k.key;
+      row["use"] = SpeculativeKeyUseName(k.use);
+      row["effect"] = k.effect;
+      row["since"] = k.since;
+      row["release"] = k.release;
+      row["removed"] = k.removed;
+      row["removed_release"] = k.removed_release;
+      row["source"] = k.source;
+      rows.append(row);
+    }
+    return rows;
+  }, "The --speculative-config key table (plan/speculative_config_keys.json), one dict per key.");
+  m.def("speculative_unknown_keys_refused_since", &SpeculativeUnknownKeysRefusedSince);
   py::class_<DraftWeights>(m, "DraftWeights")
       .def_readonly("layers_bytes", &DraftWeights::layers_bytes)
       .def_readonly("extra_bytes", &DraftWeights::extra_bytes)

@@ -1,4 +1,5 @@
-"""Families added as model_families.json traits (phimoe, glm4, glm4_moe, olmo2, olmoe, cohere, granitemoe):
+"""Families added as model_families.json traits (phimoe, glm4, glm4_moe, olmo2, olmoe, cohere, granitemoe,
+granitemoeshared):
 each config is the published config.json's memory-relevant fields (Hub repo id beside it), the
 parameter count is checked against the published figure to that figure's rounding, and the KV
 bytes per token are computed here by hand from the vLLM model file named beside each case."""
@@ -241,6 +242,31 @@ def test_counts_by_hand_from_the_model_files() -> None:
     # commandr.py: one weight-only LayerNorm per layer, tied embeddings, per-head q/k norms.
     plus = 64 * (_per_layer(12288, 96, 8, 128, 33792, 1) + (96 + 8) * 128) + 256000 * 12288 + 12288
     assert vllm_mem.ModelSpec.from_hf_config(COMMAND_R_PLUS).num_parameters() == plus
+
+
+def test_granitemoeshared_is_granitemoe_plus_its_shared_mlp() -> None:
+    # No published parameter count or config.json of a granitemoeshared checkpoint was found
+    # (ibm-research/moe-7b-1b-active-shared-experts, the one vLLM's tests load, lists only its
+    # shard sizes), so the count is anchored on granitemoe's published 1.3B (granite-3.0-1b-a400m,
+    # above) and the difference derived by hand from vLLM's granitemoeshared.py: every layer adds
+    # GraniteMoeSharedMLP, input_linear MergedColumnParallelLinear(hidden, [S] x 2) and
+    # output_linear RowParallelLinear(S, hidden), no biases: 3 x hidden x S; none when S is 0.
+    base = vllm_mem.ModelSpec.from_hf_config(GRANITEMOE)
+    shared = {**GRANITEMOE, "architectures": ["GraniteMoeSharedForCausalLM"], "model_type": "granitemoeshared"}
+    assert vllm_mem.ModelSpec.from_hf_config({**shared, "shared_intermediate_size": 0}).num_parameters() == (
+        base.num_parameters()
+    )
+    spec = vllm_mem.ModelSpec.from_hf_config({**shared, "shared_intermediate_size": 1024})
+    assert spec.has_exact_rules and "granitemoeshared" in vllm_mem.supported_model_types()
+    assert spec.num_parameters() == base.num_parameters() + 24 * 3 * 1024 * 1024
+    # The shared MLP splits over tensor-parallel ranks like any MLP (column / row parallel).
+    def mlp_bytes(s: vllm_mem.ModelSpec, tp: int) -> int:
+        return s.weight_breakdown(tensor_parallel_size=tp)["per_pp_rank"][0]["mlp_bytes"]
+
+    assert mlp_bytes(spec, 2) - mlp_bytes(base, 2) == 24 * 3 * 1024 * 512 * 2  # bf16, half of S per rank
+    # KV (granitemoeshared.py uses granitemoe's GraniteMoeAttention): 24 x 2 x 8 x 64 x 2 (bf16).
+    cap = vllm_mem.kv_cache_capacity(spec, 4 * GIB, max_model_len=2048)
+    assert cap.bytes_per_block == 24 * 2 * 8 * 64 * 2 * cap.block_size
 
 
 def test_qk_norm_weights_per_rank() -> None:

@@ -5,6 +5,9 @@ README_WEIGHTS.md); tests/cpp/plan/test_speculative_decoding.cc covers the core 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 import vllm_mem
@@ -147,3 +150,139 @@ def test_eagle1_head_shares_embedding_and_lm_head() -> None:
     own = _plan({"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2,
                  "eagle_embed_tokens_shared": False, "eagle_lm_head_shared": False})
     assert _rank(own).draft_weights_bytes == (251_662_336 + 2 * 128_256 * 4_096) * 2
+
+
+# --- the keys of vLLM's SpeculativeConfig (csrc/core/plan/speculative_config_keys.json) -------------
+
+#: A value vLLM's SpeculativeConfig takes for each key accepted without a memory effect (types as
+#: its fields declare them in vllm/config/speculative.py); a new row of the table needs one here.
+_NO_MEMORY_VALUES: dict[str, Any] = {
+    "max_model_len": 2048,  # the EAGLE-3 head's max_position_embeddings: within both limits
+    "prompt_lookup_max": 4, "prompt_lookup_min": 2, "revision": "main", "code_revision": "main",
+    "disable_by_batch_size": 8, "acceptance_method": "typical_acceptance_sampler", "posterior_threshold": 0.09,
+    "posterior_alpha": 0.3, "disable_logprobs": False, "disable_mqa_scorer": True,
+    "disable_padded_drafter_batch": True, "enforce_eager": True, "parallel_drafting": False,
+    "suffix_decoding_max_tree_depth": 24, "suffix_decoding_max_cached_requests": 10000,
+    "suffix_decoding_max_spec_factor": 1.0, "suffix_decoding_min_token_prob": 0.1,
+    "draft_load_config": {"load_format": "safetensors"}, "moe_backend": "triton",
+    "attention_backend": "FLASH_ATTN", "index_share_for_mtp_iteration": False,
+    "disable_eagle_block_drop": True, "use_local_argmax_reduction": True, "synthetic_acceptance_rates": [0.8, 0.6, 0.4],
+    "synthetic_acceptance_length": 2.5, "enable_adaptive_verification": False, "dspark_draft_topk": 8,
+}
+
+
+def _release_with(row: dict[str, str]) -> str:
+    """A release whose SpeculativeConfig has the key: the newest known unless it was removed."""
+    if not row["removed"]:
+        return ""
+    return "0.9.2" if row["removed"] == "0.14.0" else "0.15.0"
+
+
+_ROWS = {row["key"]: row for row in _C.speculative_config_keys()}
+
+
+@pytest.mark.parametrize("key", sorted(k for k, row in _ROWS.items() if row["use"] == "no_memory"))
+def test_each_key_without_memory_effect_is_accepted_and_listed(key: str) -> None:
+    version = _release_with(_ROWS[key])
+    plan = _plan({**EAGLE3, key: _NO_MEMORY_VALUES[key]}, vllm_version=version or None)
+    base = _plan(EAGLE3, vllm_version=version or None)
+    assert _rank(plan).weights_bytes == _rank(base).weights_bytes
+    assert _rank(plan).kv_bytes_per_block == _rank(base).kv_bytes_per_block
+    assert _rank(plan).cudagraph.capture_sizes == _rank(base).cudagraph.capture_sizes
+    assert f"speculative_config keys with no memory effect: {key}\n" in plan.report()
+
+
+def test_every_key_has_a_use_a_source_and_a_row_in_the_docs() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "speculative_decoding.md").read_text(encoding="utf-8")
+    for key, row in _ROWS.items():
+        assert row["use"] in ("used", "no_memory", "not_modelled", "internal", "refused", "vllm_mem"), key
+        assert row["source"], key
+        assert f"| `{key}` |" in docs, key
+    assert set(_NO_MEMORY_VALUES) == {k for k, row in _ROWS.items() if row["use"] == "no_memory"}
+
+
+def test_unknown_key_refused_as_vllm_refuses_it() -> None:
+    # vLLM >= 0.14 (PR #31541: configs forbid extra fields): pydantic's unexpected keyword.
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        _plan({**EAGLE3, "num_speculative_token": 3})
+    assert e.value.field == "speculative_config.num_speculative_token"
+    assert "Unexpected keyword argument" in str(e.value) and "'num_speculative_token'" in str(e.value)
+    # Before it, pydantic's extra='ignore' dropped the key: planned, and the report says so.
+    old = _plan({**EAGLE3, "num_speculative_token": 3}, vllm_version="0.11.0")
+    assert "speculative_config keys with no memory effect: num_speculative_token\n" in old.report()
+    # A key removed from vLLM (PR #35060) is unknown to the releases after it.
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="removed by 0.16.0"):
+        _plan({**EAGLE3, "disable_by_batch_size": 8}, vllm_version="0.19.0")
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("draft_sample_method", "probabilistic"),  # "additional GPU memory usage" (its docstring)
+    ("kv_cache_dtype", "fp8"),
+    ("rejection_sample_method", "probabilistic"),
+    ("use_heterogeneous_vocab", True),
+    ("num_speculative_tokens_per_batch_size", [[1, 8, 3], [9, 256, 1]]),
+    ("speculative_token_tree", "[(0,), (1,), (0, 0)]"),
+])
+def test_values_whose_memory_is_not_modelled_are_refused_by_name(key: str, value: Any) -> None:
+    with pytest.raises(vllm_mem.NotModelledError) as e:
+        _plan({**EAGLE3, key: value})
+    assert f"speculative_config.{key}" in str(e.value)
+
+
+@pytest.mark.parametrize("key", ["target_model_config", "draft_model_config", "draft_parallel_config"])
+def test_fields_vllm_fills_itself_are_refused(key: str) -> None:
+    with pytest.raises(vllm_mem.InvalidArgumentError, match=f"speculative_config.{key}"):
+        _plan({**EAGLE3, key: {}})
+
+
+def test_quantization_key_sizes_the_draft_weights() -> None:
+    # SpeculativeConfig.__post_init__: ModelConfig(model=..., quantization=self.quantization):
+    # fp8 quantizes the bf16 Llama-3.2-1B draft's linear layers at load.
+    draft = {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4}
+    p = _plan({**draft, "quantization": "fp8"})
+    spec = ModelSpec.from_hf_config("meta-llama/Llama-3.2-1B-Instruct")
+    assert _rank(p).draft_weights_bytes == spec.weight_bytes(quantization="fp8")
+    # 973,078,528 linear weights (16 layers x 60,817,408) go from 2 bytes to 1, scales aside.
+    saved = spec.weight_bytes() - _rank(p).draft_weights_bytes
+    assert 973_078_528 - 1024 < saved <= 973_078_528
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        _plan({**draft, "quantization": "gptq"})
+    assert e.value.field == "speculative_config.quantization"
+    with pytest.raises(TypeError, match="speculative_config.quantization"):
+        _plan({**draft, "quantization": 8})
+
+
+@pytest.mark.parametrize(("draft_len", "target_len", "words"), [
+    (4096, 8192, "speculative_max_model_len=4096 cannot be larger than draft_max_model_len=2048"),
+    (2048, 1024, "speculative_max_model_len=2048 cannot be larger than target_max_model_len=1024"),
+])
+def test_draft_max_model_len_refusals(draft_len: int, target_len: int, words: str) -> None:
+    # _maybe_override_draft_max_model_len; the EAGLE-3 head's config: max_position_embeddings 2048.
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        _plan({**EAGLE3, "max_model_len": draft_len}, max_model_len=target_len,
+              max_num_batched_tokens=max(target_len, 2048))
+    assert e.value.field == "speculative_config.max_model_len" and words in str(e.value)
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="speculative_config.max_model_len"):
+        _plan({**EAGLE3, "max_model_len": 0})  # Field(ge=1)
+
+
+def test_tensor_parallel_size_null_is_vllm_default() -> None:
+    # vLLM refuses tensor_parallel_size only when it is not None (_verify_args).
+    assert _rank(_plan({**EAGLE3, "tensor_parallel_size": None})).weights_bytes == _rank(_plan(EAGLE3)).weights_bytes
+
+
+def test_method_names_follow_the_release() -> None:
+    # SpeculativeMethod of 0.10 (the Literal PR #24904 moved) has deepseek_mtp but not "mtp",
+    # which the 0.11.0 docs list: a 0.10 plan with "mtp" is refused as pydantic refuses it.
+    v3 = "deepseek-ai/DeepSeek-V3"
+    kw = {"tensor_parallel_size": 8, "max_model_len": 4096}
+    old = vllm_mem.plan(v3, "H200", vllm_version="0.10.0", speculative_config={"method": "deepseek_mtp",
+                                                                                "num_speculative_tokens": 1}, **kw)
+    assert old._p.inputs.speculative.method == "mtp"
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="'mtp' appeared in 0.11.0") as e:
+        vllm_mem.plan(v3, "H200", vllm_version="0.10.0", speculative_config={"method": "mtp",
+                                                                              "num_speculative_tokens": 1}, **kw)
+    assert e.value.field == "speculative_config.method"
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "speculative_decoding.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([^`]+)` \| (?:`\w+`|not modelled)", docs, flags=re.M))
+    assert {"mtp", "deepseek_mtp", "qwen3_5_mtp", "medusa", "suffix", "dflash"} <= listed

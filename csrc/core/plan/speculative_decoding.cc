@@ -16,25 +16,11 @@
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/model/weights.h"
 #include "vllm_mem/plan/cudagraph_estimate.h"
+#include "vllm_mem/plan/speculative_config_keys.h"
+#include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace vllm_mem {
 namespace {
-
-// vllm/config/speculative.py MTPModelTypes: the deprecated per-family method names vLLM maps to
-// "mtp" (with a warning) before anything else.
-constexpr std::string_view kMtpAliases[] = {
-    "deepseek_mtp",      "dots3_note_mtp",  "mimo_mtp",      "mimo_v2_mtp",          "glm4_moe_mtp",
-    "glm4_moe_lite_mtp", "glm_ocr_mtp",     "ernie_mtp",     "nemotron_h_mtp",       "exaone_moe_mtp",
-    "exaone4_5_mtp",     "qwen3_next_mtp",  "qwen4_exp_mtp", "qwen3_5_mtp",          "longcat_flash_mtp",
-    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp",
-    "step3p5_mtp",       "hy_v3_mtp",       "hy_v4_mtp",     "gemma4_mtp",           "inkling_mtp",
-    "glm5_next_mtp"};
-
-// vLLM's other SpeculativeMethod values: real methods whose memory (Medusa heads, MLP
-// speculator, suffix trees, GPU n-gram buffers, DFlash / DSpark drafters, custom classes) this
-// planner does not model. Refused as not modelled, never sized as if they were "ngram".
-constexpr std::string_view kNotModelled[] = {"medusa", "mlp_speculator", "suffix", "custom_class",
-                                             "extract_hidden_states", "ngram_gpu", "dflash", "dspark"};
 
 constexpr const char* kMethodField = "speculative_config.method";
 constexpr const char* kTokensField = "speculative_config.num_speculative_tokens";
@@ -116,23 +102,21 @@ const char* SpeculativeMethodName(SpeculativeMethod method) {
 
 SpeculativeMethod ParseSpeculativeMethod(std::string_view method) {
   if (method.empty()) return SpeculativeMethod::kDraftModel;
-  if (method == "[ngram]") return SpeculativeMethod::kNgram;
-  for (std::string_view alias : kMtpAliases) {
-    if (method == alias) return SpeculativeMethod::kMtp;
+  // vLLM's method names (speculative_config_keys.json "methods"): the deprecated per-family MTP
+  // names mean "mtp", "[ngram]" means "ngram"; Medusa, the MLP speculator, suffix decoding, GPU
+  // n-gram, DFlash / DSpark, custom classes are real methods whose memory is not modelled.
+  const SpeculativeMethodRow* row = FindSpeculativeMethodRow(method);
+  if (row == nullptr) {
+    throw InvalidArgument(kMethodField, "must be one of ngram, draft_model, eagle, eagle3, mtp (vLLM's "
+                                        "SpeculativeMethod), got " + EchoValue(std::string(method)));
   }
   for (SpeculativeMethod m : {SpeculativeMethod::kNgram, SpeculativeMethod::kDraftModel, SpeculativeMethod::kEagle,
                               SpeculativeMethod::kEagle3, SpeculativeMethod::kMtp}) {
-    if (method == SpeculativeMethodName(m)) return m;
+    if (row->sized_as == SpeculativeMethodName(m)) return m;
   }
-  for (std::string_view other : kNotModelled) {
-    if (method == other) {
-      throw Unsupported(std::string(kMethodField) + ": vLLM runs '" + std::string(method) +
-                        "', but its memory is not modelled here yet (sized: ngram, draft_model, eagle, eagle3, "
-                        "mtp; docs/speculative_decoding.md)");
-    }
-  }
-  throw InvalidArgument(kMethodField, "must be one of ngram, draft_model, eagle, eagle3, mtp (vLLM's "
-                                      "SpeculativeMethod), got " + EchoValue(std::string(method)));
+  throw Unsupported(std::string(kMethodField) + ": vLLM runs '" + std::string(method) +
+                    "', but its memory is not modelled here yet (sized: ngram, draft_model, eagle, eagle3, "
+                    "mtp; docs/speculative_decoding.md)");
 }
 
 std::string NormalizeSpeculativeMethod(const std::string& method) {
@@ -316,6 +300,18 @@ void MtpParts(DraftParts& p) {
   p.out.embedding_shared = p.out.lm_head_shared = true;
 }
 
+/*! ComputeWeights for the drafter; a quantization refusal names the speculative config's key
+ *  when the method came from it. */
+WeightBreakdown DraftWeightBreakdown(const ModelSpec& d, const WeightOptions& wo, bool quantization_from_config) {
+  try {
+    return ComputeWeights(d, wo);
+  } catch (const InvalidArgument& e) {
+    if (!quantization_from_config || e.field() != "quantization") throw;
+    const std::string what = e.what();
+    throw InvalidArgument("speculative_config.quantization", what.substr(what.find(": ") + 2));
+  }
+}
+
 }  // namespace
 
 DraftWeights ComputeDraftWeights(const ModelSpec& target, const SpeculativeConfig& c, const ResolvedSpeculative& r,
@@ -330,12 +326,15 @@ DraftWeights ComputeDraftWeights(const ModelSpec& target, const SpeculativeConfi
   const int64_t element_bytes = DTypeSizeBytes(ResolveModelDType(served, d.dtype, "dtype"));
   WeightOptions wo;
   wo.dtype = served;
-  // MTP layers sit in the target checkpoint and vLLM aligns their quantization with the
-  // target's (--quantization); a draft model or EAGLE head uses its own checkpoint's.
-  wo.quantization = m == SpeculativeMethod::kMtp ? quantization : std::string();
+  // The speculative config's own quantization goes to the draft ModelConfig; unset, MTP layers
+  // (in the target checkpoint) take the target's --quantization, as vLLM aligns them, and a
+  // draft model or EAGLE head its own checkpoint's.
+  wo.quantization = !c.quantization.empty()          ? c.quantization
+                    : m == SpeculativeMethod::kMtp ? quantization
+                                                   : std::string();
   wo.tensor_parallel_size = r.draft_tensor_parallel_size;
   wo.pipeline_parallel_size = 1;  // create_draft_parallel_config: pipeline_parallel_size=1
-  const WeightBreakdown w = ComputeWeights(d, wo);
+  const WeightBreakdown w = DraftWeightBreakdown(d, wo, !c.quantization.empty());
   DraftParts p{d, c, w.per_pp_rank.at(0), d.hidden_size, CheckedMul(d.vocab_size, d.hidden_size, "vocab_size"),
                element_bytes, r.draft_tensor_parallel_size, out};
   // Decoder layers, their norms and the final norm, with quantization scales; the rotary cache
@@ -356,6 +355,26 @@ DraftWeights ComputeDraftWeights(const ModelSpec& target, const SpeculativeConfi
                                "draft_weights_bytes");
   out.num_parameters = p.params;
   return out;
+}
+
+void CheckDraftMaxModelLen(const ModelSpec& target, const SpeculativeConfig& c, const ResolvedSpeculative& r,
+                           int64_t target_max_model_len) {
+  if (c.max_model_len == 0 || !r.kv_model || target_max_model_len <= 0) return;
+  RequirePositiveAtMost(c.max_model_len, kMaxModelLenTokens, "speculative_config.max_model_len",
+                        "vllm_mem/base/limits.h");
+  // The draft ModelConfig derives its maximum from its own config (the target's for MTP), or
+  // takes spec_target_max_model_len when its config gives none.
+  const ModelSpec& drafter = c.draft.has_value() ? *c.draft : target;
+  int64_t draft_max = DerivedMaxModelLen(drafter);
+  if (draft_max <= 0) draft_max = target_max_model_len;
+  for (const auto& [limit, name] : {std::pair{draft_max, "draft_max_model_len"},
+                                    std::pair{target_max_model_len, "target_max_model_len"}}) {
+    if (c.max_model_len > limit) {
+      throw InvalidArgument("speculative_config.max_model_len",
+                            "speculative_max_model_len=" + std::to_string(c.max_model_len) + " cannot be larger than " +
+                                name + "=" + std::to_string(limit));
+    }
+  }
 }
 
 ModelSpec WithDrafterKvLayers(const ModelSpec& target, const ResolvedSpeculative& r, int64_t tp) {

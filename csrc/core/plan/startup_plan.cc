@@ -120,6 +120,7 @@ void SetUpKvLayouts(PlanRun& run, const PlanInputs& in, const KvCacheLayoutCache
   run.kv_layouts = run.target_layouts;
   if (in.speculative) {
     run.spec_decode = ResolveSpeculativeConfig(run.spec, *in.speculative, tp, pp);
+    if (in.max_model_len > 0) CheckDraftMaxModelLen(run.spec, *in.speculative, *run.spec_decode, in.max_model_len);
     run.kv_spec_with_drafter = WithDrafterKvLayers(run.spec, *run.spec_decode, tp);
     run.kv_layouts = &run.drafter_layouts.emplace(*run.kv_spec_with_drafter);
   }

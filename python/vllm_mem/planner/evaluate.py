@@ -89,7 +89,7 @@ def plan(
         version, source, allow_long = resolved_environment(r, allow_long_max_model_len)
         return StartupPlan(_C.evaluate_request(s._sizing, r, total, name, version, source, allow_long), s)
     inputs = plan_inputs(gpu=gpu, allow_long_max_model_len=allow_long_max_model_len, request=r)
-    inputs.speculative = speculative(speculative_config, spec)
+    inputs.speculative = speculative(speculative_config, spec, inputs.vllm_version)
     if s.checkpoint_weights is not None:  # weights_source="headers": the checkpoint's own bytes
         inputs.checkpoint_weights_bytes = s._checkpoint_weights_bytes(inputs.dtype, inputs.quantization or None)
     return StartupPlan(_C.evaluate_plan(s._spec, inputs), s)

@@ -209,6 +209,8 @@ def _breakdown(plan: StartupPlan) -> str:
             + (f" ({s.draft_name})" if s.draft_name else "")
             + f", num_speculative_tokens={tokens}; decode graphs are multiples of 1 + K tokens\n"
         )
+        if s.no_effect_keys:  # docs/speculative_decoding.md: keys vLLM reads that change no memory sized here
+            out += f"  speculative_config keys with no memory effect: {', '.join(s.no_effect_keys)}\n"
     if t.available_kv_cache_bytes < 0:
         out += f"  (the KV budget is negative: {_gib(t.available_kv_cache_bytes)} GiB)\n"
     return out

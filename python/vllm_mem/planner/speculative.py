@@ -5,6 +5,7 @@ docs/speculative_decoding.md."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,11 +15,6 @@ from .. import _validate as V
 from ..model_spec import ModelSpec, _read_config_text
 
 FIELD = "speculative_config"
-
-#: Keys of vLLM's SpeculativeConfig that this planner reads, plus the two sharing switches of its
-#: own (vLLM decides those at load time by comparing tensors, which needs the checkpoint).
-_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "prompt_lookup_max",
-         "prompt_lookup_min", "eagle_embed_tokens_shared", "eagle_lm_head_shared")
 
 
 def _config_text(source: Any, field: str) -> tuple[str, str]:
@@ -45,10 +41,53 @@ def _method(value: Any, model: Any) -> str:
     return "draft_model"
 
 
-def speculative_config(value: Any, target: Any) -> Any:
+def _keys_checked(value: Mapping[Any, Any], vllm_version: str) -> list[str]:
+    """The key table's verdict (csrc/core/plan/speculative_config_keys.json, one row per key of
+    vLLM's SpeculativeConfig by release): raises naming the key vLLM refuses or whose value is
+    not modelled; returns the keys accepted without a memory effect."""
+    try:
+        # Values that are not JSON (a ModelSpec as "model") are checked as their text here and
+        # typed by the readers below.
+        text = json.dumps(value, allow_nan=False, default=repr)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise V.bad_value(FIELD, "JSON keys and finite values, as vLLM's --speculative-config", str(e)) from None
+    return list(_C.check_speculative_config_keys(text, vllm_version))
+
+
+def _count(value: Mapping[str, Any], key: str, low: int, high: int) -> int | None:
+    return None if value.get(key) is None else V.integer(value[key], f"{FIELD}.{key}", low=low, high=high)
+
+
+def _read_used_keys(value: Mapping[str, Any], c: Any) -> None:
+    """The keys that change the plan (and the n-gram window vLLM checks), typed as vLLM's
+    fields: Field(gt=0) / Field(ge=1) integers, a quantization method name."""
+    tokens = _count(value, "num_speculative_tokens", 1, L.MAX_NUM_SPECULATIVE_TOKENS)
+    if tokens is not None:  # vLLM: Field(gt=0), then "Expected num_speculative_tokens to be greater than zero"
+        c.num_speculative_tokens = tokens
+    draft_tp = _count(value, "draft_tensor_parallel_size", 1, L.MAX_TENSOR_PARALLEL_SIZE)
+    if draft_tp is not None:
+        c.draft_tensor_parallel_size = draft_tp
+    max_len = _count(value, "max_model_len", 1, L.MAX_MODEL_LEN_TOKENS)
+    if max_len is not None:
+        c.max_model_len = max_len
+    if value.get("quantization") is not None:
+        c.quantization = V.text(value["quantization"], f"{FIELD}.quantization")
+    lookup_max = _count(value, "prompt_lookup_max", 1, L.MAX_MODEL_LEN_TOKENS)
+    lookup_min = _count(value, "prompt_lookup_min", 1, L.MAX_MODEL_LEN_TOKENS)
+    if c.method == "ngram" and lookup_max is not None and lookup_min is not None and lookup_min > lookup_max:
+        # vLLM's SpeculativeConfig.__post_init__ (n-gram only: other methods reset both to 0).
+        V.fail(f"{FIELD}.prompt_lookup_min",
+               f"prompt_lookup_min={lookup_min} must be <= prompt_lookup_max={lookup_max}")
+    for key in ("eagle_embed_tokens_shared", "eagle_lm_head_shared"):  # vllm_mem's own switches
+        if value.get(key) is not None:
+            setattr(c, key, V.flag(value[key], f"{FIELD}.{key}"))
+
+
+def speculative_config(value: Any, target: Any, vllm_version: str = "") -> Any:
     """The core's SpeculativeConfig for ``value`` (a dict as vLLM's ``--speculative-config``
     takes, or its JSON text), or None. ``target`` is the model as passed to plan() (a source or a
-    ModelSpec): "mtp" reads its layer count from the target's config.json."""
+    ModelSpec): "mtp" reads its layer count from the target's config.json. ``vllm_version``: the
+    release whose SpeculativeConfig reads the keys ("": the newest known)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -58,41 +97,15 @@ def speculative_config(value: Any, target: Any) -> Any:
         value = load_json(value, FIELD)
     if not isinstance(value, Mapping):
         raise V.bad_type(FIELD, "a dict (vLLM's --speculative-config JSON)", value)
-    if "tensor_parallel_size" in value:
-        # vLLM's own refusal (SpeculativeConfig._verify_args).
-        V.fail(f"{FIELD}.tensor_parallel_size", "'tensor_parallel_size' is not a valid argument in the "
-                                                "speculative_config. Please pass 'draft_tensor_parallel_size' instead.")
-    for key in value:
-        if key not in _KEYS:
-            raise V.bad_value(FIELD, "keys among " + ", ".join(_KEYS), key)
+    no_effect = _keys_checked(value, vllm_version)
     c = _C.SpeculativeConfig()
+    c.no_effect_keys = no_effect
     model = value.get("model")
     method = _method(value.get("method"), model)
     if model in ("ngram", "[ngram]"):
         model = None
     c.method = _C.normalize_speculative_method(method)  # ValueError / NotImplementedError naming it
-    tokens = value.get("num_speculative_tokens")
-    if tokens is not None:
-        # vLLM: Field(gt=0), then "Expected num_speculative_tokens to be greater than zero".
-        c.num_speculative_tokens = V.integer(tokens, f"{FIELD}.num_speculative_tokens", low=1,
-                                             high=L.MAX_NUM_SPECULATIVE_TOKENS)
-    draft_tp = value.get("draft_tensor_parallel_size")
-    if draft_tp is not None:
-        c.draft_tensor_parallel_size = V.integer(draft_tp, f"{FIELD}.draft_tensor_parallel_size", low=1,
-                                                 high=L.MAX_TENSOR_PARALLEL_SIZE)
-    lookup: dict[str, int] = {}
-    for key in ("prompt_lookup_max", "prompt_lookup_min"):  # n-gram windows: no memory, checked only
-        if value.get(key) is not None:
-            lookup[key] = V.integer(value[key], f"{FIELD}.{key}", low=1, high=L.MAX_MODEL_LEN_TOKENS)
-    if (c.method == "ngram" and len(lookup) == 2
-            and lookup["prompt_lookup_min"] > lookup["prompt_lookup_max"]):
-        # vLLM's SpeculativeConfig.__post_init__ (n-gram only: other methods reset both to 0).
-        V.fail(f"{FIELD}.prompt_lookup_min", f"prompt_lookup_min={lookup['prompt_lookup_min']} must be <= "
-                                             f"prompt_lookup_max={lookup['prompt_lookup_max']}")
-    if value.get("eagle_embed_tokens_shared") is not None:
-        c.eagle_embed_tokens_shared = V.flag(value["eagle_embed_tokens_shared"], f"{FIELD}.eagle_embed_tokens_shared")
-    if value.get("eagle_lm_head_shared") is not None:
-        c.eagle_lm_head_shared = V.flag(value["eagle_lm_head_shared"], f"{FIELD}.eagle_lm_head_shared")
+    _read_used_keys(value, c)
 
     if c.method == "mtp":
         # vLLM loads the MTP layers from the target checkpoint (model defaults to the target's).

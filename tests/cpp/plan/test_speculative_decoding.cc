@@ -179,6 +179,62 @@ TEST(SpeculativeDecoding, DraftModelWeightsAreTheWholeModel) {
   EXPECT_FALSE(w.embedding_shared);
 }
 
+// The speculative config's quantization goes to the draft ModelConfig (SpeculativeConfig.
+// __post_init__: ModelConfig(..., quantization=self.quantization)): fp8 on the bf16 Llama-3.2-1B
+// quantizes its linear layers at load. By hand: 16 layers x (q 2048^2 + k, v 2048 x 512 + o 2048^2
+// + gate/up 2 x 2048 x 8192 + down 8192 x 2048) = 973,078,528 weights go from 2 bytes to 1; the
+// embedding (tied lm_head) and the norms stay bf16; per-tensor scales are the only addition.
+TEST(SpeculativeDecoding, QuantizationKeySizesTheDrafter) {
+  SpeculativeConfig c = Draft1B();
+  const ResolvedSpeculative r = ResolveSpeculativeConfig(Llama8B(), c, 1, 1);
+  const int64_t bf16 = ComputeDraftWeights(Llama8B(), c, r, "auto", "").total_bytes;
+  c.quantization = "fp8";
+  const DraftWeights fp8 = ComputeDraftWeights(Llama8B(), c, r, "auto", "");
+  WeightOptions wo;
+  wo.quantization = "fp8";
+  EXPECT_EQ(fp8.total_bytes, ComputeWeights(*c.draft, wo).fullest_rank_bytes);
+  const int64_t scales = fp8.total_bytes - (bf16 - 973078528);
+  EXPECT_GE(scales, 0);
+  EXPECT_LT(scales, 16 * 7 * 4 * 2);  // at most a few fp32 scales per linear layer
+  // A method the draft checkpoint cannot take is refused naming the key.
+  c.quantization = "awq";
+  try {
+    ComputeDraftWeights(Llama8B(), c, r, "auto", "");
+    FAIL() << "expected a refusal";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.field(), "speculative_config.quantization");
+  }
+  // Unset, MTP layers take the target's --quantization (vLLM aligns them); set, the key wins.
+  SpeculativeConfig mtp = Mtp();
+  const ResolvedSpeculative rm = ResolveSpeculativeConfig(DeepSeekV3(), mtp, 8, 1);
+  mtp.quantization = "fp8";
+  EXPECT_EQ(ComputeDraftWeights(DeepSeekV3(), mtp, rm, "auto", "").total_bytes,
+            ComputeDraftWeights(DeepSeekV3(), Mtp(), rm, "auto", "fp8").total_bytes);
+}
+
+// _maybe_override_draft_max_model_len, in vLLM's words: the EAGLE-3 head's config gives
+// max_position_embeddings 2048 (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json).
+TEST(SpeculativeDecoding, DraftMaxModelLenCheckedAsVllm) {
+  SpeculativeConfig c = Eagle3();
+  const ResolvedSpeculative r = ResolveSpeculativeConfig(Llama8B(), c, 1, 1);
+  auto message = [&](int64_t draft_len, int64_t target_len) -> std::string {
+    c.max_model_len = draft_len;
+    try {
+      CheckDraftMaxModelLen(Llama8B(), c, r, target_len);
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.field(), "speculative_config.max_model_len");
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message(2048, 8192), "");
+  EXPECT_NE(message(4096, 8192).find("speculative_max_model_len=4096 cannot be larger than draft_max_model_len=2048"),
+            std::string::npos);
+  EXPECT_NE(message(2048, 1024).find("speculative_max_model_len=2048 cannot be larger than target_max_model_len=1024"),
+            std::string::npos);
+  EXPECT_EQ(message(0, 1024), "");  // unset
+}
+
 // DeepSeek-V3 README_WEIGHTS.md: the MTP module has "11.5B unique parameters (excluding the
 // shared 0.9B Embedding and 0.9B output Head)"; vLLM shares both (llm_base_proposer.py).
 // By hand (deepseek_mtp.py): the MoE decoder block, H = 7168:

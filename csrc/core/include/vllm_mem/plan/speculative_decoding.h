@@ -38,6 +38,14 @@ struct SpeculativeConfig {
   std::optional<ModelSpec> draft;
   std::string draft_name;              //!< for the report
   int64_t draft_tensor_parallel_size = 0;  //!< 0: the target's (vLLM's default)
+  /*! The drafter's --quantization (vLLM passes it to the draft ModelConfig); empty: an MTP
+   *  drafter takes the target's, a draft model or head its own checkpoint's. */
+  std::string quantization;
+  /*! The drafter's max_model_len; 0: unset. Checked (CheckDraftMaxModelLen), no memory effect. */
+  int64_t max_model_len = 0;
+  /*! Keys of the user's config accepted without a memory effect (CheckSpeculativeConfigKeys),
+   *  for the plan's notes. */
+  std::vector<std::string> no_effect_keys;
   /*! The drafter's config fields ModelSpec does not carry (ReadSpeculativeConfigFields). */
   int64_t n_predict = 0;               //!< the draft config's n_predict; 0: none
   int64_t draft_vocab_size = 0;        //!< EAGLE-3 draft_vocab_size; 0: the head's vocab_size
@@ -94,6 +102,14 @@ struct ResolvedSpeculative {
  *  parallelism with a drafter (its pipeline placement is not modelled; n-gram is fine). */
 ResolvedSpeculative ResolveSpeculativeConfig(const ModelSpec& target, const SpeculativeConfig& config,
                                              int64_t tensor_parallel_size, int64_t pipeline_parallel_size);
+
+/*! \brief vLLM's _maybe_override_draft_max_model_len: the drafter's max_model_len, when given,
+ *  may not exceed the drafter's derived maximum (its config's; the target's when it has none)
+ *  nor \p target_max_model_len; InvalidArgument (speculative_config.max_model_len) with vLLM's
+ *  messages. No memory effect: the drafter's KV layers share the target's block table. n-gram
+ *  (no drafter config) skips the check, as vLLM does. */
+void CheckDraftMaxModelLen(const ModelSpec& target, const SpeculativeConfig& config,
+                           const ResolvedSpeculative& resolved, int64_t target_max_model_len);
 
 /*! \brief The model the shared KV pool is sized for: \p target with the drafter's attention
  *  layers appended as extra LayerSpecs (indices num_layers + i, as EAGLE and MTP name them),
