@@ -4,7 +4,7 @@ vllm_mem's C++ core. Use the typed wrappers in the vllm_mem package.
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'resolved_num_speculative_tokens', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
+__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_speculative_config_keys', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'resolved_num_speculative_tokens', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'speculative_config_keys', 'speculative_unknown_keys_refused_since', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
 class AttentionKind:
     """
     Members:
@@ -1274,6 +1274,8 @@ class SpeculativeConfig:
     eagle_embed_tokens_shared: bool
     eagle_lm_head_shared: bool | None
     method: str
+    no_effect_keys: list[str]
+    quantization: str
     def __init__(self) -> None:
         ...
     @property
@@ -1293,6 +1295,12 @@ class SpeculativeConfig:
         ...
     @draft_vocab_size.setter
     def draft_vocab_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def max_model_len(self) -> int:
+        ...
+    @max_model_len.setter
+    def max_model_len(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def n_predict(self) -> int:
@@ -2075,6 +2083,10 @@ def check_memory_imbalance(free_bytes_per_rank: collections.abc.Sequence[typing.
     ...
 def check_request_memory(total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, free_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_memory_utilization: typing.SupportsFloat | typing.SupportsIndex, device: str = 'cuda:0') -> RequestedMemory:
     ...
+def check_speculative_config_keys(json_text: str, vllm_version: str) -> list[str]:
+    """
+    The keys accepted without a memory effect; raises for a key vLLM refuses or a value not modelled.
+    """
 def check_stages(config: StageConfigSet, devices: collections.abc.Sequence[DeviceMemoryInfo], default_device: DeviceMemoryInfo, reserve_bytes: typing.SupportsInt | typing.SupportsIndex = 0, free_is_live: bool = False) -> StageCheckResult:
     ...
 def check_stages_with_plans(config: StageConfigSet, devices: collections.abc.Sequence[DeviceMemoryInfo], default_device: DeviceMemoryInfo, reserve_bytes: typing.SupportsInt | typing.SupportsIndex, free_is_live: bool, models: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, ModelSpec, str, typing.SupportsInt | typing.SupportsIndex]], checkpoint_weights_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> tuple[StageCheckResult, list[StagePlanSummary]]:
@@ -2256,6 +2268,12 @@ def rule_of_thumb_weight_bytes(spec: ModelSpec, dtype: str = 'auto') -> int:
 def run_sweep(spec: ModelSpec, axes: SweepAxes) -> dict[str, typing.Any]:
     ...
 def spec_decode_capture_sizes(capture_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_capture_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, uniform_decode_query_len: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
+    ...
+def speculative_config_keys() -> list[typing.Any]:
+    """
+    The --speculative-config key table (plan/speculative_config_keys.json), one dict per key.
+    """
+def speculative_unknown_keys_refused_since() -> str:
     ...
 def stage_demand_for(spec: ModelSpec, stage_id: typing.SupportsInt | typing.SupportsIndex, devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], concurrency: typing.SupportsFloat | typing.SupportsIndex, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, dtype: str, quantization: str, kv_cache_dtype: str, block_size: typing.SupportsInt | typing.SupportsIndex, enforce_eager: bool) -> StageDemand:
     ...

@@ -190,6 +190,7 @@ def test_each_key_without_memory_effect_is_accepted_and_listed(key: str) -> None
     assert _rank(plan).kv_bytes_per_block == _rank(base).kv_bytes_per_block
     assert _rank(plan).cudagraph.capture_sizes == _rank(base).cudagraph.capture_sizes
     assert f"speculative_config keys with no memory effect: {key}\n" in plan.report()
+    assert plan.to_dict()["inputs"]["speculative_config_no_effect_keys"] == [key]
 
 
 def test_every_key_has_a_use_a_source_and_a_row_in_the_docs() -> None:

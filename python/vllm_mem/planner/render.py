@@ -315,6 +315,10 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
             "usage_context": i.usage_context,
             "vllm_engine": i.vllm_engine,
             "allow_long_max_model_len": i.allow_long_max_model_len,
+            # --speculative-config keys vLLM reads that change no memory sized here (the report's line).
+            "speculative_config_no_effect_keys": (
+                list(i.speculative.no_effect_keys) if i.speculative is not None else None
+            ),
         },
         "vllm_version": {
             "planned_with": i.resolved_vllm_version,
