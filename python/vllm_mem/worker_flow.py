@@ -161,7 +161,7 @@ def determine_available_kv_cache_memory(
     kv_cache_memory_bytes : int, optional
         ``--kv-cache-memory-bytes``.
     estimate_cudagraphs : bool
-        ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` (default on since vLLM v0.21).
+        ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` (default on from vLLM v0.20.0, whose message says v0.21.0).
     log : bool
         Log vLLM's lines at INFO.
     """

@@ -72,7 +72,7 @@ def test_kimi_k2_dcp8_tokens_as_printed() -> None:
 
 
 def test_dcp_tokens_on_concurrency_releases_are_not_multiplied_twice() -> None:
-    # From 0.20 the printed count is int(concurrency x max_model_len); the per-request need
+    # From 0.21 the printed count is int(concurrency x max_model_len); the per-request need
     # is already divided by DCP ("DCP/PCP sharding is already accounted for").
     cfg = kimi_k2_config()
     cap = vllm_mem.kv_cache_capacity(cfg, 11174 * BYTES_PER_BLOCK, max_model_len=262144, tensor_parallel_size=8,

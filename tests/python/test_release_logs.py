@@ -107,9 +107,12 @@ def test_every_entry_names_its_source_release_and_printed_lines() -> None:
     for log in _logs():
         assert log["id"] not in seen
         seen.add(log["id"])
-        # A repository file pinned to a commit, or an issue / pull request thread that quotes the log.
+        # A repository file pinned to a commit, an issue / pull request thread that quotes the log, or
+        # a file of the search index whose repository the index does not name, by its code-index
+        # file id (read_file id=N reopens it; python/vllm_mem/configs/SOURCES.md cites the same way).
         assert re.fullmatch(
-            r"https://github\.com/[\w.-]+/[\w.-]+/(blob/[0-9a-f]{40}/\S+|(issues|pull)/\d+)", log["url"]
+            r"https://github\.com/[\w.-]+/[\w.-]+/(blob/[0-9a-f]{40}/\S+|(issues|pull)/\d+)|code-index id \d{6,}",
+            log["url"],
         ), log["id"]
         assert log["release_evidence"] and log["printed_lines"] and log["gpu"] and log["model"], log["id"]
         assert log["checks"], log["id"]
@@ -121,7 +124,7 @@ def test_every_entry_names_its_source_release_and_printed_lines() -> None:
         for term in list(log["not_compared"]) + list(log["known_disagreements"]):
             assert term in log["observed"] and (log["not_compared"].get(term) or log["known_disagreements"][term])
     lines = {".".join(log["release"].split(".")[:2]) for log in _logs()}
-    assert {"0.10", "0.11", "0.13", "0.15", "0.16", "0.17", "0.18", "0.23", "0.24"} <= lines
+    assert {"0.10", "0.11", "0.13", "0.15", "0.16", "0.17", "0.18", "0.20", "0.23", "0.24", "0.26", "0.27"} <= lines
 
 
 @pytest.mark.parametrize("log", _logs(), ids=_ids(_logs()))
@@ -141,34 +144,40 @@ def test_each_printed_term_within_its_tolerance(log: dict[str, Any]) -> None:
             assert abs(err) <= tol, (log["id"], term, round(planned, 3), log["observed"][term])
 
 
-def _kv_from_printed_available(log: dict[str, Any]) -> tuple[tuple[int, int], tuple[float, float]]:
-    """The plan's KV tokens and concurrency for the printed available memory, over its rounding
-    interval (+-0.005 GiB)."""
+def _plan_at_printed_available(log: dict[str, Any], delta_gib: float = 0.0) -> Any:
+    """The plan with the KV pool the start-up printed (plus delta_gib)."""
     available = log["observed"]["available_kv_cache_gib"]
     stand_in = {}
     if not log["total_memory_gib"]:
         # No printed total: any budget that holds the plan's weights beside the printed pool will do
         # (the weights may be a quantized checkpoint's, planned at the bf16 shape of its config).
         stand_in["total_memory_bytes"] = 2 * (_plan(log).weights_bytes + round(available * GiB))
-    plans = [_plan(log, kv_cache_memory_bytes=math.floor((available + d) * GiB), **stand_in) for d in (-0.005, 0.005)]
-    caps = [p.kv_cache for p in plans]
+    return _plan(log, kv_cache_memory_bytes=math.floor((available + delta_gib) * GiB), **stand_in)
+
+
+def _kv_from_printed_available(log: dict[str, Any]) -> tuple[tuple[int, int], tuple[float, float]]:
+    """The plan's KV tokens and concurrency for the printed available memory, over its rounding
+    interval (+-0.005 GiB)."""
+    caps = [_plan_at_printed_available(log, d).kv_cache for d in (-0.005, 0.005)]
     return (caps[0].num_tokens, caps[1].num_tokens), (caps[0].max_concurrency, caps[1].max_concurrency)
 
 
-_KV_LOGS = [g for g in _logs() if "maximum_concurrency_x" in g["observed"]]
+_KV_LOGS = [g for g in _logs() if {"maximum_concurrency_x", "gpu_kv_cache_size_tokens"} & set(g["observed"])]
 
 
 @pytest.mark.parametrize("log", _KV_LOGS, ids=_ids(_KV_LOGS))
 def test_kv_tokens_and_concurrency_follow_the_releases_formula(log: dict[str, Any]) -> None:
     """From the printed available memory: 0.10-0.19 print blocks // groups x block size tokens and
-    the concurrency of get_max_concurrency_for_kv_cache_config; 0.20+ print int(concurrency x
-    max_model_len) tokens (kv_log_format), sliding-window needs uncapped."""
+    the concurrency of get_max_concurrency_for_kv_cache_config; 0.21+ print int(concurrency x
+    max_model_len) tokens (kv_log_format; the v0.20.0 image still prints the grouped count),
+    sliding-window needs uncapped."""
     (tok_lo, tok_hi), (conc_lo, conc_hi) = _kv_from_printed_available(log)
     obs = log["observed"]
     if "gpu_kv_cache_size_tokens" in obs:
         assert tok_lo <= obs["gpu_kv_cache_size_tokens"] <= tok_hi, (tok_lo, tok_hi)
-    # Printed with 2 decimals.
-    assert conc_lo - 0.005 <= obs["maximum_concurrency_x"] <= conc_hi + 0.005, (conc_lo, conc_hi)
+    # Printed with 2 decimals (where the source quotes the line).
+    if "maximum_concurrency_x" in obs:
+        assert conc_lo - 0.005 <= obs["maximum_concurrency_x"] <= conc_hi + 0.005, (conc_lo, conc_hi)
 
 
 def _heldout_sliding_window_rows() -> list[dict[str, Any]]:
@@ -203,7 +212,7 @@ def test_sliding_window_need_is_vllms_uncapped_formula_on_v0_19(row: dict[str, A
 
 def test_default_utilization_and_graph_budget_on_a_0_23_start_up() -> None:
     """The v0.23.0 MI300X start-up sets no --gpu-memory-utilization: its 162.84 GiB available is
-    the 0.92 default less the CUDA-graph estimate (both PR #38284, v0.21). Within 0.5 GiB (ROCm's
+    the 0.92 default less the CUDA-graph estimate (both PR #38284, from v0.20.0). Within 0.5 GiB (ROCm's
     profile peak, non-torch and graph terms are not calibrated), where 0.9 would be 3.8 GiB lower
     and leaving the graph estimate out 0.8 GiB higher; the server's 8,192 batched tokens too."""
     log = next(g for g in _logs() if g["id"] == "orbit-gemma-3-4b-mi300x-v0.23.0")
@@ -214,6 +223,98 @@ def test_default_utilization_and_graph_budget_on_a_0_23_start_up() -> None:
     assert abs(_plan(log, gpu_memory_utilization=0.9).available_kv_cache_bytes / GiB - printed) > 0.5
     assert abs(_plan(log, cudagraph_memory_in_budget=False).available_kv_cache_bytes / GiB - printed) > 0.5
     assert p.settings["max_num_batched_tokens"] == log["observed"]["max_num_batched_tokens"]
+
+
+def _printed_wording(tokens: int, max_model_len: int, concurrency: float, block_tokens: int) -> str:
+    """Which token wording printed figures show: int(concurrency x max_model_len) tokens
+    (v1_concurrency_tokens) are that product, and off the block grid; block ids // groups x block
+    size (v1_grouped_tokens) are on the grid, and far from it when there are several groups.
+    'either' when both hold (one group: the two agree)."""
+    from_concurrency = abs(tokens / max_model_len - concurrency) <= 0.005
+    on_grid = tokens % block_tokens == 0
+    if from_concurrency == on_grid:
+        return "either"
+    return "v1_concurrency_tokens" if from_concurrency else "v1_grouped_tokens"
+
+
+def _wording_cases() -> list[tuple[str, str, str]]:
+    """(id, release, wording the printed lines show) for every start-up that tells the wordings
+    apart: the planned entries (block size from the plan's KV groups) and the wording-only records
+    (start-ups whose model or settings vllm_mem does not plan, block size as printed)."""
+    cases = []
+    for log in _KV_LOGS:
+        obs = log["observed"]
+        if {"gpu_kv_cache_size_tokens", "maximum_concurrency_x"} <= set(obs):
+            block = min(g.block_size for g in _plan_at_printed_available(log).kv_cache.groups)
+            wording = _printed_wording(
+                obs["gpu_kv_cache_size_tokens"], log["max_model_len"], obs["maximum_concurrency_x"], block
+            )
+            cases.append((log["id"], log["release"], wording))
+    for rec in _doc()["wording_only"]:
+        wording = _printed_wording(
+            rec["tokens"], rec["max_model_len"], rec["maximum_concurrency_x"], rec["block_tokens"]
+        )
+        cases.append((rec["id"], rec["release"], wording))
+    return [c for c in cases if c[2] != "either"]
+
+
+def test_the_token_wording_each_start_up_shows_is_its_releases_rule() -> None:
+    """kv_log_format by release, from the printed lines alone: the v0.20.0 image still prints the
+    grouped count (79,648 = 38 x 2,096 at 4.03x for 65,536), v0.22.0 and later int(concurrency x
+    max_model_len) (3,131,683 at 15.66x for 200,000; 2,324,244 at 70.93x for 32,768)."""
+    cases = _wording_cases()
+    releases = {".".join(r.split(".")[:2]) for _, r, _ in cases}
+    assert {"0.20", "0.22", "0.24", "0.26"} <= releases, releases
+    for log_id, release, wording in cases:
+        assert _profile_rule(_profile_of(release), "kv_log_format")["value"] == wording, (log_id, release, wording)
+
+
+def test_wording_only_records_quote_their_figures() -> None:
+    for rec in _doc()["wording_only"]:
+        assert re.fullmatch(r"code-index id \d{6,}|https://github\.com/\S+", rec["url"]) and rec["why_not_planned"]
+        text = " ".join(rec["printed_lines"])
+        assert (
+            f"{rec['tokens']:,} tokens" in text
+            and f"{rec['max_model_len']:,} tokens per request: {rec['maximum_concurrency_x']:.2f}x" in text
+        )
+        assert f"block size to {rec['block_tokens']} tokens" in text
+        assert f"version {rec['release']}" in text or f"LLM engine (v{rec['release']})" in text
+
+
+def test_the_graph_estimate_is_in_the_budget_wherever_the_log_says_so() -> None:
+    """vLLM prints 'CUDA graph memory profiling is enabled (default since v0.21.0). The current
+    --gpu-memory-utilization=U is equivalent to ... without' only when it subtracts the estimate
+    (vllm/v1/worker/gpu_worker.py); the v0.20.0 image prints it too, so the rule starts at 0.20.0
+    (the text's 'v0.21.0' notwithstanding), and 0.19 did not subtract it."""
+    enabled = [g for g in _logs() if any("CUDA graph memory profiling is enabled" in x for x in g["printed_lines"])]
+    assert {g["release"] for g in enabled} >= {"0.20.0", "0.26.0"}
+    for log in enabled:
+        assert _plan(log).settings["cudagraph_memory_in_budget"], log["id"]
+    assert not vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19.0").settings[
+        "cudagraph_memory_in_budget"
+    ]
+
+
+def test_a_dense_model_on_0_27_keeps_no_graph_memory_in_the_budget() -> None:
+    """The v0.27.1 Qwen2.5-0.5B start-up (a dense model: Model Runner V2) prints its budget as
+    requested less consumed less peak, '0.0 GiB for CUDAGraph memory', and that is its printed
+    available memory; the plan (model_runner 0.25.0, v2_runner_cudagraph_profiling 0.7.0) leaves
+    graphs out too, while the same start-up planned on the V1 runner's 0.24 profile would not."""
+    log = next(g for g in _logs() if g["id"] == "wsl-qwen2.5-0.5b-rtx4090-v0.27.1")
+    budget = re.search(
+        r"\(0\.92, ([\d.]+) GiB\)\. Actual usage is ([\d.]+) GiB for consumed memory \(weights \+ non-torch\), "
+        r"([\d.]+) GiB for peak activation, and ([\d.]+) GiB for CUDAGraph memory",
+        " ".join(log["printed_lines"]),
+    )
+    requested, consumed, peak, graphs = (float(x) for x in budget.groups())
+    assert graphs == 0 and abs(requested - consumed - peak - log["observed"]["available_kv_cache_gib"]) <= 0.015
+    p = _plan(log)
+    assert p.cudagraph_bytes > 0  # the V1 runner's estimate exists, but is not in this budget
+    assert p.available_kv_cache_bytes == (
+        p.requested_bytes - p.weights_bytes - p.activation_peak_bytes - p.non_torch_bytes
+    )
+    v1 = _plan(log, vllm_version="0.24.0")
+    assert v1.available_kv_cache_bytes == p.available_kv_cache_bytes - v1.cudagraph_bytes
 
 
 def test_the_0_24_start_ups_tell_the_two_token_wordings_apart() -> None:

@@ -92,11 +92,13 @@ def test_installed_version_is_read_from_metadata_without_importing_vllm(monkeypa
         versions.installed_vllm_version.cache_clear()
 
 
-def test_graph_budget_and_utilization_change_at_0_21() -> None:
-    """PR #38284 (v0.21.0): gpu_memory_utilization 0.9 -> 0.92 and the CUDA-graph estimate
-    subtracted from the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default '1')."""
-    v20 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.20")
-    v21 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.21")
+def test_graph_budget_and_utilization_change_at_0_20() -> None:
+    """PR #38284: gpu_memory_utilization 0.9 -> 0.92 and the CUDA-graph estimate subtracted from
+    the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default '1'). Its text says 'default
+    since v0.21.0', but the v0.20.0 image already prints the estimate subtracted
+    (tests/data/vllm_release_logs.json, wsl-qwen3.6-35b-a3b-nvfp4-v0.20.0): 0.19 -> 0.20."""
+    v20 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19")
+    v21 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.20")
     assert v20.settings["gpu_memory_utilization"] == 0.9 and v21.settings["gpu_memory_utilization"] == 0.92
     assert v20.requested_bytes == math.ceil(H100 * 0.9) and v21.requested_bytes == math.ceil(H100 * 0.92)
     assert v20.available_kv_cache_bytes == (v20.requested_bytes - v20.weights_bytes - v20.activation_peak_bytes
@@ -105,7 +107,7 @@ def test_graph_budget_and_utilization_change_at_0_21() -> None:
                                             - v21.non_torch_bytes - v21.cudagraph_bytes)
     assert v21.cudagraph_bytes > 0
     # Set by hand, either way, on any release.
-    forced = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.20",
+    forced = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19",
                            cudagraph_memory_in_budget=True)
     assert forced.available_kv_cache_bytes == v20.available_kv_cache_bytes - v20.cudagraph_bytes
 
@@ -183,8 +185,8 @@ def test_kv_log_lines_in_each_releases_wording() -> None:
     assert v19.kv_log_lines == [f"GPU KV cache size: {v19.kv_cache.num_blocks * 16:,} tokens",
                                 f"Maximum concurrency for 8,192 tokens per request: "
                                 f"{v19.kv_cache.num_blocks / 512:.2f}x"]
-    # 0.20+: tokens = int(concurrency x max_model_len), still on two lines (the v0.23 and v0.24
-    # logs of tests/data/vllm_release_logs.json; one line only on vLLM main after the releases profiled).
+    # 0.21+: tokens = int(concurrency x max_model_len), still on two lines (the v0.22-v0.26 logs of
+    # tests/data/vllm_release_logs.json; one line only on vLLM main after the releases profiled).
     assert v21.kv_log_lines == [f"GPU KV cache size: {v21.kv_cache.num_tokens:,} tokens",
                                 f"Maximum concurrency for 8,192 tokens per request: {v21.kv_cache.max_concurrency:.2f}x"]
     # 0.8-0.9 (PR #13596): tokens = blocks x block size, concurrency = tokens / max_model_len.
@@ -268,4 +270,5 @@ def test_a_v0_sweep_row_is_the_v0_plan() -> None:
 
 def test_bindings_agree_with_the_plan() -> None:
     assert _C.resolve_batch_defaults("0.19", "", "server", H100, "H100-80GB", 8192) == (1024, 8192)
-    assert _C.vllm_profile_settings("0.20")["cudagraph_memory_in_budget"] is False
+    assert _C.vllm_profile_settings("0.19")["cudagraph_memory_in_budget"] is False
+    assert _C.vllm_profile_settings("0.20")["cudagraph_memory_in_budget"] is True

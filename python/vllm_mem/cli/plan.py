@@ -43,9 +43,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options.add_table_setting(p, "gpu_count")
     p.add_argument("--cudagraph-not-in-budget", action="store_const", const=False, default=None,
                    dest="cudagraph_memory_in_budget",
-                   help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (default: the release's; off before 0.21)")
+                   help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (default: the release's; off before 0.20)")
     p.add_argument("--cudagraph-in-budget", action="store_const", const=True, dest="cudagraph_memory_in_budget",
-                   help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 on a release before 0.21")
+                   help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 on a release before 0.20")
     options.add_json(p)
     p.set_defaults(func=run)
 

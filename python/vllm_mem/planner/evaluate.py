@@ -61,7 +61,7 @@ def plan(
         ``vllm_version``, ``total_memory_bytes``, ``free_memory_bytes``, ``gpu_count``, ...
         Left ``None``, each takes the planned release's default: ``max_model_len`` the model's
         derived maximum (rope scaling included), ``gpu_memory_utilization`` 0.9 (0.92 from
-        v0.21), the scheduler sizes by GPU and ``usage_context``. ``vllm_version`` defaults to
+        v0.20), the scheduler sizes by GPU and ``usage_context``. ``vllm_version`` defaults to
         the installed vllm's version (read from its metadata, vllm is not imported), else the
         newest known release; the report says which and why. An unknown keyword is a
         TypeError naming the closest known one.

@@ -163,7 +163,7 @@ TEST(Calibration, AvailableKvFromPrintedTermsWithinRounding) {
     AvailableKvOptions o;
     o.total_memory_bytes = kH100;
     o.gpu_memory_utilization = util;
-    // v0.19 logged the graph estimate but did not subtract it (the default flipped in v0.21):
+    // v0.19 logged the graph estimate but did not subtract it (the default flipped in v0.20.0):
     // the printed available memory is requested - non-KV on every row.
     o.estimate_cudagraphs = false;
     AvailableKvMemory a = DetermineAvailableKvCacheMemory(requested, p, o);

@@ -153,9 +153,9 @@ std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity);
 /*! \brief How a vLLM release words and rounds its KV capacity lines (the release's rule is in
  *  plan/vllm_versions.json): kV0Blocks "# GPU blocks: N, # CPU blocks: M" + concurrency of
  *  blocks x block_size / L (L without thousands separators); kBlockTokens (V1 0.8-0.9) tokens =
- *  blocks x block_size; kGroupedTokens (0.10-0.19) tokens = blocks // groups x min block size,
+ *  blocks x block_size; kGroupedTokens (0.10-0.20) tokens = blocks // groups x min block size,
  *  concurrency over the groups, two lines; kCombinedLine one line, tokens = int(concurrency x L)
- *  (vLLM main after the releases profiled); kConcurrencyTokens (0.20+: v0.22-v0.24 logs) the same
+ *  (vLLM main after the releases profiled); kConcurrencyTokens (0.21+: v0.22-v0.26 logs) the same
  *  tokens on the two lines of before. */
 enum class KvLogFormat { kV0Blocks, kBlockTokens, kGroupedTokens, kCombinedLine, kConcurrencyTokens };
 

@@ -113,7 +113,7 @@ struct SettingRow {
   X(int64_t, gpu_count, 0, .kind = SettingKind::kInt, .low = 1, .high = kMaxWorldSize, .unset = "not limited",       \
     .why = "limits.h: 16384 GPUs", .help = "GPUs available (TP x PP may not exceed it)")                             \
   X(double, gpu_memory_utilization, 0.0, .kind = SettingKind::kFloat, .low = 0.0, .high = 1.0, .low_exclusive = true, \
-    .unset = "the release's default (0.9; 0.92 from v0.21)", .why = "a fraction of the device",                      \
+    .unset = "the release's default (0.9; 0.92 from v0.20)", .why = "a fraction of the device",                      \
     .flag = "--gpu-memory-utilization", .help = "Fraction of the GPU vLLM may use")                                  \
   X(int64_t, max_num_seqs, 0, .kind = SettingKind::kInt, .low = 1, .high = kMaxNumSeqs,                              \
     .unset = "the release's default for the GPU and usage context", .why = "limits.h: 2^20 sequences",               \
@@ -136,7 +136,7 @@ struct SettingRow {
     .unset = "profiled (utilization minus the non-KV memory)", .why = "limits.h: 1 PiB",                             \
     .flag = "--kv-cache-memory-bytes", .help = "KV-cache bytes per GPU instead of profiling")                        \
   X(std::optional<bool>, cudagraph_memory_in_budget, std::nullopt, .kind = SettingKind::kOptionalBool,               \
-    .unset = "the release's default (on from v0.21)",                                                                \
+    .unset = "the release's default (on from v0.20)",                                                                \
     .help = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: subtract the graph estimate from the KV budget")              \
   X(std::string, usage_context, "server", .kind = SettingKind::kText, .choices = "server, offline",                   \
     .why = "vLLM's scheduler defaults differ", .help = "server (vllm serve) or offline (the LLM class)")             \
