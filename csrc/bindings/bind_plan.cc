@@ -162,7 +162,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("graph_nodes_per_rank", &CudagraphEstimate::graph_nodes_per_rank)
       .def_readonly("per_graph_bytes", &CudagraphEstimate::per_graph_bytes)
       .def_readonly("total_bytes", &CudagraphEstimate::total_bytes)
-      .def_readonly("profiling_line", &CudagraphEstimate::profiling_line);
+      .def_property_readonly("profiling_line", &CudagraphCaptureCountsLine);
   m.def("default_capture_sizes", &DefaultCaptureSizes, py::arg("max_size"));
   m.def("estimate_non_torch_increase", &EstimateNonTorchIncrease, py::arg("tensor_parallel_size"),
         py::arg("pipeline_parallel_size"), py::arg("constants") = NonTorchConstants{});
@@ -351,11 +351,12 @@ void BindPlan(py::module_& m) {
       .def_readonly("max_model_len_that_fits", &StartupPlan::max_model_len_that_fits)
       .def_readonly("model_max_model_len", &StartupPlan::model_max_model_len)
       .def_readonly("kv_block_size", &StartupPlan::kv_block_size)
-      .def_readonly("kv_cache_memory_suggestion", &StartupPlan::kv_cache_memory_suggestion)
+      // vLLM's lines, formatted when read (the plan keeps the figures they are made of).
+      .def_property_readonly("kv_cache_memory_suggestion", &KvCacheMemorySuggestionOf)
       .def_readonly("request_memory_error", &StartupPlan::request_memory_error)
-      .def_readonly("cudagraph_line", &StartupPlan::cudagraph_line)
-      .def_readonly("kv_log_lines", &StartupPlan::kv_log_lines)
-      .def_readonly("available_kv_line", &StartupPlan::available_kv_line)
+      .def_property_readonly("cudagraph_line", &CudagraphLine)
+      .def_property_readonly("kv_log_lines", &KvLogLines)
+      .def_property_readonly("available_kv_line", &AvailableKvLine)
       .def_readonly("kv_cache_memory_suggestion_fits", &StartupPlan::kv_cache_memory_suggestion_fits);
   py::class_<PlanSuggestion>(m, "PlanSuggestion")
       .def_readonly("lever", &PlanSuggestion::lever)

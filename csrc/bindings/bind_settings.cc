@@ -11,6 +11,7 @@
 #include <string_view>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bindings/bind.h"
@@ -63,7 +64,17 @@ int64_t ToInt(py::handle v, const SettingRow& row, const std::string& field) {
 }
 
 /*! One setting type between Python and C++: None is "unset" where the row allows it; every
- *  value set is checked against its row (ValidateSetting). */
+ *  value set is checked against its row (ValidateSetting). To gives the C++ value its Python
+ *  type through pybind11's casters, so the properties are typed in _C.pyi. */
+/*! Checks a value the caller gave against its row. An explicit value is a value: the row's
+ *  "unset" spelling (0, -1) is refused unless it is in bounds. */
+template <typename T>
+void ValidateExplicit(const SettingRow& row, const T& x, const std::string& field) {
+  SettingRow set = row;
+  set.unset = "";
+  ValidateSetting(set, x, field);
+}
+
 template <typename T>
 struct Setting;
 
@@ -72,13 +83,10 @@ struct Setting<int64_t> {
   static int64_t From(py::handle v, const SettingRow& row, const std::string& field) {
     if (v.is_none() && row.unset[0] != '\0') return row.unset_int;
     const int64_t x = ToInt(v, row, field);
-    // An explicit value is a value: the "unset" spelling (0, -1) is refused unless in bounds.
-    SettingRow set = row;
-    set.unset = "";
-    ValidateSetting(set, x, field);
+    ValidateExplicit(row, x, field);
     return x;
   }
-  static py::object To(int64_t v) { return py::int_(v); }
+  static int64_t To(int64_t v) { return v; }
 };
 
 template <>
@@ -91,12 +99,10 @@ struct Setting<double> {
       PyErr_Clear();
       throw InvalidArgument(field, "must be a finite number, got an integer beyond a double's range");
     }
-    SettingRow set = row;
-    set.unset = "";
-    ValidateSetting(set, x, field);
+    ValidateExplicit(row, x, field);
     return x;
   }
-  static py::object To(double v) { return py::float_(v); }
+  static double To(double v) { return v; }
 };
 
 template <>
@@ -106,7 +112,7 @@ struct Setting<bool> {
     if (IsNumpyBool(v)) return PyObject_IsTrue(v.ptr()) == 1;
     RaiseType(field, "True or False (strings such as 'false' or '0' are not read as booleans)", v);
   }
-  static py::object To(bool v) { return py::bool_(v); }
+  static bool To(bool v) { return v; }
 };
 
 template <>
@@ -115,7 +121,7 @@ struct Setting<std::optional<bool>> {
     if (v.is_none()) return std::nullopt;
     return Setting<bool>::From(v, row, field);
   }
-  static py::object To(std::optional<bool> v) { return v ? py::object(py::bool_(*v)) : py::object(py::none()); }
+  static std::optional<bool> To(std::optional<bool> v) { return v; }
 };
 
 template <>
@@ -127,7 +133,7 @@ struct Setting<std::string> {
     ValidateSetting(row, x, field);
     return x;
   }
-  static py::object To(const std::string& v) { return py::str(v); }
+  static const std::string& To(const std::string& v) { return v; }
 };
 
 template <>
@@ -136,7 +142,7 @@ struct Setting<CudagraphMode> {
     if (!PyUnicode_Check(v.ptr())) RaiseType(field, "a str (one of " + row.choices + ")", v);
     return ParseCudagraphMode(v.cast<std::string>());  // case-insensitive, as vLLM's; refuses by field
   }
-  static py::object To(CudagraphMode v) { return py::str(CudagraphModeName(v)); }
+  static std::string To(CudagraphMode v) { return CudagraphModeName(v); }
 };
 
 template <>
@@ -156,7 +162,7 @@ struct Setting<std::vector<int64_t>> {
     ValidateSetting(row, out, field);
     return out;
   }
-  static py::object To(const std::vector<int64_t>& v) { return py::cast(v); }
+  static const std::vector<int64_t>& To(const std::vector<int64_t>& v) { return v; }
 };
 
 /*! Keyword -> setter of one request class, built from the table once. */
@@ -325,7 +331,7 @@ void BindSettings(py::module_& m) {
     const std::string& shown = field.empty() ? std::string(row->name) : field;
     PlanRequest r;
 #define VLLM_MEM_CONVERT(type, field_name, init, ...) \
-    if (name == #field_name) return Setting<type>::To(Setting<type>::From(value, *row, shown));
+    if (name == #field_name) return py::cast(Setting<type>::To(Setting<type>::From(value, *row, shown)));
     VLLM_MEM_KV_CACHE_SETTINGS(VLLM_MEM_CONVERT)
     VLLM_MEM_PLAN_SETTINGS(VLLM_MEM_CONVERT)
 #undef VLLM_MEM_CONVERT
@@ -393,7 +399,7 @@ void BindSettings(py::module_& m) {
     in.vllm_version = vllm_version;
     in.vllm_version_source = vllm_version_source;
     in.allow_long_max_model_len = allow_long_max_model_len;
-    StartupPlan plan = EvaluatePlan(cache.spec(), in, &cache);
+    StartupPlan plan = EvaluatePlan(cache.spec(), std::move(in), &cache);
     plan.request = request;  // what the user asked, before the environment resolved the release
     return plan;
   }, py::arg("cache"), py::arg("request"), py::arg("total_memory_bytes"), py::arg("gpu_name"),

@@ -191,11 +191,16 @@ int64_t LargestFitting(int64_t upper, Fits&& fits) {
 }
 
 int64_t EstimateForWorker(const Worker& w, int64_t available_bytes, const KvRequestShape& shape) {
-  return LargestFitting(shape.max_model_len, [&](int64_t len) {
+  const auto fits = [&](int64_t len) {
     KvRequestShape s = shape;
     s.max_model_len = len;
     return LayerSumBytes(*w.rank, s) <= available_bytes;
-  });
+  };
+  // The common answer, the whole range (a plan's search up to the model's limit on a roomy
+  // GPU), in one evaluation instead of log2(max_model_len): the need grows with the length,
+  // so the search would return the upper end too.
+  if (shape.max_model_len >= 1 && fits(shape.max_model_len)) return shape.max_model_len;
+  return LargestFitting(shape.max_model_len, fits);
 }
 
 /*! Per pipeline rank, its worker with the smallest planned budget: a max_model_len that fits

@@ -105,21 +105,6 @@ int64_t GraphNodesPerRank(const ModelSpec& spec, int64_t tensor_parallel_size, i
 
 namespace {
 
-/*! vLLM's "Profiling CUDA graph memory: FULL=n (largest=s), PIECEWISE=..." line. */
-std::string ProfilingLine(const CudagraphEstimate& e) {
-  auto part = [](const char* name, int64_t n, int64_t largest_size) {
-    return std::string(name) + "=" + std::to_string(n) + " (largest=" + std::to_string(largest_size) + ")";
-  };
-  std::string line = "Profiling CUDA graph memory: ";
-  bool first = true;
-  if (e.num_full_graphs > 0) {
-    line += part("FULL", e.num_full_graphs, e.largest_full);
-    first = false;
-  }
-  if (e.num_piecewise_graphs > 0) line += (first ? "" : ", ") + part("PIECEWISE", e.num_piecewise_graphs, e.largest_piecewise);
-  return line;
-}
-
 /*! The capture sizes asked for (sorted, distinct, each bounded), or vLLM's defaults. */
 std::vector<int64_t> CaptureSizes(const CudagraphOptions& o) {
   if (o.capture_sizes.empty()) {
@@ -204,8 +189,22 @@ CudagraphEstimate EstimateCudagraphMemory(const ModelSpec& spec, const Cudagraph
   if (e.num_piecewise_graphs > 0) further += e.num_piecewise_graphs - 1;
   e.total_bytes = CheckedAdd(e.first_capture_bytes, CheckedMul(e.per_graph_bytes, further, "cudagraph"), "cudagraph");
 
-  e.profiling_line = ProfilingLine(e);
   return e;
+}
+
+std::string CudagraphCaptureCountsLine(const CudagraphEstimate& e) {
+  if (e.capture_sizes.empty()) return "";  // eager, mode NONE or nothing to capture: vLLM profiles no graph
+  auto part = [](const char* name, int64_t n, int64_t largest_size) {
+    return std::string(name) + "=" + std::to_string(n) + " (largest=" + std::to_string(largest_size) + ")";
+  };
+  std::string line = "Profiling CUDA graph memory: ";
+  bool first = true;
+  if (e.num_full_graphs > 0) {
+    line += part("FULL", e.num_full_graphs, e.largest_full);
+    first = false;
+  }
+  if (e.num_piecewise_graphs > 0) line += (first ? "" : ", ") + part("PIECEWISE", e.num_piecewise_graphs, e.largest_piecewise);
+  return line;
 }
 
 }  // namespace vllm_mem

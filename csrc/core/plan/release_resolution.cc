@@ -14,9 +14,8 @@
 
 namespace vllm_mem {
 
-PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs) {
-  RefuseIfNotModelled(inputs.vllm_version);
-  PlanInputs in = inputs;
+PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs in) {
+  RefuseIfNotModelled(in.vllm_version);
   in.resolved_vllm_version = profile.version;
   ValidateUsageContext(in.usage_context);
   in.engine = EngineFor(profile, in.vllm_engine);

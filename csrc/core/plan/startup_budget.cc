@@ -162,11 +162,9 @@ AvailableKvMemory DetermineAvailableKvCacheMemory(int64_t requested_bytes, const
   return out;
 }
 
-KvCacheMemorySuggestion SuggestKvCacheMemoryBytes(int64_t init_free_memory_bytes, int64_t total_memory_bytes,
-                                                  double gpu_memory_utilization, int64_t requested_bytes,
-                                                  int64_t weights_bytes, int64_t peak_activation_bytes,
-                                                  int64_t non_torch_bytes, int64_t cudagraph_bytes,
-                                                  int64_t kv_cache_in_use_bytes) {
+KvCacheMemorySuggestion KvCacheMemorySuggestionFigures(int64_t init_free_memory_bytes, int64_t requested_bytes,
+                                                       int64_t weights_bytes, int64_t peak_activation_bytes,
+                                                       int64_t non_torch_bytes, int64_t cudagraph_bytes) {
   int64_t non_kv = CheckedAdd(weights_bytes, peak_activation_bytes, "non_kv_cache_memory");
   non_kv = CheckedAdd(non_kv, non_torch_bytes, "non_kv_cache_memory");
   non_kv = CheckedAdd(non_kv, cudagraph_bytes, "non_kv_cache_memory");
@@ -175,6 +173,16 @@ KvCacheMemorySuggestion SuggestKvCacheMemoryBytes(int64_t init_free_memory_bytes
                                       kKvSuggestionBufferBytes, "kv_cache_memory_bytes");
   out.to_requested_limit_bytes = CheckedSub(CheckedSub(requested_bytes, non_kv, "kv_cache_memory_bytes"),
                                             kKvSuggestionBufferBytes, "kv_cache_memory_bytes");
+  return out;
+}
+
+KvCacheMemorySuggestion SuggestKvCacheMemoryBytes(int64_t init_free_memory_bytes, int64_t total_memory_bytes,
+                                                  double gpu_memory_utilization, int64_t requested_bytes,
+                                                  int64_t weights_bytes, int64_t peak_activation_bytes,
+                                                  int64_t non_torch_bytes, int64_t cudagraph_bytes,
+                                                  int64_t kv_cache_in_use_bytes) {
+  KvCacheMemorySuggestion out = KvCacheMemorySuggestionFigures(init_free_memory_bytes, requested_bytes, weights_bytes,
+                                                               peak_activation_bytes, non_torch_bytes, cudagraph_bytes);
   // vLLM's f-string in gpu_worker.compile_or_warm_up_model, verbatim.
   out.line = "Free memory on device (" + FormatGib(init_free_memory_bytes) + "/" + FormatGib(total_memory_bytes) +
              " GiB) on startup. Desired GPU memory utilization is (" + PythonFloatRepr(gpu_memory_utilization) +

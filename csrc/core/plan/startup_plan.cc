@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
@@ -101,12 +102,13 @@ struct PlanRun {
 
 /*! Phase 1: which vLLM release, with its defaults: what vLLM would run with is what gets
  *  checked and planned. */
-void ResolveRelease(PlanRun& run, const PlanInputs& inputs, StartupPlan& plan) {
-  const VersionLookup version = LookupVllmVersion(inputs.vllm_version);
+void ResolveRelease(PlanRun& run, PlanInputs&& inputs, StartupPlan& plan) {
+  VersionLookup version = LookupVllmVersion(inputs.vllm_version);
   run.profile = version.profile;
+  plan.profile = version.profile;
   plan.request = inputs;
-  plan.inputs = ResolveForVersion(*version.profile, run.spec, inputs);
-  plan.inputs.vllm_version_note = version.note;
+  plan.inputs = ResolveForVersion(*version.profile, run.spec, std::move(inputs));
+  plan.inputs.vllm_version_note = std::move(version.note);
   ValidateInputs(run.spec, plan.inputs);
 }
 
@@ -303,10 +305,9 @@ void SizeKvCache(PlanRun& run, StartupPlan& plan) {
   }
 }
 
-/*! The tightest rank (fewest blocks, then least KV budget) gives the headline figures, vLLM's
- *  CUDA-graph line and its --kv-cache-memory suggestion. */
+/*! The tightest rank (fewest blocks, then least KV budget) gives the headline figures (and
+ *  vLLM's CUDA-graph line and --kv-cache-memory suggestion, formatted on demand). */
 void Headline(StartupPlan& plan) {
-  const PlanInputs& in = plan.inputs;
   size_t tight = 0;
   for (size_t i = 1; i < plan.ranks.size(); ++i) {
     const auto& a = plan.ranks[i];
@@ -324,11 +325,6 @@ void Headline(StartupPlan& plan) {
   plan.cudagraph_bytes = t.cudagraph_bytes;
   plan.non_kv_cache_bytes = t.non_kv_cache_bytes;
   plan.available_kv_cache_bytes = t.available_kv_cache_bytes;
-  plan.cudagraph_line = CudagraphProfilingLine(t.cudagraph_bytes, in.total_memory_bytes, in.gpu_memory_utilization,
-                                               in.cudagraph_memory_in_budget.value_or(false));
-  plan.kv_cache_memory_suggestion = SuggestKvCacheMemoryBytes(
-      in.free_memory_bytes, in.total_memory_bytes, in.gpu_memory_utilization, plan.requested_bytes, t.weights_bytes,
-      t.activation_peak_bytes, t.non_torch_bytes, t.cudagraph_bytes, std::max<int64_t>(0, t.available_kv_cache_bytes));
 }
 
 /*! The largest max_model_len one request fits in, up to the model's own limit. */
@@ -364,13 +360,13 @@ void Judge(const PlanRun& run, StartupPlan& plan) {
   plan.failure_phase = v.phase;
   plan.failure_message = std::move(v.message);
   plan.shortfall_bytes = v.shortfall_bytes;
-  if (plan.fits) {
-    plan.kv_cache = ComputeKvCacheCapacity(*run.kv_layouts, run.available, run.kv_options);
-    plan.kv_log_lines = KvCacheLogLinesFor(*plan.kv_cache, in.kv_log_format);
-  }
-  plan.available_kv_line = AvailableKvCacheLine(*run.profile, in.vllm_engine, plan.available_kv_cache_bytes);
+  if (plan.fits) plan.kv_cache = ComputeKvCacheCapacity(*run.kv_layouts, run.available, run.kv_options);
   // vLLM prints its --kv-cache-memory suggestion whatever it holds; only offer it when it starts.
-  const int64_t suggested = plan.kv_cache_memory_suggestion.to_requested_limit_bytes;
+  // (The headline figures are the tightest rank's, as KvCacheMemorySuggestionOf formats them.)
+  const int64_t suggested =
+      KvCacheMemorySuggestionFigures(in.free_memory_bytes, plan.requested_bytes, plan.weights_bytes,
+                                     plan.activation_peak_bytes, plan.non_torch_bytes, plan.cudagraph_bytes)
+          .to_requested_limit_bytes;
   bool holds = suggested > 0 && reaches_kv;
   for (const auto& r : plan.ranks) holds = holds && r.kv_bytes_per_request > 0 && suggested >= r.kv_bytes_per_request;
   plan.kv_cache_memory_suggestion_fits = holds;
@@ -378,10 +374,34 @@ void Judge(const PlanRun& run, StartupPlan& plan) {
 
 }  // namespace
 
-StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs, const KvCacheLayoutCache* kv_layouts) {
+std::string CudagraphLine(const StartupPlan& plan) {
+  const PlanInputs& in = plan.inputs;
+  return CudagraphProfilingLine(plan.cudagraph_bytes, in.total_memory_bytes, in.gpu_memory_utilization,
+                                in.cudagraph_memory_in_budget.value_or(false));
+}
+
+std::vector<std::string> KvLogLines(const StartupPlan& plan) {
+  if (!plan.kv_cache) return {};
+  return KvCacheLogLinesFor(*plan.kv_cache, plan.inputs.kv_log_format);
+}
+
+std::string AvailableKvLine(const StartupPlan& plan) {
+  if (plan.profile == nullptr) return "";  // a default-constructed plan: nothing was planned
+  return AvailableKvCacheLine(*plan.profile, plan.inputs.vllm_engine, plan.available_kv_cache_bytes);
+}
+
+KvCacheMemorySuggestion KvCacheMemorySuggestionOf(const StartupPlan& plan) {
+  const PlanInputs& in = plan.inputs;
+  return SuggestKvCacheMemoryBytes(in.free_memory_bytes, in.total_memory_bytes, in.gpu_memory_utilization,
+                                   plan.requested_bytes, plan.weights_bytes, plan.activation_peak_bytes,
+                                   plan.non_torch_bytes, plan.cudagraph_bytes,
+                                   std::max<int64_t>(0, plan.available_kv_cache_bytes));
+}
+
+StartupPlan EvaluatePlan(const ModelSpec& spec, PlanInputs inputs, const KvCacheLayoutCache* kv_layouts) {
   PlanRun run(spec);
   StartupPlan plan;
-  ResolveRelease(run, inputs, plan);
+  ResolveRelease(run, std::move(inputs), plan);
   SetUpKvLayouts(run, plan.inputs, kv_layouts);
   RequestMemory(run, plan);
   SizeWeights(run, plan);

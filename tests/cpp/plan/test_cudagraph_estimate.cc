@@ -38,7 +38,7 @@ TEST(CudagraphEstimate, ModesAndTheProfilingLine) {
   CudagraphOptions o;
   o.max_num_seqs = 1024;
   CudagraphEstimate e = EstimateCudagraphMemory(llama, o);
-  EXPECT_EQ(e.profiling_line, "Profiling CUDA graph memory: FULL=51 (largest=512), PIECEWISE=51 (largest=512)");
+  EXPECT_EQ(CudagraphCaptureCountsLine(e), "Profiling CUDA graph memory: FULL=51 (largest=512), PIECEWISE=51 (largest=512)");
   EXPECT_EQ(e.total_bytes, e.first_capture_bytes + e.per_graph_bytes * 100);
   EXPECT_NEAR(Gib(e.total_bytes), 0.84, 0.07);  // vLLM estimated 0.84 GiB (captured 0.91)
 
@@ -55,6 +55,7 @@ TEST(CudagraphEstimate, ModesAndTheProfilingLine) {
   o.mode = CudagraphMode::kFullAndPiecewise;
   o.enforce_eager = true;
   EXPECT_EQ(EstimateCudagraphMemory(llama, o).total_bytes, 0);
+  EXPECT_EQ(CudagraphCaptureCountsLine(EstimateCudagraphMemory(llama, o)), "");  // no graph: vLLM prints no line
 }
 
 TEST(CudagraphEstimate, FewerCaptureSizesCostLess) {

@@ -56,12 +56,29 @@ TEST(StartupPlan, FitsAndReportsTheTerms) {
   EXPECT_EQ(p.kv_cache->num_blocks, p.available_kv_cache_bytes / p.ranks[0].kv_bytes_per_block);
   EXPECT_EQ(p.max_model_len_that_fits, 131072);  // the model's limit
   // vLLM's suggestion arithmetic: requested - non-KV - graphs - 150 MiB.
-  EXPECT_EQ(p.kv_cache_memory_suggestion.to_requested_limit_bytes,
+  EXPECT_EQ(KvCacheMemorySuggestionOf(p).to_requested_limit_bytes,
             p.available_kv_cache_bytes - kKvSuggestionBufferBytes);
   EXPECT_TRUE(SuggestPlanChanges(Llama(), p).empty());
   // vLLM's own KV line, which the report (python/vllm_mem/planner/render.py) prints as is.
-  EXPECT_TRUE(std::any_of(p.kv_log_lines.begin(), p.kv_log_lines.end(),
+  const std::vector<std::string> kv_log_lines = KvLogLines(p);  // formatted when read
+  EXPECT_TRUE(std::any_of(kv_log_lines.begin(), kv_log_lines.end(),
                           [](const std::string& line) { return line.rfind("GPU KV cache size: ", 0) == 0; }));
+}
+
+TEST(StartupPlan, VllmLinesAreFormattedFromTheFiguresWhenRead) {
+  const StartupPlan p = EvaluatePlan(Llama(), H100(0.92, 8192));
+  ASSERT_TRUE(p.fits);
+  // vLLM's gpu_worker suggestion: its --kv-cache-memory value is the figure the verdict used.
+  const KvCacheMemorySuggestion s = KvCacheMemorySuggestionOf(p);
+  EXPECT_EQ(s.line.rfind("Free memory on device (", 0), 0u);
+  EXPECT_NE(s.line.find("`--kv-cache-memory=" + std::to_string(s.to_requested_limit_bytes) + "`"), std::string::npos);
+  EXPECT_EQ(AvailableKvLine(p).rfind("Available KV cache memory: ", 0), 0u);
+  EXPECT_EQ(CudagraphLine(p).rfind("CUDA graph memory profiling is enabled", 0), 0u);  // 0.92: in the budget
+  // A plan never evaluated has no release and no figures: no line, and no crash.
+  const StartupPlan empty;
+  EXPECT_EQ(AvailableKvLine(empty), "");
+  EXPECT_TRUE(KvLogLines(empty).empty());
+  EXPECT_EQ(CudagraphLine(empty), "");
 }
 
 TEST(StartupPlan, KvCacheMemoryBytesPathSkipsTheProfile) {

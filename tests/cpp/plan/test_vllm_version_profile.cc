@@ -175,18 +175,19 @@ TEST(VllmVersion, PlanAppliesTheRelease) {
   EXPECT_EQ(v19.requested_bytes, static_cast<int64_t>(std::ceil(85029158912.0 * 0.9)));
   EXPECT_EQ(v19.available_kv_cache_bytes,
             v19.requested_bytes - v19.weights_bytes - v19.activation_peak_bytes - v19.non_torch_bytes);
-  ASSERT_EQ(v19.kv_log_lines.size(), 2u);
-  EXPECT_EQ(v19.kv_log_lines[0].rfind("GPU KV cache size: ", 0), 0u);
+  ASSERT_EQ(KvLogLines(v19).size(), 2u);
+  EXPECT_EQ(KvLogLines(v19)[0].rfind("GPU KV cache size: ", 0), 0u);
   in.vllm_version = "0.21";
   const StartupPlan v21 = EvaluatePlan(Llama(), in);
   EXPECT_TRUE(v21.inputs.cudagraph_memory_in_budget.value());
   EXPECT_EQ(v21.available_kv_cache_bytes, v21.requested_bytes - v21.weights_bytes - v21.activation_peak_bytes -
                                               v21.non_torch_bytes - v21.cudagraph_bytes);
   // Two lines from 0.21 too (tokens from the concurrency), as the v0.22-v0.26 start-ups print them.
-  ASSERT_EQ(v21.kv_log_lines.size(), 2u);
+  const std::vector<std::string> v21_lines = KvLogLines(v21);
+  ASSERT_EQ(v21_lines.size(), 2u);
   ASSERT_TRUE(v21.kv_cache.has_value());
-  EXPECT_EQ(v21.kv_log_lines[0], "GPU KV cache size: " + FormatThousands(v21.kv_cache->num_tokens) + " tokens");
-  EXPECT_EQ(v21.kv_log_lines[1].rfind("Maximum concurrency for 8,192 tokens per request: ", 0), 0u);
+  EXPECT_EQ(v21_lines[0], "GPU KV cache size: " + FormatThousands(v21.kv_cache->num_tokens) + " tokens");
+  EXPECT_EQ(v21_lines[1].rfind("Maximum concurrency for 8,192 tokens per request: ", 0), 0u);
   // The Triton sampler (0.17) shrinks the profile-run peak against 0.16's PyTorch sort.
   in.vllm_version = "0.16";
   EXPECT_GT(EvaluatePlan(Llama(), in).activation_peak_bytes, v19.activation_peak_bytes);
@@ -221,10 +222,11 @@ TEST(VllmVersion, V0EngineBudgetAndWording) {
   EXPECT_EQ(p.inputs.max_num_batched_tokens, 8192);
   EXPECT_FALSE(p.inputs.hybrid_kv_cache_manager);
   ASSERT_TRUE(p.fits);
-  ASSERT_EQ(p.kv_log_lines.size(), 2u);
-  EXPECT_EQ(p.kv_log_lines[0], "# GPU blocks: " + std::to_string(p.kv_cache->num_blocks) + ", # CPU blocks: " +
+  const std::vector<std::string> lines = KvLogLines(p);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "# GPU blocks: " + std::to_string(p.kv_cache->num_blocks) + ", # CPU blocks: " +
                                    std::to_string((int64_t{4} << 30) / p.kv_cache->bytes_per_block));
-  EXPECT_NE(p.kv_log_lines[1].find("for 8192 tokens per request"), std::string::npos);  // no separators in V0
+  EXPECT_NE(lines[1].find("for 8192 tokens per request"), std::string::npos);  // no separators in V0
   // V0 is selectable up to 0.10 (VLLM_USE_V1=0), not after its removal in 0.11.
   in.vllm_version = "0.10";
   in.vllm_engine = "v0";

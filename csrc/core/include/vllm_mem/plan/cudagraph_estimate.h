@@ -72,8 +72,12 @@ struct CudagraphEstimate {
   int64_t graph_nodes_per_rank = 0;   //!< kernel nodes one graph holds on this rank (GraphNodesPerRank)
   int64_t per_graph_bytes = 0;        //!< per further graph (after the 1 MiB floor)
   int64_t total_bytes = 0;            //!< 0 with enforce_eager or mode NONE
-  std::string profiling_line;         //!< vLLM's "Profiling CUDA graph memory: FULL=... " (empty if none)
 };
+
+/*! \brief vLLM's "Profiling CUDA graph memory: FULL=n (largest=s), PIECEWISE=..." line for
+ *  \p estimate, formatted when asked (a plan in a loop reads none); empty when no graph is
+ *  captured. */
+std::string CudagraphCaptureCountsLine(const CudagraphEstimate& estimate);
 
 /*! \brief vLLM's default capture sizes up to \p max_size: 1, 2, 4, then every 8 below 256,
  *  then every 16 up to max_size. */

@@ -19,7 +19,7 @@ namespace vllm_mem {
  *  the KV manager and log format, dtype "auto" on a GPU without bfloat16. Refuses (InvalidArgument)
  *  a max_model_len above the derived maximum unless allow_long_max_model_len, and engine "v0" for
  *  a release without it. */
-PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, const PlanInputs& inputs);
+PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs inputs);
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_PLAN_RELEASE_RESOLUTION_H_

@@ -103,6 +103,12 @@ KvCacheMemorySuggestion SuggestKvCacheMemoryBytes(int64_t init_free_memory_bytes
                                                   int64_t non_torch_bytes, int64_t cudagraph_bytes,
                                                   int64_t kv_cache_in_use_bytes);
 
+/*! \brief The two values of SuggestKvCacheMemoryBytes without its line (left empty): a plan
+ *  needs the values for its verdict and formats the line only when a report reads it. */
+KvCacheMemorySuggestion KvCacheMemorySuggestionFigures(int64_t init_free_memory_bytes, int64_t requested_bytes,
+                                                       int64_t weights_bytes, int64_t peak_activation_bytes,
+                                                       int64_t non_torch_bytes, int64_t cudagraph_bytes);
+
 /*! \brief vLLM's "Estimated CUDA graph memory: %.2f GiB total" line. */
 std::string EstimatedCudagraphLine(int64_t cudagraph_estimate_bytes);
 

@@ -127,15 +127,29 @@ struct StartupPlan {
   /*! The KV cache is one group whose request needs cdiv(max_model_len, block) blocks (full
    *  attention or MLA): block counts then follow from bytes per block alone (plan_sweep.h). */
   bool kv_single_group = false;
-  KvCacheMemorySuggestion kv_cache_memory_suggestion;  //!< predicted --kv-cache-memory values
-  /*! The suggested --kv-cache-memory-bytes (to the requested limit) would start: it holds one
-   *  max_model_len request on every rank and the phases before the KV cache pass. */
+  /*! The suggested --kv-cache-memory-bytes (to the requested limit, KvCacheMemorySuggestionOf)
+   *  would start: it holds one max_model_len request on every rank and the phases before the
+   *  KV cache pass. */
   bool kv_cache_memory_suggestion_fits = false;
   std::string request_memory_error;  //!< vLLM's free-memory ValueError text, when it applies
-  std::string cudagraph_line;        //!< vLLM's CUDA-graph INFO line, as it would print
-  std::vector<std::string> kv_log_lines;  //!< vLLM's KV capacity lines in the release's wording
-  std::string available_kv_line;         //!< vLLM's "Available KV cache memory" line, likewise
+  /*! The release profile that planned it (an entry of the static VllmVersionProfiles() table,
+   *  never freed): the lines below are worded by it. */
+  const VllmVersionProfile* profile = nullptr;
 };
+
+// vLLM's lines for a plan, formatted on demand from the plan's figures in the planned release's
+// wording: EvaluatePlan formats none of them, so a plan in a loop (or a sweep) pays only for
+// the lines a report reads (docs/performance.md). Each gives what vLLM would print.
+
+/*! \brief vLLM's CUDA-graph INFO line (CudagraphProfilingLine of the tightest rank). */
+std::string CudagraphLine(const StartupPlan& plan);
+/*! \brief vLLM's KV capacity lines in the release's wording; empty when the plan does not fit. */
+std::vector<std::string> KvLogLines(const StartupPlan& plan);
+/*! \brief vLLM's "Available KV cache memory" line as the release rounds it. */
+std::string AvailableKvLine(const StartupPlan& plan);
+/*! \brief The --kv-cache-memory values vLLM would suggest with these estimates, and its line
+ *  (SuggestKvCacheMemoryBytes of the tightest rank). */
+KvCacheMemorySuggestion KvCacheMemorySuggestionOf(const StartupPlan& plan);
 
 /*! \brief KV options (vLLM's settings) derived from plan inputs: one definition. */
 KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& inputs);
@@ -146,9 +160,9 @@ KvCacheOptions KvOptionsFor(const ModelSpec& spec, const PlanInputs& inputs);
  *  a negative budget or memory figure. A plan that does not fit is a result, not an error.
  *  \p kv_layouts: the model's cached KV layouts (kv_cache_layout.h) when the caller keeps
  *  them for \p spec, so repeated plans skip rebuilding the layers' specs and groups; the
- *  result is the same either way. */
-StartupPlan EvaluatePlan(const ModelSpec& spec, const PlanInputs& inputs,
-                         const KvCacheLayoutCache* kv_layouts = nullptr);
+ *  result is the same either way. \p inputs is taken by value: a caller done with its
+ *  inputs moves them in, and the plan resolves them in place instead of copying. */
+StartupPlan EvaluatePlan(const ModelSpec& spec, PlanInputs inputs, const KvCacheLayoutCache* kv_layouts = nullptr);
 
 }  // namespace vllm_mem
 
