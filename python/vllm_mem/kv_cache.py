@@ -169,7 +169,7 @@ class KvCacheCapacity:
         a sizing call in a loop pays for the fields it reads, not for fourteen conversions,
         the groups' tuples and two formatted log lines (docs/performance.md)."""
         self = object.__new__(cls)
-        object.__setattr__(self, "_native", c)
+        self.__dict__["_native"] = c  # frozen: no __setattr__ (the same store object.__setattr__ makes)
         return self
 
     def __getattr__(self, name: str) -> Any:
@@ -265,6 +265,31 @@ def kv_settings(max_model_len: Any = DEFAULT_MAX_MODEL_LEN, settings: Any = None
     keywords (each checked by its row of the core's settings table), or ``settings`` with those
     keywords (and a ``max_model_len`` passed) replaced. An unset ``vllm_version`` becomes the
     installed vLLM's (else the newest profile), as plan() picks it."""
+    return _kv_request(max_model_len, settings, given)
+
+
+def _kv_request(max_model_len: Any, settings: Any, given: dict[str, Any]) -> Any:
+    """:func:`kv_settings` with the keywords as the caller's dict (the KV functions pass theirs
+    on without repacking). Keywords alone are remembered with the request they give, installed
+    release included (read once per process, :func:`_installed_version`), so a sizing call in a
+    loop pays one dict look-up for its arguments (docs/performance.md)."""
+    key = None
+    if settings is None:
+        try:
+            values = given.values()
+            key = (max_model_len.__class__, max_model_len, *given, *values, *map(type, values))
+            known = _KV_REQUESTS.get(key)
+        except TypeError:  # an unhashable value: built each time
+            key = known = None
+        if known is not None:
+            return known
+    request = _new_kv_request(max_model_len, settings, given)
+    if key is not None and len(_KV_REQUESTS) < _REQUESTS_KEPT:
+        _KV_REQUESTS[key] = request
+    return request
+
+
+def _new_kv_request(max_model_len: Any, settings: Any, given: dict[str, Any]) -> Any:
     if given.get("vllm_version") == "":
         from .planner.versions import refuse_empty_version  # the planner imports this module
 
@@ -292,7 +317,9 @@ def _cached_request(cls: Any, given: dict[str, Any], **more: Any) -> Any:
     given.update(more)
     try:
         # Typed: 8192.0 == 8192 and True == 1, but the table refuses the float and the bool.
-        key = (cls, tuple((name, value.__class__, value) for name, value in given.items()))
+        # Flat (the names, the values, their types: n of each), so no tuple per keyword is built.
+        values = given.values()
+        key = (cls, *given, *values, *map(type, values))
         cached = _REQUESTS.get(key)
     except TypeError:  # an unhashable value (a list of capture sizes): built each time
         return cls(**given)
@@ -304,6 +331,7 @@ def _cached_request(cls: Any, given: dict[str, Any], **more: Any) -> Any:
 
 
 _REQUESTS: dict[Any, Any] = {}
+_KV_REQUESTS: dict[Any, Any] = {}  # the KV functions' keywords -> their final request object
 _REQUESTS_KEPT = 256
 
 
@@ -374,11 +402,12 @@ def kv_cache_capacity(
     NotImplementedError
         A hybrid layout vLLM cannot build.
     """
-    request = kv_settings(max_model_len, settings, **given)
+    request = _kv_request(max_model_len, settings, given)
     tokens = num_speculative_tokens
     if tokens.__class__ is not int or not 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS:
         tokens = V.integer(tokens, "num_speculative_tokens", low=0, high=L.MAX_NUM_SPECULATIVE_TOKENS)
-    native = _C.kv_cache_capacity_for(_sizing(spec), available_bytes, request, tokens)
+    sizing = spec._sizing if spec.__class__ is ModelSpec else _sizing(spec)
+    native = _C.kv_cache_capacity_for(sizing, available_bytes, request, tokens)
     if request.enable_prefix_caching and request.mamba_cache_mode == "none" and any(
             g.kind == "mamba" for g in native.groups):
         raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
@@ -403,7 +432,7 @@ def estimate_max_model_len(
 ) -> int:
     """vLLM's ``estimate_max_model_len``: the largest length in ``[1, max_model_len]`` whose one
     request fits on every worker; 0 when not even one token fits."""
-    request = kv_settings(max_model_len, settings, **given)
+    request = _kv_request(max_model_len, settings, given)
     return int(_C.estimate_max_model_len_for(_sizing(spec), available_bytes, request))
 
 
@@ -417,7 +446,7 @@ def auto_fit_max_model_len(
 ) -> int:
     """vLLM's auto-fit (``--max-model-len -1``): like :func:`estimate_max_model_len` but counting
     the tensor slots that grouped hybrid layers share (padding layers included)."""
-    request = kv_settings(max_model_len, settings, **given)
+    request = _kv_request(max_model_len, settings, given)
     return int(_C.auto_fit_max_model_len_for(_sizing(spec), available_bytes, request))
 
 
@@ -448,7 +477,7 @@ def kv_cache_memory_shortfall(
 
     Bad input still raises ``ValueError``, so callers can tell "does not fit" from "wrong input".
     """
-    request = kv_settings(max_model_len, settings, **given)
+    request = _kv_request(max_model_len, settings, given)
     return _C.kv_cache_memory_shortfall_for(_sizing(spec), available_bytes, request) or None
 
 

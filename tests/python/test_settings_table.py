@@ -95,6 +95,20 @@ def test_a_request_object_is_reused() -> None:
         vllm_mem.kv_cache_capacity(LLAMA, 10 * GiB, max_model_len=4096, vllm_version="0.19").to_dict()
 
 
+def test_a_plan_keeps_what_was_asked() -> None:
+    p = vllm_mem.plan(LLAMA, "H100", max_model_len=8192)
+    asked = p.request
+    assert isinstance(asked, PlanRequest)
+    # As given: the release's defaults and the environment are the plan's settings, not the request's.
+    assert asked.max_model_len == 8192 and not asked.gpu_memory_utilization and asked.vllm_version == ""
+    assert p.settings["gpu_memory_utilization"] > 0
+    # A copy: asking again with one change leaves the plan's own request as it was.
+    again = vllm_mem.plan(LLAMA, "H100", request=asked.replace(max_model_len=4096))
+    assert again.max_model_len == 4096 and p.request.max_model_len == 8192
+    asked.max_model_len = 1024
+    assert p.request.max_model_len == 8192
+
+
 @pytest.mark.parametrize("version", ["0.11.0", "0.19.0"])
 def test_kv_entry_points_agree_on_hybrid_alignment(version: str) -> None:
     """kv_cache_memory_shortfall / check_enough_kv_cache_memory took no vllm_version and sized

@@ -52,10 +52,39 @@ def plan_request(request: Any = None, **settings: Any) -> Any:
     return request.replace(**settings) if settings else request
 
 
-def resolved_environment(request: Any, allow_long_max_model_len: Any) -> tuple[str, str, bool]:
-    """``(vllm_version, source, allow_long)``: the release asked, else the installed one, else
-    the newest profile; VLLM_ALLOW_LONG_MAX_MODEL_LEN unless given."""
-    version, source = choose_vllm_version(request.vllm_version or None)
+def prepared_call(gpu: Any, request: Any, settings: dict[str, Any]) -> tuple[Any, int, str, Any, bool]:
+    """What plan()'s arguments give before the environment is read: ``(request object, device
+    total, GPU name, asked vllm_version or None, prefix caching asked)``. Each is a function of
+    the arguments alone (the catalog is compiled in; request objects are never changed in
+    place), so keywords alone are remembered by their typed values, like :func:`_cached_request`:
+    a plan() loop pays one dict look-up for them. Bounded: keywords are user input."""
+    key = None
+    if request is None:
+        try:
+            values = settings.values()
+            key = (gpu, gpu.__class__, *settings, *values, *map(type, values))
+            known = _PREPARED.get(key)
+        except TypeError:  # an unhashable value (a list of capture sizes): prepared each time
+            key = known = None
+        if known is not None:
+            return known
+    r = plan_request(request, **settings)
+    total, name = gpu_total(gpu, r.total_memory_bytes)
+    prepared = (r, total, name, r.vllm_version or None, bool(r.enable_prefix_caching))
+    if key is not None and len(_PREPARED) < _CATALOG_TOTALS_KEPT:
+        _PREPARED[key] = prepared
+    return prepared
+
+
+_PREPARED: dict[Any, tuple[Any, int, str, Any, bool]] = {}
+
+
+def resolved_environment(asked_version: Any, allow_long_max_model_len: Any) -> tuple[str, str, bool]:
+    """``(vllm_version, source, allow_long)``: the release asked (the request's ``vllm_version``,
+    None when unset), else the installed one, else the newest profile;
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN unless given. Read on every plan: both may change while a
+    process runs (a test sets the variable; the installed version is read once, and cached)."""
+    version, source = choose_vllm_version(asked_version)
     allow_long = (allow_long_from_env() if allow_long_max_model_len is None
                   else V.flag(allow_long_max_model_len, "allow_long_max_model_len"))
     return version, source, allow_long
@@ -72,5 +101,5 @@ def plan_inputs(*, gpu: Any = None, allow_long_max_model_len: bool | None = None
     i.total_memory_bytes = total
     i.gpu_name = name
     i.vllm_version, i.vllm_version_source, i.allow_long_max_model_len = resolved_environment(
-        r, allow_long_max_model_len)
+        r.vllm_version or None, allow_long_max_model_len)
     return i

@@ -168,6 +168,13 @@ class StartupPlan:
     def tightest_pp_rank(self) -> int:
         return int(self._p.tightest_pp_rank)
 
+    @property
+    def request(self) -> _C.PlanRequest:
+        """What was asked, as given: the settings before the release's defaults and the
+        environment filled them in (those are :attr:`settings` and :attr:`vllm_version`). A
+        copy, so ``plan(spec, gpu, request=p.request.replace(...))`` asks again with one change."""
+        return _C.PlanRequest.__copy__(self._p.request)
+
     # --- which vLLM ---------------------------------------------------------------------------
     @property
     def vllm_version(self) -> str:

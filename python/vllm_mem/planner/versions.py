@@ -72,9 +72,40 @@ def refuse_empty_version(given: dict[str, Any]) -> None:
         raise V.bad_value("vllm_version", "a vLLM release as MAJOR.MINOR or MAJOR.MINOR.PATCH", "")
 
 
+_ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
 def allow_long_from_env() -> bool:
-    """vLLM's ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` as vllm/envs.py reads it ("1" or "true")."""
-    return os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
+    """vLLM's ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` as vllm/envs.py reads it ("1" or "true").
+
+    Read on every plan, since a process may set it at any time (vLLM reads os.environ when
+    asked), but cheaply: ``os.environ.get`` encodes the name and decodes the value on each call
+    (about 1 us on the loaded development container, a twentieth of a plan). CPython's
+    ``os.environ`` keeps its values in the dict ``_data`` (``os._Environ``; every change made
+    through ``os.environ`` writes it), so the raw value is one dict look-up, and the answer is
+    remembered for that raw value. Where ``os.environ`` has no such dict, the plain read."""
+    global _allow_long_memo
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if data.__class__ is not dict:
+        return _allow_long_value(environ.get(_ALLOW_LONG, "0"))
+    raw = data.get(_ALLOW_LONG_KEY)
+    memo = _allow_long_memo
+    if raw is memo[0] or raw == memo[0]:
+        return memo[1]
+    value = _allow_long_value("0" if raw is None else environ.decodevalue(raw))
+    _allow_long_memo = (raw, value)
+    return value
+
+
+def _allow_long_value(text: str) -> bool:
+    return text.strip().lower() in ("1", "true")
+
+
+#: The name as ``os.environ`` keys its dict (bytes on POSIX), and the last raw value read with
+#: its answer (``None``: the variable is unset, so "0").
+_ALLOW_LONG_KEY: Any = os.environ.encodekey(_ALLOW_LONG) if hasattr(os.environ, "encodekey") else _ALLOW_LONG
+_allow_long_memo: tuple[Any, bool] = (None, False)
 
 
 def usage_context(value: Any) -> str:
