@@ -272,3 +272,20 @@ def test_bindings_agree_with_the_plan() -> None:
     assert _C.resolve_batch_defaults("0.19", "", "server", H100, "H100-80GB", 8192) == (1024, 8192)
     assert _C.vllm_profile_settings("0.19")["cudagraph_memory_in_budget"] is False
     assert _C.vllm_profile_settings("0.20")["cudagraph_memory_in_budget"] is True
+
+
+    assert _C.vllm_profile_settings("0.20")["cudagraph_memory_in_budget"] is False
+
+
+def test_allow_long_follows_the_environment_as_vllm_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # vllm/envs.py: os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true").
+    # The answer is remembered per raw value, so every change made through os.environ is seen.
+    assert versions.allow_long_from_env() is False  # unset (the autouse fixture)
+    for raw, expected in (("1", True), (" TRUE ", True), ("0", False), ("true", True), ("yes", False)):
+        monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raw)
+        assert versions.allow_long_from_env() is expected, raw
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    assert versions.allow_long_from_env() is False
+    # An os.environ without CPython's _data dict (another implementation, or a test's plain dict): read plainly.
+    monkeypatch.setattr(versions.os, "environ", {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    assert versions.allow_long_from_env() is True
