@@ -204,7 +204,11 @@ KvCacheOptions KvOptionsForRelease(const KvCacheSettings& settings, int64_t num_
   ValidateKvCacheSettings(settings);
   KvCacheOptions k = KvCacheOptionsFrom(settings);
   k.num_speculative_tokens = num_speculative_tokens;
-  ApplyVersionKvRules(*LookupVllmVersion(settings.vllm_version).profile, "", k);
+  const VllmVersionProfile& profile = *LookupVllmVersion(settings.vllm_version).profile;
+  if (const std::string r = KvCacheDTypeRefusal(profile, k.kv_cache_dtype); !r.empty()) {
+    throw InvalidArgument("kv_cache_dtype", r);
+  }
+  ApplyVersionKvRules(profile, "", k);
   // What the user asked wins over the release's rule; the release may only turn the manager off.
   if (settings.cap_sliding_window_at_full) k.cap_sliding_window_at_full = *settings.cap_sliding_window_at_full;
   k.disable_hybrid_kv_cache_manager = k.disable_hybrid_kv_cache_manager || settings.disable_hybrid_kv_cache_manager;

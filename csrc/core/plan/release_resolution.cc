@@ -17,6 +17,10 @@ namespace vllm_mem {
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs in) {
   RefuseIfNotModelled(in.vllm_version);
   in.resolved_vllm_version = profile.version;
+  // A KV-cache dtype a later release added is refused as this release's vLLM refuses it.
+  if (const std::string r = KvCacheDTypeRefusal(profile, in.kv_cache_dtype); !r.empty()) {
+    throw InvalidArgument("kv_cache_dtype", r);
+  }
   ValidateUsageContext(in.usage_context);
   in.engine = EngineFor(profile, in.vllm_engine);
   in.vllm_engine = VllmEngineName(in.engine);

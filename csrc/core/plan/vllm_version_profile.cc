@@ -15,6 +15,7 @@
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/json.h"
 #include "vllm_mem/base/units.h"
+#include "vllm_mem/kv_cache/kv_cache_dtype.h"
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/gpu_catalog.h"
@@ -119,20 +120,32 @@ std::vector<BatchDefaultTier> ParseTiers(const JsonValue& v) {
   return tiers;
 }
 
+// "a,b,c" -> {"a", "b", "c"} (empty items dropped): the list values of the data file.
+std::vector<std::string> SplitList(const std::string& text, const std::string& sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(sep, start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + sep.size();
+  }
+  return out;
+}
+
 // model_runner's value: {"v2_serves": "none" | "dense" | "all", "v2_speculative_methods": "a,b"}.
 void ApplyModelRunner(VllmVersionProfile& p, const JsonValue& v) {
   p.v2_runner_serves = Str(Member(v, "v2_serves", "model_runner"), "model_runner.v2_serves");
   if (p.v2_runner_serves != "none" && p.v2_runner_serves != "dense" && p.v2_runner_serves != "all") {
     Bad("model_runner.v2_serves '" + p.v2_runner_serves + "'");
   }
-  p.v2_runner_speculative_methods.clear();
-  const std::string methods = Str(Member(v, "v2_speculative_methods", "model_runner"), "v2_speculative_methods");
-  size_t start = 0;
-  while (start < methods.size()) {
-    const size_t comma = std::min(methods.find(',', start), methods.size());
-    if (comma > start) p.v2_runner_speculative_methods.push_back(methods.substr(start, comma - start));
-    start = comma + 1;
-  }
+  p.v2_runner_speculative_methods =
+      SplitList(Str(Member(v, "v2_speculative_methods", "model_runner"), "v2_speculative_methods"), ",");
+}
+
+// Whether \p p lists \p name among the versioned KV-cache dtypes it accepts.
+bool AcceptsKvDType(const VllmVersionProfile& p, std::string_view name) {
+  const std::vector<std::string>& names = p.kv_cache_dtypes_added;
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
@@ -160,6 +173,14 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "max_model_len_auto") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.max_model_len_auto = v.AsBool();
+  } else if (rule == "kv_cache_dtypes_added") {
+    p.kv_cache_dtypes_added = SplitList(Str(v, rule), ",");
+    for (const std::string& name : p.kv_cache_dtypes_added) {
+      const std::vector<std::string> known = SplitList(AllowedKvCacheDTypes(), ", ");
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        Bad(rule + ": unknown KV-cache dtype '" + name + "'");
+      }
+    }
   } else if (rule == "model_runner") {
     ApplyModelRunner(p, v);
   } else if (rule == "v2_runner_cudagraph_profiling") {
@@ -495,6 +516,28 @@ std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelS
   // instruction stay verbatim, with the release's punctuation.
   return msg + " To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" +
          (profile.long_max_model_len_warning ? "." : "");
+}
+
+std::string KvCacheDTypeRefusal(const VllmVersionProfile& profile, std::string_view kv_cache_dtype) {
+  if (AcceptsKvDType(profile, kv_cache_dtype)) return "";
+  const auto& all = VllmVersionProfiles();
+  const auto first = std::find_if(all.begin(), all.end(),
+                                  [&](const VllmVersionProfile& p) { return AcceptsKvDType(p, kv_cache_dtype); });
+  if (first == all.end()) return "";  // not a versioned name: every release takes it
+  // pydantic's literal_error lists the release's CacheDType values: here the names the planner
+  // knows, less the versioned ones this release does not have yet (the newest profile has all).
+  std::string list;
+  std::vector<std::string> allowed;
+  for (const std::string& name : SplitList(AllowedKvCacheDTypes(), ", ")) {
+    if (!AcceptsKvDType(all.back(), name) || AcceptsKvDType(profile, name)) allowed.push_back("'" + name + "'");
+  }
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    list += (i == 0 ? "" : (i + 1 == allowed.size() ? " or " : ", ")) + allowed[i];
+  }
+  const std::string name(kv_cache_dtype);
+  return "1 validation error for CacheConfig\ncache_dtype\n  Input should be " + list +
+         " [type=literal_error, input_value='" + name + "', input_type=str] (vLLM " + profile.version + " has no '" +
+         name + "' KV cache; it is accepted from vLLM " + first->version + ")";
 }
 
 void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "vllm_mem/base/error.h"
@@ -147,6 +148,46 @@ TEST(VllmVersion, AutoFitIsReadFrom0_14) {
   EXPECT_FALSE(Profile("0.13").max_model_len_auto);
   EXPECT_TRUE(Profile("0.14").max_model_len_auto);
   EXPECT_TRUE(Profile("0.28").max_model_len_auto);
+}
+
+// kv_cache_dtypes_added: per-token-head fp8/int8 and TurboQuant from 0.20.0 (v0.20.0 release
+// note), nvfp4 from 0.21.0 (PR #40177 merged 2026-05-01, after v0.20.0 of 2026-04-27),
+// int4_per_token_head first seen on 0.28.0; before, vLLM's pydantic literal_error.
+TEST(VllmVersion, KvCacheDTypesAreAcceptedFromTheirFirstRelease) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> firsts = {
+      {"fp8_per_token_head", "0.19", "0.20"},
+      {"int8_per_token_head", "0.19", "0.20"},
+      {"turboquant_k8v4", "0.19", "0.20"},
+      {"turboquant_3bit_nc", "0.19", "0.20"},
+      {"nvfp4", "0.20", "0.21"},
+      {"int4_per_token_head", "0.27", "0.28"}};
+  for (const auto& [dtype, before, first] : firsts) {
+    EXPECT_EQ(KvCacheDTypeRefusal(Profile(first), dtype), "") << dtype;
+    EXPECT_EQ(KvCacheDTypeRefusal(Profile("0.28"), dtype), "") << dtype;
+    const std::string refusal = KvCacheDTypeRefusal(Profile(before), dtype);
+    EXPECT_NE(refusal.find("[type=literal_error, input_value='" + dtype + "', input_type=str]"), std::string::npos)
+        << refusal;
+    EXPECT_NE(refusal.find("accepted from vLLM " + first + ".0"), std::string::npos) << refusal;
+    EXPECT_NE(KvCacheDTypeRefusal(Profile("0.7"), dtype), "") << dtype;
+  }
+  // Names no change lists are taken by every release.
+  for (const char* dtype : {"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}) {
+    EXPECT_EQ(KvCacheDTypeRefusal(Profile("0.7"), dtype), "") << dtype;
+  }
+  // The refusal reaches the plan, naming the field.
+  PlanInputs in;
+  in.total_memory_bytes = Total("H100-80GB");
+  in.max_model_len = 8192;
+  in.kv_cache_dtype = "nvfp4";
+  in.vllm_version = "0.20";
+  try {
+    EvaluatePlan(Llama(), in);
+    ADD_FAILURE() << "nvfp4 planned on 0.20";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.field(), "kv_cache_dtype");
+  }
+  in.vllm_version = "0.21";
+  EXPECT_TRUE(EvaluatePlan(Llama(), in).fits);
 }
 
 TEST(VllmVersion, RulesTheStartUpLogsOfOtherReleasesSet) {

@@ -91,6 +91,9 @@ struct VllmVersionProfile {
   bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
   bool max_model_len_auto = true;          //!< --max-model-len -1 / auto is vLLM's auto-fit
+  /*! The versioned --kv-cache-dtype names this release accepts (rule kv_cache_dtypes_added);
+   *  names no change lists are accepted on every release (KvCacheDTypeRefusal). */
+  std::vector<std::string> kv_cache_dtypes_added;
   /*! Which models Model Runner V2 serves by default: "none", "dense" or "all" (model_runner.h). */
   std::string v2_runner_serves = "none";
   std::vector<std::string> v2_runner_speculative_methods;  //!< the methods V2 runs; others fall back to V1
@@ -119,6 +122,12 @@ VersionLookup LookupVllmVersion(std::string_view version);
  *  manager (or the V0 engine), every layer sized for the full length. \p engine: "v0" or "v1"
  *  ("" : the release's default). */
 void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options);
+
+/*! \brief "" when \p profile's release accepts \p kv_cache_dtype, else vLLM's refusal: pydantic's
+ *  literal_error for CacheConfig.cache_dtype (a name a later release added, rule
+ *  kv_cache_dtypes_added), with the first release that accepts it. Unknown names are the
+ *  kv_cache area's error (ResolveKvCacheDType), not this one's. */
+std::string KvCacheDTypeRefusal(const VllmVersionProfile& profile, std::string_view kv_cache_dtype);
 
 /*! \brief The scheduler defaults vLLM picks: V1 by GPU tier and usage context ("server" for
  *  `vllm serve` / the API server, "offline" for the LLM class), V0 from max_model_len; then
