@@ -91,40 +91,13 @@ def test_sweep_rows_of_a_release_without_the_dtype_are_invalid() -> None:
     assert list(newer["failure_phase"]) != ["invalid"]
 
 
+def _cli_plan_nvfp4(version: str) -> int:
+    args = ["plan", LLAMA, "--gpu", "H100-80GB", "--max-model-len", "8192", "--kv-cache-dtype", "nvfp4"]
+    return cli.main([*args, "--vllm-version", version])
+
+
 def test_cli_refuses_the_dtype_for_an_older_release(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        cli.main(
-            [
-                "plan",
-                LLAMA,
-                "--gpu",
-                "H100-80GB",
-                "--max-model-len",
-                "8192",
-                "--kv-cache-dtype",
-                "nvfp4",
-                "--vllm-version",
-                "0.20",
-            ]
-        )
-        == 2
-    )
+    assert _cli_plan_nvfp4("0.20") == 2
     err = capsys.readouterr().err
     assert "--kv-cache-dtype" in err and "validation error for CacheConfig" in err
-    assert (
-        cli.main(
-            [
-                "plan",
-                LLAMA,
-                "--gpu",
-                "H100-80GB",
-                "--max-model-len",
-                "8192",
-                "--kv-cache-dtype",
-                "nvfp4",
-                "--vllm-version",
-                "0.21",
-            ]
-        )
-        == 0
-    )
+    assert _cli_plan_nvfp4("0.21") == 0
