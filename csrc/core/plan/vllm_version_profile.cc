@@ -142,6 +142,17 @@ void ApplyModelRunner(VllmVersionProfile& p, const JsonValue& v) {
       SplitList(Str(Member(v, "v2_speculative_methods", "model_runner"), "v2_speculative_methods"), ",");
 }
 
+// kv_cache_dtypes_added's value: "a,b" of names the kv_cache area's table knows.
+void ApplyKvCacheDTypesAdded(VllmVersionProfile& p, const std::string& value) {
+  p.kv_cache_dtypes_added = SplitList(value, ",");
+  const std::vector<std::string> known = SplitList(AllowedKvCacheDTypes(), ", ");
+  for (const std::string& name : p.kv_cache_dtypes_added) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      Bad("kv_cache_dtypes_added: unknown KV-cache dtype '" + name + "'");
+    }
+  }
+}
+
 // Whether \p p lists \p name among the versioned KV-cache dtypes it accepts.
 bool AcceptsKvDType(const VllmVersionProfile& p, std::string_view name) {
   const std::vector<std::string>& names = p.kv_cache_dtypes_added;
@@ -174,13 +185,7 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.max_model_len_auto = v.AsBool();
   } else if (rule == "kv_cache_dtypes_added") {
-    p.kv_cache_dtypes_added = SplitList(Str(v, rule), ",");
-    for (const std::string& name : p.kv_cache_dtypes_added) {
-      const std::vector<std::string> known = SplitList(AllowedKvCacheDTypes(), ", ");
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        Bad(rule + ": unknown KV-cache dtype '" + name + "'");
-      }
-    }
+    ApplyKvCacheDTypesAdded(p, Str(v, rule));
   } else if (rule == "model_runner") {
     ApplyModelRunner(p, v);
   } else if (rule == "v2_runner_cudagraph_profiling") {
