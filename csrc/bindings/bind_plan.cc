@@ -16,6 +16,7 @@
 #include "vllm_mem/plan/activation_estimate.h"
 #include "vllm_mem/plan/cudagraph_estimate.h"
 #include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/mm_profile_estimate.h"
 #include "vllm_mem/plan/non_torch_estimate.h"
 #include "vllm_mem/plan/plan_suggestions.h"
 #include "vllm_mem/plan/plan_sweep.h"
@@ -136,6 +137,32 @@ void BindPlan(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("single_process_bytes", &StartupBaselineConstants::single_process_bytes)
       .def_readwrite("multi_process_bytes", &StartupBaselineConstants::multi_process_bytes);
+  py::class_<MmEncoderBudget>(m, "MmEncoderBudget")
+      .def_readonly("encoder_compute_budget_tokens", &MmEncoderBudget::encoder_compute_budget_tokens)
+      .def_readonly("encoder_cache_size_tokens", &MmEncoderBudget::encoder_cache_size_tokens)
+      .def_readonly("max_items_per_prompt", &MmEncoderBudget::max_items_per_prompt)
+      .def_readonly("max_items_per_batch", &MmEncoderBudget::max_items_per_batch)
+      .def_readonly("encoder_budget_tokens", &MmEncoderBudget::encoder_budget_tokens);
+  m.def("compute_mm_encoder_budget",
+        [](int64_t max_tokens_per_item, int64_t max_num_batched_tokens, int64_t max_num_seqs, int64_t max_model_len,
+           int64_t limit_per_prompt, bool chunked_prefill) {
+          return ComputeMmEncoderBudget({max_tokens_per_item, max_num_batched_tokens, max_num_seqs, max_model_len,
+                                         limit_per_prompt, chunked_prefill});
+        },
+        py::arg("max_tokens_per_item"), py::arg("max_num_batched_tokens"), py::arg("max_num_seqs"),
+        py::arg("max_model_len"), py::arg("limit_per_prompt") = kDefaultMmLimitPerPrompt,
+        py::arg("chunked_prefill") = true);
+  py::class_<MmProfileBreakdown>(m, "MmProfileBreakdown")
+      .def_readonly("modelled", &MmProfileBreakdown::modelled)
+      .def_readonly("runs", &MmProfileBreakdown::runs)
+      .def_readonly("budget", &MmProfileBreakdown::budget)
+      .def_readonly("items", &MmProfileBreakdown::items)
+      .def_readonly("pixel_bytes", &MmProfileBreakdown::pixel_bytes)
+      .def_readonly("encoder_output_bytes", &MmProfileBreakdown::encoder_output_bytes)
+      .def_readonly("attention_mask_bytes", &MmProfileBreakdown::attention_mask_bytes)
+      .def_readonly("encoder_layer_bytes", &MmProfileBreakdown::encoder_layer_bytes)
+      .def_readonly("encoder_phase_bytes", &MmProfileBreakdown::encoder_phase_bytes)
+      .def_readonly("resident_bytes", &MmProfileBreakdown::resident_bytes);
   py::class_<ActivationBreakdown>(m, "ActivationBreakdown")
       .def_readonly("hidden_states_bytes", &ActivationBreakdown::hidden_states_bytes)
       .def_readonly("mlp_intermediate_bytes", &ActivationBreakdown::mlp_intermediate_bytes)
@@ -146,6 +173,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("sampler_bytes", &ActivationBreakdown::sampler_bytes)
       .def_readonly("sampler_phase_bytes", &ActivationBreakdown::sampler_phase_bytes)
       .def_readonly("pipeline_buffers_bytes", &ActivationBreakdown::pipeline_buffers_bytes)
+      .def_readonly("multimodal", &ActivationBreakdown::multimodal)
       .def_readonly("peak_bytes", &ActivationBreakdown::peak_bytes)
       .def_readonly("sampler_dominates", &ActivationBreakdown::sampler_dominates);
   py::class_<NonTorchBreakdown>(m, "NonTorchBreakdown")

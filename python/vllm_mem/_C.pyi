@@ -950,6 +950,38 @@ class PlanRequest(KvCacheSettings):
     @usage_context.setter
     def usage_context(self, arg1: typing.Any) -> None:
         ...
+    @property
+    def language_model_only(self) -> typing.Any:
+        """
+        Multimodal models: every modality limited to 0 (no encoder profile run)
+        """
+    @language_model_only.setter
+    def language_model_only(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def limit_mm_per_prompt(self) -> typing.Any:
+        """
+        Multimodal models: images per prompt (0: text only, no encoder profile run)
+        """
+    @limit_mm_per_prompt.setter
+    def limit_mm_per_prompt(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def mm_processor_cache_gb(self) -> typing.Any:
+        """
+        Multimodal processor cache in host memory (GiB; no GPU memory, accepted so a command line plans)
+        """
+    @mm_processor_cache_gb.setter
+    def mm_processor_cache_gb(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def skip_mm_profiling(self) -> typing.Any:
+        """
+        Multimodal models: skip the encoder's profile run (its memory is then not reserved)
+        """
+    @skip_mm_profiling.setter
+    def skip_mm_profiling(self, arg1: typing.Any) -> None:
+        ...
 class PlanInputs(PlanRequest):
     activation_constants: ...
     allow_long_max_model_len: bool
@@ -1193,7 +1225,57 @@ class StartupBaselineConstants:
     @single_process_bytes.setter
     def single_process_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
+class MmEncoderBudget:
+    @property
+    def encoder_budget_tokens(self) -> int:
+        ...
+    @property
+    def encoder_cache_size_tokens(self) -> int:
+        ...
+    @property
+    def encoder_compute_budget_tokens(self) -> int:
+        ...
+    @property
+    def max_items_per_batch(self) -> int:
+        ...
+    @property
+    def max_items_per_prompt(self) -> int:
+        ...
+class MmProfileBreakdown:
+    @property
+    def attention_mask_bytes(self) -> int:
+        ...
+    @property
+    def budget(self) -> MmEncoderBudget:
+        ...
+    @property
+    def encoder_layer_bytes(self) -> int:
+        ...
+    @property
+    def encoder_output_bytes(self) -> int:
+        ...
+    @property
+    def encoder_phase_bytes(self) -> int:
+        ...
+    @property
+    def items(self) -> int:
+        ...
+    @property
+    def modelled(self) -> bool:
+        ...
+    @property
+    def pixel_bytes(self) -> int:
+        ...
+    @property
+    def resident_bytes(self) -> int:
+        ...
+    @property
+    def runs(self) -> bool:
+        ...
 class ActivationBreakdown:
+    @property
+    def multimodal(self) -> MmProfileBreakdown:
+        ...
     @property
     def attention_bytes(self) -> int:
         ...
@@ -2094,6 +2176,8 @@ def check_stages_with_plans(config: StageConfigSet, devices: collections.abc.Seq
 def close_gpu_matches(name: str, limit: typing.SupportsInt | typing.SupportsIndex = 5) -> list[str]:
     ...
 def closest_setting_name(name: str) -> str:
+    ...
+def compute_mm_encoder_budget(max_tokens_per_item: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, limit_per_prompt: typing.SupportsInt | typing.SupportsIndex = 999, chunked_prefill: bool = True) -> MmEncoderBudget:
     ...
 def compute_memory_profiling(before_create: SnapshotRecord, before_profile: SnapshotRecord, after_profile: SnapshotRecord, weights_memory: typing.SupportsInt | typing.SupportsIndex, peaks: SamplerPeaks | None = None, formula: str = 'components') -> ProfilingFigures:
     ...

@@ -80,3 +80,11 @@ class PlanSettingsArgs(KvCacheSettingsArgs, total=False):
     """server (vllm serve) or offline (the LLM class)."""
     cpu_offload_gb: float
     """GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)."""
+    limit_mm_per_prompt: int | None
+    """Multimodal models: images per prompt (0: text only, no encoder profile run)."""
+    skip_mm_profiling: bool
+    """Multimodal models: skip the encoder's profile run (its memory is then not reserved)."""
+    language_model_only: bool
+    """Multimodal models: every modality limited to 0 (no encoder profile run)."""
+    mm_processor_cache_gb: float
+    """Multimodal processor cache in host memory (GiB; no GPU memory, accepted so a command line plans)."""

@@ -78,6 +78,9 @@ _MODELLED = (
     _f("compilation_config", "json", "-O"),
     _f("revision", "str"),
     _f("cpu_offload_gb", "float"),
+    _f("skip_mm_profiling", "bool"),
+    _f("language_model_only", "bool"),
+    _f("mm_processor_cache_gb", "float"),
     # Only their no-effect values are accepted (checked with the model: _check_conditional).
     _f("enable_prefix_caching", "bool"),
     _f("mamba_cache_mode", "str"),
@@ -414,7 +417,8 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
     direct = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
               "gpu_memory_utilization",
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager",
-              "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb")
+              "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb",
+              "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb")
     for name in direct:
         value = engine.get(name)
         if value is None:
@@ -426,8 +430,9 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
         kw[name] = value
     limit = engine.get("limit_mm_per_prompt")
     if limit not in (None, {}, ""):
-        _not_modelled(flag_of("limit_mm_per_prompt"), "the multimodal encoder's profiling run is not planned; "
-                                                      "leave it out")
+        images = _image_limit(limit, flag_of("limit_mm_per_prompt"))
+        if images is not None:
+            kw["limit_mm_per_prompt"] = images
     if engine.get("enable_chunked_prefill") is False:
         _not_modelled(flag_of("enable_chunked_prefill") + "=False", "the unchunked scheduler's batch sizes differ")
     compilation = engine.get("compilation_config")
@@ -450,6 +455,27 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
             elif key not in _COMPILATION_NO_EFFECT:
                 _not_modelled(where, f"planned keys: {', '.join(_COMPILATION_PLANNED)}")
     return kw
+
+
+def _image_limit(limit: Any, flag: str) -> int | None:
+    """The image entry of vLLM's ``--limit-mm-per-prompt`` JSON (``{"image": 2, "video": 0}``, or
+    ``{"image": {"count": 2}}``): the planned towers take images only, so another modality must be
+    0; a dummy size (``width`` / ``height``) changes the profiled item and is not modelled."""
+    if not isinstance(limit, Mapping):
+        raise V.bad_value(flag, 'a JSON object such as {"image": 2}', limit)
+    images: int | None = None
+    for modality, value in limit.items():
+        if isinstance(value, Mapping):
+            if set(value) - {"count"}:
+                _not_modelled(f"{flag}.{modality}", "a dummy item size changes the profiled encoder batch")
+            value = value.get("count")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise V.bad_value(f"{flag}.{modality}", "a count >= 0", value)
+        if modality == "image":
+            images = value
+        elif value != 0:
+            _not_modelled(f"{flag}.{modality}", "only image encoders are planned; give it 0")
+    return images
 
 
 def _check_conditional(command: VllmCommand, spec: Any, version: str) -> None:
@@ -524,7 +550,8 @@ _KEYWORD_FLAGS = {name: flag_name(name) for name in (
     "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
     "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager", "speculative_config",
-    "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb")}
+    "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb", "limit_mm_per_prompt",
+    "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb")}
 _KEYWORD_FLAGS.update(cudagraph_mode="--compilation-config.cudagraph_mode",
                       cudagraph_capture_sizes="--compilation-config.cudagraph_capture_sizes",
                       max_cudagraph_capture_size="--compilation-config.max_cudagraph_capture_size")

@@ -81,8 +81,13 @@ def test_every_collected_config_reads_or_is_refused_with_vllms_reason(name: str)
     spec = ModelSpec.from_hf_config(config)
     assert spec.has_exact_rules, name
     assert spec.vision is not None, name  # every collected tower has rules
-    # so the multimodal caveat no longer applies; the encoder's profiling run is still not modelled
-    assert len(spec.caveats) == 1 and "profiling" in spec.caveats[0] and "weights are counted" in spec.caveats[0]
+    # so the multimodal caveat no longer applies; the encoder's profiling run is modelled where the
+    # processor's largest item has a rule (Gemma-3, Mistral-3: test_multimodal_profile.py), and is
+    # the one caveat elsewhere
+    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3")):
+        assert spec.caveats == [], name
+    else:
+        assert len(spec.caveats) == 1 and "profiling" in spec.caveats[0] and "weights are counted" in spec.caveats[0]
     assert 0 < spec.vision_encoder_parameters < spec.num_parameters()
     breakdown = spec.weight_breakdown()
     assert breakdown["vision_encoder_parameters"] == spec.vision_encoder_parameters
@@ -193,6 +198,11 @@ def test_mxfp4_backend_is_checked_and_only_changes_mxfp4_experts() -> None:
 def test_bundled_vision_language_configs_are_the_collected_files(name: str) -> None:
     assert name in vllm_mem.bundled_model_configs()
     bundled = ModelSpec.from_hf_config(name)
-    assert bundled.vision is not None and len(bundled.caveats) == 1
-    assert "image encoder" in bundled.caveats[0] and "not modelled" in bundled.caveats[0]
+    assert bundled.vision is not None
+    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3")):
+        # the encoder's profile run is planned (test_multimodal_profile.py): no caveat
+        assert bundled.caveats == []
+    else:
+        assert len(bundled.caveats) == 1
+        assert "image encoder" in bundled.caveats[0] and "not modelled" in bundled.caveats[0]
     assert bundled.num_parameters() == _spec(name).num_parameters()

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import vllm_mem
+from vllm_mem import vllm_args
 from vllm_mem.cli import main
 from vllm_mem.vllm_args import human_readable_int, parse_vllm_args, plan_from_vllm_args
 
@@ -169,7 +170,8 @@ def test_unknown_flag_refused_by_name() -> None:
 
 
 @pytest.mark.parametrize(("args", "flag"), [
-    (["--limit-mm-per-prompt", '{"image": 2}'], "--limit-mm-per-prompt"),
+    (["--limit-mm-per-prompt", '{"video": 1}'], "--limit-mm-per-prompt.video"),
+    (["--limit-mm-per-prompt", '{"image": {"count": 1, "width": 512}}'], "--limit-mm-per-prompt.image"),
     (["--enable-lora"], "--enable-lora"),
     (["--num-gpu-blocks-override", "100"], "--num-gpu-blocks-override"),
     (["-O3"], "-O3"),
@@ -243,3 +245,17 @@ def test_cli_text_report_and_plain_plan_unchanged(capsys: pytest.CaptureFixture[
 def _run_cli(argv: list[str]) -> tuple[int, str]:
     proc = subprocess.run([sys.executable, "-m", "vllm_mem.cli", *argv], capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stderr
+
+
+def test_multimodal_flags_are_planned() -> None:
+    """--limit-mm-per-prompt's image entry, --skip-mm-profiling, --language-model-only and
+    --mm-processor-cache-gb become plan() keywords (test_multimodal_profile.py checks their effect)."""
+    kw = vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": 0, "video": 0},
+                                                 "skip_mm_profiling": True, "language_model_only": False,
+                                                 "mm_processor_cache_gb": 8.0})
+    assert kw == {"limit_mm_per_prompt": 0, "skip_mm_profiling": True, "language_model_only": False,
+                  "mm_processor_cache_gb": 8.0}
+    assert vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": {"count": 3}}}) == {
+        "limit_mm_per_prompt": 3}
+    with pytest.raises(ValueError, match="limit-mm-per-prompt"):
+        vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": -1}})

@@ -21,6 +21,7 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/model/hybrid_spec.h"
 #include "vllm_mem/model/model_family.h"
+#include "vllm_mem/model/vision_profile_item.h"
 
 namespace vllm_mem {
 
@@ -307,13 +308,13 @@ void ReadLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& config)
 }
 
 /*! The vision tower and projector, when this wrapper and tower have rules (vision_weights.h);
- *  the multimodal caveat then gives way to the one on the encoder's profiling run, which is not
- *  modelled yet. */
+ *  the multimodal caveat then gives way to the one on the encoder's profiling run, unless the
+ *  processor's largest item has a rule too (vision_profile_item.h: the plan then sizes that run). */
 void ReadVision(ModelSpec& spec, const JsonValue& config) {
   spec.vision = ReadVisionEncoder(config, spec.hidden_size);
   if (!spec.vision) return;
   spec.caveats.erase(std::remove(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()), spec.caveats.end());
-  spec.caveats.push_back(VisionProfilingCaveat());
+  if (!LargestVisionItem(*spec.vision)) spec.caveats.push_back(VisionProfilingCaveat());
 }
 
 }  // namespace

@@ -420,9 +420,12 @@ void ReadTowerDimensions(const JsonValue& v, VisionEncoderSpec& s) {
                                                                    std::to_string(s.num_heads));
   }
   s.loaded_layers = s.num_layers;
-  const bool learned_positions = s.encoder == VisionEncoderKind::kSiglip || s.encoder == VisionEncoderKind::kClip ||
-                                 s.encoder == VisionEncoderKind::kLlama4 || s.encoder == VisionEncoderKind::kInternVit;
-  if (learned_positions) {
+  // Towers with a learned position table need image_size; Pixtral's is the processor's largest
+  // image (the multimodal profile run's dummy item, vision_profile_item.h).
+  const bool reads_image_size = s.encoder == VisionEncoderKind::kSiglip || s.encoder == VisionEncoderKind::kClip ||
+                                s.encoder == VisionEncoderKind::kLlama4 || s.encoder == VisionEncoderKind::kInternVit ||
+                                s.encoder == VisionEncoderKind::kPixtral;
+  if (reads_image_size) {
     s.image_size = VisionInt(v, {"image_size"}, kMaxHiddenSize);
     if (s.image_size < s.patch_size) {
       throw InvalidArgument("vision_config.image_size", "must be at least patch_size (" + std::to_string(s.patch_size) +
@@ -512,6 +515,19 @@ void ReadLlavaProjector(const JsonValue& config, VisionEncoderSpec& s) {
   if (s.projector == VisionProjectorKind::kMistral3) s.spatial_merge_size = ReadSpatialMergeSize(config);
 }
 
+/*! Gemma-3's mm_tokens_per_image (Gemma3Config default 256, filled by config_defaults.json): the
+ *  projector average-pools the image's patches to this many embeddings (vision_profile_item.cc
+ *  has no item when it exceeds the patch count). */
+int64_t ReadTokensPerImage(const JsonValue& config) {
+  const JsonValue* t = config.Find("mm_tokens_per_image");
+  if (t == nullptr || !t->IsNumber() || !t->AsNumber().integer) {
+    throw InvalidArgument("mm_tokens_per_image", "must be a positive integer (Gemma-3's pooled image tokens)");
+  }
+  RequirePositiveAtMost(*t->AsNumber().integer, kMaxModelLenTokens, "mm_tokens_per_image",
+                        "image tokens fit in a prompt");
+  return *t->AsNumber().integer;
+}
+
 }  // namespace
 
 const char* VisionEncoderKindName(VisionEncoderKind kind) {
@@ -545,6 +561,7 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
       s.projector == VisionProjectorKind::kLlava) {
     ReadLlavaProjector(config, s);
   }
+  if (s.projector == VisionProjectorKind::kGemma3) s.tokens_per_image = ReadTokensPerImage(config);
   // Every tensor is computed once here, so a shape that overflows is refused while reading.
   VisionEncoderParameters(s);
   return s;

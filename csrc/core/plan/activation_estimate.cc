@@ -124,6 +124,20 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
   return t;
 }
 
+/*! The multimodal profile run for the activation options (mm_profile_estimate.h). */
+MmProfileBreakdown MultimodalProfile(const ModelSpec& spec, const ActivationOptions& o) {
+  MmProfileOptions mo;
+  mo.max_num_batched_tokens = o.max_num_batched_tokens;
+  mo.max_num_seqs = o.max_num_seqs;
+  mo.max_model_len = o.max_model_len > 0 ? o.max_model_len : o.max_num_batched_tokens;
+  mo.limit_mm_per_prompt = o.limit_mm_per_prompt;
+  mo.skip_mm_profiling = o.skip_mm_profiling;
+  mo.tensor_parallel_size = o.tensor_parallel_size;
+  mo.dtype = o.dtype;
+  mo.pixtral_dense_block_mask = o.pixtral_dense_block_mask;
+  return EstimateMmProfile(spec, mo);
+}
+
 int64_t ActivationDTypeBytes(const ModelSpec& spec, const std::string& dtype) {
   // Quantized checkpoints still compute in the served dtype (bf16 / fp16).
   return DTypeSizeBytes(ResolveModelDType(dtype.empty() ? "auto" : dtype, spec.dtype, "dtype"));
@@ -173,7 +187,13 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
     b.sampler_phase_bytes = CheckedAdd(b.sampler_phase_bytes, b.moe_workspace_bytes, "activation");
   }
   b.sampler_dominates = b.sampler_phase_bytes > b.forward_bytes;
-  b.peak_bytes = CheckedAdd(std::max(b.forward_bytes, b.sampler_phase_bytes), b.pipeline_buffers_bytes, "activation");
+  // vLLM's profile_run encodes the dummy images first and keeps their pixels and embeddings
+  // until the text forward and the sampler are done.
+  b.multimodal = MultimodalProfile(spec, o);
+  const int64_t text_phases =
+      CheckedAdd(std::max(b.forward_bytes, b.sampler_phase_bytes), b.multimodal.resident_bytes, "activation");
+  b.peak_bytes = CheckedAdd(std::max(text_phases, b.multimodal.encoder_phase_bytes), b.pipeline_buffers_bytes,
+                            "activation");
   return b;
 }
 

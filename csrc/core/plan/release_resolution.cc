@@ -60,6 +60,8 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.hybrid_kv_cache_manager = v1 && profile.hybrid_kv_cache_manager;
   in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
   in.mxfp4_hopper_value_align = profile.mxfp4_hopper_value_align;
+  in.pixtral_dense_block_mask = profile.pixtral_dense_block_mask;
+  in.text_only_skips_vision_tower = profile.text_only_skips_vision_tower;
   if (!in.cap_sliding_window_at_full) in.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
   in.kv_log_format = !v1 ? KvLogFormat::kV0Blocks : profile.kv_log_format;
   // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16

@@ -170,6 +170,10 @@ int64_t CheckpointShare(const RankWeights& rw, int64_t whole_model_param_bytes, 
       NotInCheckpoint(rw), "checkpoint_weights_bytes");
 }
 
+/*! --language-model-only, or --limit-mm-per-prompt with 0 images: vLLM treats the model as text
+ *  only (no encoder profile run; the release may not build the tower). */
+bool TextOnly(const PlanInputs& in) { return in.language_model_only || in.limit_mm_per_prompt == 0; }
+
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model
  *  loading took" includes it). */
 void SizeWeights(PlanRun& run, StartupPlan& plan) {
@@ -207,6 +211,11 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
       rank.weights_bytes = CheckpointShare(rw, whole_model_param_bytes, in.checkpoint_weights_bytes);
     }
     rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
+    if (TextOnly(in) && in.text_only_skips_vision_tower) {
+      // Every modality limited to 0: the release builds no tower (vllm_versions.json).
+      rank.weights_bytes -= rank.vision_encoder_bytes;
+      rank.vision_encoder_bytes = 0;
+    }
     if (run.spec_decode && r == in.pipeline_parallel_size - 1) {
       rank.draft_weights_bytes = draft.total_bytes;
       rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.draft_weights_bytes, "draft_weights_bytes");
@@ -227,6 +236,11 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.pp_rank = rank.pp_rank;
     ao.dtype = run.weight_options.dtype;
     ao.constants = in.activation_constants;
+    ao.max_model_len = in.max_model_len;
+    // --language-model-only is vLLM's limit of 0 for every modality: no encoder profile run.
+    ao.limit_mm_per_prompt = TextOnly(in) ? 0 : in.limit_mm_per_prompt;
+    ao.skip_mm_profiling = in.skip_mm_profiling;
+    ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
     rank.activation = EstimateActivationPeak(run.spec, ao);
     rank.activation_peak_bytes = rank.activation.peak_bytes;
     rank.non_torch = EstimateNonTorchIncrease(in.tensor_parallel_size, in.pipeline_parallel_size,

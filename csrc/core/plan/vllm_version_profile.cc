@@ -159,6 +159,12 @@ bool AcceptsKvDType(const VllmVersionProfile& p, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The multimodal profile run's and the text-only weights' rules (both booleans).
+void ApplyMultimodalRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  if (!v.IsBool()) Bad(rule + " must be a boolean");
+  (rule == "pixtral_dense_block_mask" ? p.pixtral_dense_block_mask : p.text_only_skips_vision_tower) = v.AsBool();
+}
+
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   if (rule == "engine") {
     p.engine = Str(v, rule);
@@ -208,6 +214,8 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "mxfp4_hopper_value_align") {
     p.mxfp4_hopper_value_align = Int(v, rule);
     if (p.mxfp4_hopper_value_align != 0 && p.mxfp4_hopper_value_align != 64) Bad(rule + " must be 0 or 64");
+  } else if (rule == "pixtral_dense_block_mask" || rule == "text_only_skips_vision_tower") {
+    ApplyMultimodalRule(p, rule, v);
   } else if (rule == "available_kv_line") {
     const std::string f = Str(v, rule);
     if (f != "fixed2" && f != "format_gib") Bad(rule + " '" + f + "'");

@@ -182,6 +182,11 @@ def _breakdown(plan: StartupPlan) -> str:
         if t.activation.sampler_dominates
         else f"estimate: forward of {i.max_num_batched_tokens} tokens"
     )
+    mm = t.activation.multimodal
+    if mm.runs:
+        encoder_peak = mm.encoder_phase_bytes >= t.activation_peak_bytes - t.activation.pipeline_buffers_bytes
+        activation = (f"estimate: encoder run of {mm.items} dummy images" if encoder_peak
+                      else activation + f" + {mm.items} dummy images' pixels and embeddings")
     out += _row("peak activation", t.activation_peak_bytes, total, activation + "  [torch peak memory increase]")
     non_torch = "CUDA runtime + NCCL buffers" if t.non_torch.nccl_bytes > 0 else "CUDA runtime, cuBLAS"
     out += _row("non-torch", t.non_torch_bytes, total, f"estimate: {non_torch}  [non-torch forward increase memory]")
@@ -340,6 +345,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "weights": bytes_entry(plan.weights_bytes, total),
         "draft_weights": bytes_entry(plan.draft_weights_bytes, total),
         "vision_encoder": bytes_entry(plan.vision_encoder_bytes, total),  # part of "weights"
+        "multimodal_profile": plan.multimodal_profile,  # part of "activation_peak"
         "draft_kv_cache": bytes_entry(plan.draft_kv_cache_bytes, total),
         # The weights term's source: the checkpoint's safetensors headers (vllm_mem.hub) or the config.
         "weights_source": "checkpoint headers" if i.checkpoint_weights_bytes else "config",

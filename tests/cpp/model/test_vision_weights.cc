@@ -36,8 +36,9 @@ WeightOptions Tp(int64_t tp) {
 TEST(VisionWeights, Gemma3_27bPublishedParameterCount) {
   const ModelSpec s = ModelSpec::FromHfConfigText(kGemma3_27b);
   ASSERT_TRUE(s.vision.has_value());
-  // The tower is counted: no multimodal caveat, only the one for the encoder's profiling run.
-  EXPECT_EQ(s.caveats, std::vector<std::string>{VisionProfilingCaveat()});
+  // The tower is counted and the processor's largest image has a rule (vision_profile_item.h):
+  // the plan sizes the encoder's profiling run, so neither caveat applies.
+  EXPECT_TRUE(s.caveats.empty());
   EXPECT_EQ(s.vocab_size, 262208);  // Gemma3TextConfig default, absent from the file
   // SigLIP-so400m, 27 layers x 1152, MLP 4304, 896 px / 14 px patches (64 x 64 = 4096 positions):
   //   per layer 4 x (1152^2 + 1152) + (1152 x 4304 + 4304) + (4304 x 1152 + 1152) + 4 x 1152 = 15,239,504

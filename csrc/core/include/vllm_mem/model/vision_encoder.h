@@ -49,7 +49,8 @@ struct VisionEncoderSpec {
   int64_t num_heads = 0;
   int64_t num_channels = 3;
   int64_t patch_size = 0;
-  int64_t image_size = 0;          //!< 0 where the tower has no learned position table
+  int64_t image_size = 0;          //!< 0 where the config gives none (the processor's largest image)
+  int64_t tokens_per_image = 0;    //!< Gemma-3 mm_tokens_per_image (the projector's pooled output)
   int64_t temporal_patch_size = 1; //!< Qwen2.5-VL's Conv3d depth
   int64_t spatial_merge_size = 1;  //!< Qwen2.5-VL merger / Mistral-3 patch merger (per side)
   int64_t merge_kernel_h = 1;      //!< MoonViT / Kimi-VL merge kernel

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/plan/mm_profile_estimate.h"
 
 namespace vllm_mem {
 
@@ -41,6 +42,11 @@ struct ActivationOptions {
   int64_t pp_rank = 0;           //!< which pipeline rank (the last one runs the sampler)
   std::string dtype = "auto";    //!< vLLM --dtype (activations use the served dtype)
   ActivationConstants constants;
+  // The multimodal profile run (mm_profile_estimate.h); a text model ignores them.
+  int64_t max_model_len = 0;           //!< bounds the items per prompt; 0: max_num_batched_tokens
+  int64_t limit_mm_per_prompt = -1;    //!< images per prompt; -1 vLLM's default, 0 none
+  bool skip_mm_profiling = false;      //!< --skip-mm-profiling
+  bool pixtral_dense_block_mask = true;  //!< the release's Pixtral attention mask (vllm_versions.json)
 };
 
 /*! \brief The estimate, term by term (bytes on one GPU of the given pipeline rank). */
@@ -57,7 +63,11 @@ struct ActivationBreakdown {
   int64_t sampler_bytes = 0;            //!< rows * vocab * sampler_bytes_per_logit (last rank)
   int64_t sampler_phase_bytes = 0;      //!< forward output + logits + sampler + MoE workspace (last rank)
   int64_t pipeline_buffers_bytes = 0;   //!< hidden + residual passed between PP stages
-  int64_t peak_bytes = 0;               //!< max(forward, sampler phase) + pipeline buffers
+  /*! The multimodal profile run: its encoder phase, and the dummy pixels and cached embeddings
+   *  alive beside the text phases (all zero for a text model). */
+  MmProfileBreakdown multimodal;
+  /*! max(encoder phase, max(forward, sampler phase) + multimodal resident) + pipeline buffers */
+  int64_t peak_bytes = 0;
   bool sampler_dominates = false;
 };
 

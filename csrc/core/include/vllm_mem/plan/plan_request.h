@@ -142,7 +142,18 @@ struct SettingRow {
     .why = "vLLM's scheduler defaults differ", .help = "server (vllm serve) or offline (the LLM class)")             \
   X(double, cpu_offload_gb, 0.0, .kind = SettingKind::kFloat, .low = 0.0, .high = double(kMaxDeviceBytes >> 30),     \
     .unset = "", .why = "limits.h: 1 PiB of weights", .flag = "--cpu-offload-gb",                                    \
-    .help = "GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)")
+    .help = "GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)")                     \
+  X(int64_t, limit_mm_per_prompt, -1, .kind = SettingKind::kInt, .low = 0, .high = kMaxNumSeqs, .unset_int = -1,      \
+    .unset = "vLLM's default: 999 per modality", .why = "items per prompt, bounded like max_num_seqs",               \
+    .flag = "--limit-mm-per-prompt",                                                                                 \
+    .help = "Multimodal models: images per prompt (0: text only, no encoder profile run)")                           \
+  X(bool, skip_mm_profiling, false, .kind = SettingKind::kBool, .flag = "--skip-mm-profiling",                       \
+    .help = "Multimodal models: skip the encoder's profile run (its memory is then not reserved)")                   \
+  X(bool, language_model_only, false, .kind = SettingKind::kBool, .flag = "--language-model-only",                   \
+    .help = "Multimodal models: every modality limited to 0 (no encoder profile run)")                               \
+  X(double, mm_processor_cache_gb, 4.0, .kind = SettingKind::kFloat, .low = 0.0, .high = double(kMaxDeviceBytes >> 30), \
+    .why = "limits.h: 1 PiB", .flag = "--mm-processor-cache-gb",                                                     \
+    .help = "Multimodal processor cache in host memory (GiB; no GPU memory, accepted so a command line plans)")
 
 #define VLLM_MEM_SETTING_MEMBER(type, name, init, ...) type name = init;
 

@@ -63,6 +63,8 @@ struct PlanInputs : PlanRequest {
   bool hybrid_kv_cache_manager = true;
   bool hybrid_align_to_user_block_size = true;  //!< the kv_cache area's rule of that name
   int64_t mxfp4_hopper_value_align = 64;  //!< the release's WeightOptions::mxfp4_hopper_value_align
+  bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
+  bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
   // cap_sliding_window_at_full (PlanRequest): set here to the release's rule when not asked.
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   std::string dtype_note;             //!< set when "auto" resolved differently than the checkpoint

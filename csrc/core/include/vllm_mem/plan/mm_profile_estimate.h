@@ -1,0 +1,87 @@
+/*!
+ * \file vllm_mem/plan/mm_profile_estimate.h
+ * \brief The multimodal part of vLLM's profile run: the encoder budget and the dummy encoder
+ *        batch (core/plan/mm_profile_estimate.cc).
+ *
+ * vLLM's GPUModelRunner.profile_run (vllm/v1/worker/gpu_model_runner.py), for a multimodal model
+ * whose encoder budget is positive and unless --skip-mm-profiling: takes the modality with the
+ * most tokens per item, builds max_items_per_batch dummy items of the largest size
+ * (_get_mm_dummy_batch), runs the encoder on them (embed_multimodal), keeps the outputs in the
+ * encoder cache, then runs the text dummy forward and the dummy sampler, and only then clears the
+ * cache. The dummy pixel inputs are a local of profile_run, so they stay allocated to its end too.
+ * The torch peak is therefore the larger of the encoder phase (pixels + the tower's working set)
+ * and the text phases with the pixels and the cached embeddings beside them.
+ */
+#ifndef VLLM_MEM_PLAN_MM_PROFILE_ESTIMATE_H_
+#define VLLM_MEM_PLAN_MM_PROFILE_ESTIMATE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "vllm_mem/model/model_spec.h"
+
+namespace vllm_mem {
+
+/*! \brief vLLM's default per-modality item limit when --limit-mm-per-prompt leaves a modality
+ *  out (vllm/config/multimodal.py MultiModalConfig.get_limit_per_prompt: 999). */
+inline constexpr int64_t kDefaultMmLimitPerPrompt = 999;
+
+/*! \brief What the encoder budget is computed from. */
+struct MmBudgetOptions {
+  int64_t max_tokens_per_item = 0;  //!< the largest item's placeholder tokens
+  int64_t max_num_batched_tokens = 0;
+  int64_t max_num_seqs = 0;
+  int64_t max_model_len = 0;
+  int64_t limit_per_prompt = kDefaultMmLimitPerPrompt;  //!< 0 disables the modality
+  bool chunked_prefill = true;                          //!< V1 always chunks prefill unless disabled
+};
+
+/*! \brief vLLM's encoder budget (vllm/v1/core/encoder_cache_manager.py compute_mm_encoder_budget;
+ *  vllm/multimodal/encoder_budget.py MultiModalBudget._get_max_items). */
+struct MmEncoderBudget {
+  int64_t encoder_compute_budget_tokens = 0;  //!< max(max_num_batched_tokens, max_tokens_per_item)
+  int64_t encoder_cache_size_tokens = 0;      //!< the same by default
+  int64_t max_items_per_prompt = 0;
+  int64_t max_items_per_batch = 0;  //!< the dummy batch: "profiled with N image items"
+  /*! min(compute budget, cache size): the "budget of N tokens" vLLM prints; 0 when disabled. */
+  int64_t encoder_budget_tokens = 0;
+};
+
+/*! \brief The budget for one modality. InvalidArgument for non-positive counts (limit >= 0). */
+MmEncoderBudget ComputeMmEncoderBudget(const MmBudgetOptions& options);
+
+/*! \brief The serving settings the multimodal profile depends on. */
+struct MmProfileOptions {
+  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
+  int64_t max_model_len = 8192;
+  int64_t limit_mm_per_prompt = -1;  //!< images per prompt; -1: vLLM's default (999); 0: text only
+  bool skip_mm_profiling = false;
+  int64_t tensor_parallel_size = 1;
+  std::string dtype = "auto";
+  /*! The release builds Pixtral's block-diagonal attention mask as a dense [N, N] tensor over
+   *  every patch of the batch (vllm_versions.json pixtral_dense_block_mask). */
+  bool pixtral_dense_block_mask = true;
+};
+
+/*! \brief The multimodal profile run, term by term (bytes on one GPU). */
+struct MmProfileBreakdown {
+  bool modelled = false;  //!< the tower's processor has a rule (vision_profile_item.h)
+  bool runs = false;      //!< the encoder profile runs (modelled, not skipped, budget > 0)
+  MmEncoderBudget budget;
+  int64_t items = 0;                 //!< dummy items encoded
+  int64_t pixel_bytes = 0;           //!< the dummy pixel_values, alive to profile_run's end
+  int64_t encoder_output_bytes = 0;  //!< cached embeddings, alive through the text phases
+  int64_t attention_mask_bytes = 0;  //!< Pixtral's dense block mask (releases that build it)
+  int64_t encoder_layer_bytes = 0;   //!< the tower's largest layer working set
+  int64_t encoder_phase_bytes = 0;   //!< pixels + mask + layer working set
+  int64_t resident_bytes = 0;        //!< pixels + cached embeddings, beside the text phases
+};
+
+/*! \brief The multimodal profile run of \p spec; all zero for a text model, a tower without an
+ *  item rule (modelled false), a limit of 0 or --skip-mm-profiling. */
+MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptions& options);
+
+}  // namespace vllm_mem
+
+#endif  // VLLM_MEM_PLAN_MM_PROFILE_ESTIMATE_H_
