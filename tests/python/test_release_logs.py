@@ -443,6 +443,22 @@ def test_the_docs_list_the_rules_no_log_confirms() -> None:
     assert listed == unconfirmed, (sorted(unconfirmed - listed), sorted(listed - unconfirmed))
 
 
+def test_the_docs_tables_hold_what_they_say() -> None:
+    """The release table lists each profile once and nothing else; the log table has a row for the
+    release of every start-up recorded in vllm_release_logs.json (a merge once left log rows inside
+    the release table and dropped the 0.24.0 row)."""
+    doc = (ROOT / "docs" / "vllm_versions.md").read_text()
+    releases = doc.split("## The releases", 1)[1].split("\n## ", 1)[0]
+    profile_rows = re.findall(r"^\| (\d+\.\d+\.\d+) \| (\S+) \|", releases, re.M)
+    assert [v for v, _ in profile_rows] == [p["version"] for p in vllm_mem.vllm_versions()]
+    assert {engine for _, engine in profile_rows} <= {"v0", "v1"}
+    checked = doc.split("## Checked against start-up logs of other releases", 1)[1].split("\n## ", 1)[0]
+    first_cells = re.findall(r"^\| ([^|]+?) \|", checked, re.M)
+    for log in json.loads((ROOT / LOGS_FILE).read_text())["logs"]:
+        major_minor = ".".join(log["release"].split(".")[:2])
+        assert any(cell.startswith(major_minor) or f" {major_minor}" in cell for cell in first_cells), log["id"]
+
+
 if __name__ == "__main__":  # regenerate the docs table: python tests/python/test_release_logs.py
     print("| rule | value | from | first release | checked by | source |\n|---|---|---|---|---|---|")
     print("\n".join(rule_table_rows()))
