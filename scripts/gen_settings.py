@@ -26,6 +26,8 @@ _PY_TYPES = {"int": "int", "float": "float", "bool": "bool", "optional bool": "b
 
 def _py_type(row: dict[str, Any]) -> str:
     base = _PY_TYPES[row["kind"]]
+    if row["auto_text"]:  # vLLM's word for the row's auto value (max_model_len="auto")
+        base += f' | Literal["{row["auto_text"]}"]'
     return f"{base} | None" if row["unset"] or row["kind"] == "optional bool" else base
 
 
@@ -39,7 +41,7 @@ def types_text(rows: list[dict[str, Any]]) -> str:
         "from __future__ import annotations",
         "",
         "from collections.abc import Sequence",
-        "from typing import TypedDict",
+        "from typing import Literal, TypedDict",
         "",
         '__all__ = ["KvCacheSettingsArgs", "PlanSettingsArgs"]',
         "",
@@ -63,6 +65,8 @@ def _bounds(row: dict[str, Any]) -> str:
             return str(int(v)) if float(v).is_integer() else repr(v)
         low = ("(" if row["low_exclusive"] else "[") + show(row["low"])
         text = f"{low}, {show(row['high'])}]"
+        if row["auto_text"]:
+            text += f" or {row['auto_text']} ({row['auto_int']})"
         if row["kind"] == "int list":
             text += f", at most {row['max_items']} values"
         return text

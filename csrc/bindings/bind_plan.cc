@@ -378,6 +378,9 @@ void BindPlan(py::module_& m) {
       .def_readonly("kv_cache", &StartupPlan::kv_cache)
       .def_readonly("max_model_len_that_fits", &StartupPlan::max_model_len_that_fits)
       .def_readonly("model_max_model_len", &StartupPlan::model_max_model_len)
+      .def_readonly("auto_fit_from_max_model_len", &StartupPlan::auto_fit_from_max_model_len)
+      .def_readonly("auto_fit_limiting_bytes", &StartupPlan::auto_fit_limiting_bytes)
+      .def_property_readonly("auto_fit_line", &AutoFitLine)
       .def_readonly("kv_block_size", &StartupPlan::kv_block_size)
       // vLLM's lines, formatted when read (the plan keeps the figures they are made of).
       .def_property_readonly("kv_cache_memory_suggestion", &KvCacheMemorySuggestionOf)

@@ -21,6 +21,7 @@
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/plan/plan_request.h"
+#include "vllm_mem/plan/release_resolution.h"
 #include "vllm_mem/plan/startup_plan.h"
 
 namespace py = pybind11;
@@ -78,10 +79,17 @@ void ValidateExplicit(const SettingRow& row, const T& x, const std::string& fiel
 template <typename T>
 struct Setting;
 
+/*! The row's word for vLLM's auto value ("auto", any case, as vLLM's parser reads it). */
+bool IsAutoWord(py::handle v, const SettingRow& row) {
+  if (row.auto_text[0] == '\0' || !PyUnicode_Check(v.ptr())) return false;
+  return py::str(v).attr("strip")().attr("lower")().cast<std::string>() == row.auto_text;
+}
+
 template <>
 struct Setting<int64_t> {
   static int64_t From(py::handle v, const SettingRow& row, const std::string& field) {
     if (v.is_none() && row.unset[0] != '\0') return row.unset_int;
+    if (IsAutoWord(v, row)) return row.auto_int;
     const int64_t x = ToInt(v, row, field);
     ValidateExplicit(row, x, field);
     return x;
@@ -250,6 +258,8 @@ py::dict RowDict(const SettingRow& row, py::object default_value) {
   d["choices"] = row.choices;
   d["max_items"] = row.max_items;
   d["unset"] = row.unset;
+  d["auto_int"] = row.auto_int;
+  d["auto_text"] = row.auto_text;
   d["why"] = row.why;
   d["flag"] = row.flag;
   d["help"] = row.help;
@@ -345,19 +355,26 @@ void BindSettings(py::module_& m) {
   m.def("kv_cache_capacity_for", [](const KvCacheLayoutCache& cache, py::handle available,
                                     const KvCacheSettings& settings, int64_t num_speculative_tokens) {
     const std::vector<int64_t> bytes = AvailableBytes(available);
-    return ComputeKvCacheCapacity(cache, bytes, KvOptionsForRelease(settings, num_speculative_tokens));
+    KvCacheOptions options = KvOptionsForRelease(settings, num_speculative_tokens);
+    AutoFitKvOptions(cache, bytes, options);
+    return ComputeKvCacheCapacity(cache, bytes, options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"), py::arg("num_speculative_tokens") = 0);
+  // A search's max_model_len auto is its bound: the model's derived maximum.
   m.def("estimate_max_model_len_for", [](const KvCacheLayoutCache& cache, py::handle available,
                                          const KvCacheSettings& settings) {
-    return EstimateMaxModelLen(cache, AvailableBytes(available), KvOptionsForRelease(settings));
+    KvCacheOptions options = KvOptionsForRelease(settings);
+    BoundAutoMaxModelLen(cache.spec(), options);
+    return EstimateMaxModelLen(cache, AvailableBytes(available), options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"));
   m.def("auto_fit_max_model_len_for", [](const KvCacheLayoutCache& cache, py::handle available,
                                          const KvCacheSettings& settings) {
-    return AutoFitMaxModelLen(cache, AvailableBytes(available), KvOptionsForRelease(settings));
+    KvCacheOptions options = KvOptionsForRelease(settings);
+    BoundAutoMaxModelLen(cache.spec(), options);
+    return AutoFitMaxModelLen(cache, AvailableBytes(available), options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"));
   m.def("kv_cache_memory_shortfall_for", [](const KvCacheLayoutCache& cache, py::handle available,
                                             const KvCacheSettings& settings) {
-    return KvCacheMemoryShortfall(cache, AvailableBytes(available), KvOptionsForRelease(settings));
+    return KvShortfallAutoFitted(cache, AvailableBytes(available), KvOptionsForRelease(settings));
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"));
 
   // ---- the plan's one entrance ------------------------------------------------------------------
@@ -375,6 +392,7 @@ void BindSettings(py::module_& m) {
       .def_readwrite("vllm_version_source", &PlanInputs::vllm_version_source)
       .def_readwrite("vllm_engine", &PlanInputs::vllm_engine)
       .def_readwrite("allow_long_max_model_len", &PlanInputs::allow_long_max_model_len)
+      .def_readonly("max_model_len_auto", &PlanInputs::max_model_len_auto)
       .def_readwrite("sampler_bytes_per_logit", &PlanInputs::sampler_bytes_per_logit)
       .def_readonly("resolved_vllm_version", &PlanInputs::resolved_vllm_version)
       .def_readonly("vllm_version_note", &PlanInputs::vllm_version_note)

@@ -380,7 +380,7 @@ _SETTINGS_DOC = """
 def kv_cache_capacity(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    max_model_len: int | str = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     num_speculative_tokens: int = 0,
@@ -425,7 +425,7 @@ PREFIX_CACHING_HYBRID = (
 def estimate_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    max_model_len: int | str = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],
@@ -439,7 +439,7 @@ def estimate_max_model_len(
 def auto_fit_max_model_len(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    max_model_len: int | str = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],
@@ -453,7 +453,7 @@ def auto_fit_max_model_len(
 def check_enough_kv_cache_memory(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    max_model_len: int | str = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],
@@ -468,7 +468,7 @@ def check_enough_kv_cache_memory(
 def kv_cache_memory_shortfall(
     spec: SpecSource,
     available_bytes: AvailableBytes,
-    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    max_model_len: int | str = DEFAULT_MAX_MODEL_LEN,
     *,
     settings: KvCacheSettings | None = None,
     **given: Unpack[KvCacheSettingsArgs],

@@ -89,7 +89,7 @@ def sweep(
     gpus: OneOrMany[str | int] = "H100-80GB",
     *,
     gpu_memory_utilization: OneOrMany[float] | None = None,
-    max_model_len: OneOrMany[int] | None = None,
+    max_model_len: OneOrMany[int | str] | None = None,
     tensor_parallel_size: OneOrMany[int] = 1,
     pipeline_parallel_size: OneOrMany[int] = 1,
     max_num_seqs: OneOrMany[int] | None = None,

@@ -478,9 +478,9 @@ def _image_limit(limit: Any, flag: str) -> int | None:
     return images
 
 
-def _check_conditional(command: VllmCommand, spec: Any, version: str) -> None:
-    """Flags whose effect depends on the model or release: refused where they would change
-    memory in a way the plan does not model."""
+def _check_conditional(command: VllmCommand, spec: Any) -> None:
+    """Flags whose effect depends on the model: refused where they would change memory in a way
+    the plan does not model (the release's own refusals are the plan's)."""
     e = command.engine_args
     from . import _C
 
@@ -494,12 +494,6 @@ def _check_conditional(command: VllmCommand, spec: Any, version: str) -> None:
     if hybrid and mode not in (None, "none"):
         _not_modelled(f"--mamba-cache-mode {mode}", "in the start-up plan; kv_cache_capacity models it "
                                                     "(docs/kv_cache.md)")
-    # Which releases read -1 / auto is the rule max_model_len_auto (plan/vllm_versions.json).
-    if e.get("max_model_len") == -1 and not _C.vllm_profile_settings(version)["max_model_len_auto"]:
-        since = next(p["version"] for p in _C.vllm_version_profiles()
-                     if any(r["rule"] == "max_model_len_auto" and r["value"] == "true" for r in p["rules"]))
-        raise V.bad_value("--max-model-len", f"a length: vLLM {version} has no auto-fit (-1/auto reads from "
-                                             f"{since})", e["max_model_len"])
 
 
 @dataclass(frozen=True)
@@ -509,7 +503,8 @@ class VllmCommandPlan:
 
     command: VllmCommand
     plan: Any  # StartupPlan
-    #: auto-fit: the max_model_len vLLM would settle on (``--max-model-len -1`` / ``auto``)
+    #: ``--max-model-len -1`` / ``auto``: vLLM's "Auto-fit max_model_len: ..." line of the plan ("" when
+    #: not asked, or when not one token fits: the plan's failure_message is then vLLM's error)
     auto_fit_note: str = ""
 
     def __getattr__(self, name: str) -> Any:
@@ -595,7 +590,6 @@ def plan_from_vllm_args(argv: Sequence[str] | str, gpu: str | None = None, *,
     """
     from .model_spec import ModelSpec
     from .planner import plan as make_plan
-    from .planner.versions import choose_vllm_version
 
     command = parse_vllm_args(argv)
     source = command.model if model is None else model
@@ -606,25 +600,12 @@ def plan_from_vllm_args(argv: Sequence[str] | str, gpu: str | None = None, *,
                                          allow_unknown=allow_unknown, weights_source=weights_source)
     else:
         spec = ModelSpec.from_hf_config(source, allow_unknown=allow_unknown, weights_source=weights_source)
-    version, _ = choose_vllm_version(vllm_version)
-    _check_conditional(command, spec, version)
+    _check_conditional(command, spec)
     kw = dict(command.plan_keywords)
-    auto = kw.get("max_model_len") == -1
-    if auto:
-        kw["max_model_len"] = None  # the model's full length first, as vLLM's auto-fit tries it
     common = dict(gpu=gpu, total_memory_bytes=total_memory_bytes, free_memory_bytes=free_memory_bytes,
                   gpu_count=gpu_count, vllm_version=vllm_version, usage_context="server",
                   allow_long_max_model_len=allow_long_max_model_len)
+    # --max-model-len -1 / auto goes to plan() as it is: the plan fits it as vLLM does.
     p = _plan_naming_flags(make_plan, spec, common, kw)
-    note = ""
-    if auto:
-        if p.fits:
-            note = f"auto-fit: the full context, {p.max_model_len:,} tokens, fits"
-        elif p.failure_phase == "max_model_len" and p.max_model_len_that_fits > 0:
-            full = p.max_model_len
-            kw["max_model_len"] = p.max_model_len_that_fits
-            p = _plan_naming_flags(make_plan, spec, common, kw)
-            note = f"auto-fit: max_model_len reduced from {full:,} to {p.max_model_len:,} to fit"
-        else:
-            note = "auto-fit: not even one token fits (vLLM: 'Cannot auto-fit max_model_len')"
+    note = p.auto_fit_line
     return VllmCommandPlan(command, p, note)

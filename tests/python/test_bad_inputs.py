@@ -81,6 +81,14 @@ BAD_COUNTS: list[tuple[str, Any, type[Exception]]] = [
 #: For an optional count (None means "default"), the same less None.
 BAD_OPTIONAL_COUNTS = [c for c in BAD_COUNTS if c[0] != "none"]
 
+
+def _bad_for(field: str, cases: list[tuple[str, Any, type[Exception]]]) -> list[tuple[str, Any, type[Exception]]]:
+    """max_model_len -1 is vLLM's --max-model-len auto (from 0.14): its negative case is -2."""
+    if field != "max_model_len":
+        return cases
+    return [(t, -2 if t == "negative" else v, e) for t, v, e in cases]
+
+
 #: For a fraction in (0, 1].
 BAD_FRACTIONS: list[tuple[str, Any, type[Exception]]] = [
     ("nan", math.nan, ValueError),
@@ -142,7 +150,7 @@ for _f in ("tensor_parallel_size", "pipeline_parallel_size"):
 # None: the vLLM release's default (docs/vllm_versions.md).
 for _f in ("max_model_len", "block_size", "gpu_count", "max_cudagraph_capture_size", "max_num_seqs",
            "max_num_batched_tokens"):
-    API_CASES += _cases("plan", vllm_mem.plan, PLAN, _f, BAD_OPTIONAL_COUNTS)
+    API_CASES += _cases("plan", vllm_mem.plan, PLAN, _f, _bad_for(_f, BAD_OPTIONAL_COUNTS))
 API_CASES += _cases("plan", vllm_mem.plan, PLAN, "gpu_memory_utilization",
                     [c for c in BAD_FRACTIONS if c[0] != "none"])
 API_CASES += _cases("plan", vllm_mem.plan, PLAN, "vllm_version",
@@ -164,7 +172,8 @@ for _fn in (vllm_mem.kv_cache_capacity, vllm_mem.estimate_max_model_len, vllm_me
             vllm_mem.check_enough_kv_cache_memory, vllm_mem.kv_cache_memory_shortfall):
     _name = _fn.__name__
     for _f in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "max_concurrent_batches"):
-        API_CASES += _cases(_name, _fn, KV, _f, BAD_COUNTS if _name == "kv_cache_capacity" else BAD_COUNTS[:3])
+        API_CASES += _cases(_name, _fn, KV, _f, _bad_for(_f, BAD_COUNTS) if _name == "kv_cache_capacity"
+                            else BAD_COUNTS[:3])
     API_CASES += _cases(_name, _fn, KV, "available_bytes", BAD_SIZES)
 for _f in ("block_size", "max_num_batched_tokens", "num_gpu_blocks_override"):
     API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, _f, BAD_OPTIONAL_COUNTS)
@@ -177,7 +186,7 @@ API_CASES += _cases("kv", vllm_mem.kv_cache_capacity, KV, "cap_sliding_window_at
 
 for _f in ("max_model_len", "tensor_parallel_size", "max_num_seqs", "block_size"):
     API_CASES += _cases("sweep", vllm_mem.sweep, SWEEP, _f,
-                        [(t, [v], e) for t, v, e in BAD_OPTIONAL_COUNTS if t not in ("list",)])
+                        [(t, [v], e) for t, v, e in _bad_for(_f, BAD_OPTIONAL_COUNTS) if t not in ("list",)])
 API_CASES += _cases("sweep", vllm_mem.sweep, SWEEP, "gpu_memory_utilization",
                     [(t, [0.9, v], e) for t, v, e in BAD_FRACTIONS if t != "none"])
 API_CASES += _cases("sweep", vllm_mem.sweep, SWEEP, "enforce_eager", [(t, [v], e) for t, v, e in BAD_FLAGS])

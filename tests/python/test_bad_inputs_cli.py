@@ -34,7 +34,9 @@ for _cmd, _base, _flags in (
         ("kv", KV, ("--max-model-len", "--tensor-parallel-size", "--pipeline-parallel-size", "--block-size",
                     "--max-num-batched-tokens", "--num-gpu-blocks-override"))):
     for _flag in _flags:
-        for _tag, _value in (("text", "abc"), ("zero", "0"), ("negative", "-1"), ("float", "1.5"),
+        # --max-model-len -1 is vLLM's auto (from 0.14): its negative case is -2.
+        _negative = "-2" if _flag == "--max-model-len" else "-1"
+        for _tag, _value in (("text", "abc"), ("zero", "0"), ("negative", _negative), ("float", "1.5"),
                              ("2**63", str(2**63)), ("huge", HUGE), ("over_bound", str(L.MAX_MODEL_LEN_TOKENS + 1)),
                              ("empty", "")):
             CLI_CASES.append((f"{_cmd}{_flag}-{_tag}", [*_base, _flag, _value], _flag))

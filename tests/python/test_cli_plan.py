@@ -58,7 +58,7 @@ def test_json_parses_and_matches_the_api() -> None:
 @pytest.mark.parametrize("args, field", [
     (["--gpu", "H100-90GB"], "--gpu"),
     (["--gpu", "H100", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
-    (["--gpu", "H100", "--max-model-len", "-1"], "--max-model-len"),
+    (["--gpu", "H100", "--max-model-len", "-2"], "--max-model-len"),  # -1 is vLLM's auto (from 0.14)
     (["--gpu", "H100", "-tp", "3"], "--tensor-parallel-size"),
     (["--gpu", "H100", "-tp", "4", "--gpu-count", "2"], "--tensor-parallel-size"),
     ([], "--gpu"),

@@ -65,8 +65,11 @@ void IntInRange(const SettingRow& row, int64_t value, const std::string& field) 
   }
   const double v = static_cast<double>(value);
   if (v < row.low || v > row.high) {
-    throw InvalidArgument(FieldName(row, field),
-                          "must be " + Bounds(row, "an integer") + "; got " + std::to_string(value) + Why(row));
+    const std::string or_auto = row.auto_text[0] != '\0' ? std::string(" or ") + row.auto_text + " (" +
+                                                                std::to_string(row.auto_int) + ")"
+                                                          : std::string();
+    throw InvalidArgument(FieldName(row, field), "must be " + Bounds(row, "an integer") + or_auto + "; got " +
+                                                     std::to_string(value) + Why(row));
   }
 }
 
@@ -125,6 +128,7 @@ std::string ClosestSettingName(const std::string& name) {
 
 void ValidateSetting(const SettingRow& row, int64_t value, const std::string& field) {
   if (row.unset[0] != '\0' && value == row.unset_int) return;
+  if (row.auto_int != 0 && value == row.auto_int) return;
   IntInRange(row, value, field);
 }
 
@@ -207,6 +211,9 @@ KvCacheOptions KvOptionsForRelease(const KvCacheSettings& settings, int64_t num_
   const VllmVersionProfile& profile = *LookupVllmVersion(settings.vllm_version).profile;
   if (const std::string r = KvCacheDTypeRefusal(profile, k.kv_cache_dtype); !r.empty()) {
     throw InvalidArgument("kv_cache_dtype", r);
+  }
+  if (k.max_model_len == kMaxModelLenAuto) {
+    if (const std::string r = MaxModelLenAutoRefusal(profile); !r.empty()) throw InvalidArgument("max_model_len", r);
   }
   ApplyVersionKvRules(profile, "", k);
   // What the user asked wins over the release's rule; the release may only turn the manager off.

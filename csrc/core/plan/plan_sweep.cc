@@ -46,7 +46,8 @@ Shape MakeShape(const ModelSpec& spec, const PlanInputs& in, const KvCacheLayout
     return s;
   }
   s.valid = true;
-  s.fast = plan->kv_single_group;
+  // An auto-fitted length depends on each row's budget: such rows are whole plans.
+  s.fast = plan->kv_single_group && !plan->inputs.max_model_len_auto;
   for (const auto& r : plan->ranks) {
     s.weights.push_back(r.weights_bytes);
     s.non_kv.push_back(r.non_kv_cache_bytes);
@@ -70,12 +71,14 @@ Shape MakeShape(const ModelSpec& spec, const PlanInputs& in, const KvCacheLayout
 struct RowResult {
   int64_t requested = 0, weights = 0, activation = 0, non_torch = 0, cudagraph = 0, available = 0, blocks = 0,
           tokens = 0, max_len = 0;
+  int64_t auto_fitted_len = 0;  //!< max_model_len auto: the length this row's plan settled on
   double concurrency = 0.0;
   bool fits = false;
   int8_t phase = 0;
 };
 
 void Push(SweepColumns& c, const RowResult& r) {
+  if (r.auto_fitted_len > 0) c.max_model_len.back() = r.auto_fitted_len;  // pushed with the inputs
   c.requested_bytes.push_back(r.requested);
   c.weights_bytes.push_back(r.weights);
   c.activation_peak_bytes.push_back(r.activation);
@@ -99,6 +102,7 @@ RowResult FromPlan(const StartupPlan& p) {
   r.cudagraph = p.cudagraph_bytes;
   r.available = p.available_kv_cache_bytes;
   r.max_len = p.max_model_len_that_fits;
+  if (p.auto_fit_from_max_model_len > 0) r.auto_fitted_len = p.inputs.max_model_len;
   r.fits = p.fits;
   r.phase = static_cast<int8_t>(p.failure_phase);
   if (p.kv_cache) {

@@ -39,7 +39,13 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   if (!in.cudagraph_memory_in_budget.has_value()) {
     in.cudagraph_memory_in_budget = CudagraphMemoryInBudgetByDefault(profile, in.engine, runner.runner);
   }
-  if (in.max_model_len == 0) {
+  if (in.max_model_len == kMaxModelLenAuto) {
+    // vLLM's auto-fit starts at the derived maximum: the scheduler sizes and the profile run are
+    // resolved with it, and only the KV phase shortens it (EvaluatePlan).
+    if (const std::string r = MaxModelLenAutoRefusal(profile); !r.empty()) throw InvalidArgument("max_model_len", r);
+    in.max_model_len = DerivedMaxModelLen(spec);
+    in.max_model_len_auto = true;
+  } else if (in.max_model_len == 0) {
     in.max_model_len = DerivedMaxModelLen(spec);
   } else {
     const std::string refusal = LongMaxModelLenError(profile, spec, in.max_model_len, in.allow_long_max_model_len);
@@ -80,6 +86,35 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
     }
   }
   return in;
+}
+
+void BoundAutoMaxModelLen(const ModelSpec& spec, KvCacheOptions& options) {
+  if (options.max_model_len == kMaxModelLenAuto) options.max_model_len = DerivedMaxModelLen(spec);
+}
+
+namespace {
+
+/*! options.max_model_len auto fitted; false when not one token fits. */
+bool FitAuto(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available_bytes, KvCacheOptions& options) {
+  if (options.max_model_len != kMaxModelLenAuto) return true;
+  BoundAutoMaxModelLen(cache.spec(), options);
+  const int64_t fitted = AutoFitMaxModelLen(cache, available_bytes, options);
+  if (fitted <= 0) return false;
+  options.max_model_len = fitted;
+  return true;
+}
+
+}  // namespace
+
+void AutoFitKvOptions(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available_bytes,
+                      KvCacheOptions& options) {
+  if (!FitAuto(cache, available_bytes, options)) throw InsufficientMemory(kCannotAutoFitMessage);
+}
+
+std::string KvShortfallAutoFitted(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available_bytes,
+                                  KvCacheOptions options) {
+  if (!FitAuto(cache, available_bytes, options)) return kCannotAutoFitMessage;
+  return KvCacheMemoryShortfall(cache, available_bytes, options);
 }
 
 }  // namespace vllm_mem

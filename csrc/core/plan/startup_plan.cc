@@ -95,6 +95,7 @@ struct PlanRun {
   const KvCacheLayoutCache* target_layouts = nullptr;
   const KvCacheLayoutCache* kv_layouts = nullptr;     //!< the layers the KV pool holds
   KvCacheOptions kv_options;
+  std::string auto_fit_refusal;  //!< vLLM's "Cannot auto-fit max_model_len" ValueError, when it raises
   RequestedMemory request;
   WeightOptions weight_options;
   std::vector<int64_t> available;  //!< the KV budget per pipeline rank
@@ -341,6 +342,50 @@ void Headline(StartupPlan& plan) {
   plan.available_kv_cache_bytes = t.available_kv_cache_bytes;
 }
 
+/*! The longest length in [1, options.max_model_len] one request fits on every rank, and the KV
+ *  budget of the rank that limits it: vLLM estimates per worker, keeping the first worker whose
+ *  estimate is below the running minimum (which starts at the derived length). */
+std::pair<int64_t, int64_t> AutoFitPerRank(const PlanRun& run) {
+  int64_t fitted = run.kv_options.max_model_len;
+  int64_t limiting_bytes = run.available.empty() ? 0 : run.available.front();
+  for (size_t r = 0; r < run.available.size(); ++r) {
+    // Rank r alone: every other rank is given the most a device holds, so it never limits.
+    std::vector<int64_t> only(run.available.size(), kMaxDeviceBytes);
+    only[r] = run.available[r];
+    const int64_t rank_len = only[r] > 0 ? AutoFitMaxModelLen(*run.kv_layouts, only, run.kv_options) : 0;
+    if (rank_len < fitted) {
+      fitted = rank_len;
+      limiting_bytes = run.available[r];
+    }
+  }
+  return {fitted, limiting_bytes};
+}
+
+/*! Phase 6b, --max-model-len auto / -1 (vLLM's _auto_fit_max_model_len, after profiling and
+ *  before its KV check): the longest length one request fits on every rank, searched from the
+ *  derived maximum to 1 token by token (no rounding to blocks). The scheduler sizes, the profile
+ *  run and the CUDA graphs keep the derived length, as vLLM sized them before it knew its budget;
+ *  only the KV cache is sized again, at the length it settled on. */
+void AutoFit(PlanRun& run, StartupPlan& plan) {
+  PlanInputs& in = plan.inputs;
+  if (!in.max_model_len_auto) return;
+  plan.auto_fit_from_max_model_len = in.max_model_len;
+  plan.auto_fit_attention_free = std::all_of(plan.ranks.begin(), plan.ranks.end(),
+                                             [](const RankPlan& r) { return r.kv_bytes_per_block <= 0; });
+  if (plan.auto_fit_attention_free) return;  // vLLM keeps the derived length
+  const auto [fitted, limiting_bytes] = AutoFitPerRank(run);
+  plan.auto_fit_limiting_bytes = limiting_bytes;
+  if (fitted <= 0) {
+    run.auto_fit_refusal = kCannotAutoFitMessage;
+    return;
+  }
+  if (fitted >= in.max_model_len) return;
+  in.max_model_len = fitted;
+  run.kv_options.max_model_len = fitted;
+  run.available.clear();
+  SizeKvCache(run, plan);  // the budget is the same; a request's blocks are not
+}
+
 /*! The largest max_model_len one request fits in, up to the model's own limit. */
 void MaxModelLenThatFits(const PlanRun& run, StartupPlan& plan) {
   for (int64_t a : run.available) {
@@ -364,8 +409,11 @@ void Judge(const PlanRun& run, StartupPlan& plan) {
   }
   const bool reaches_kv = f.request_fits && f.worst_weights_bytes <= f.free_memory_bytes &&
                           f.worst_non_kv_bytes <= f.free_memory_bytes;
-  const std::string kv_shortfall =
-      reaches_kv ? KvCacheMemoryShortfall(*run.kv_layouts, run.available, run.kv_options) : std::string();
+  std::string kv_shortfall;
+  if (reaches_kv) {
+    kv_shortfall = !run.auto_fit_refusal.empty() ? run.auto_fit_refusal
+                                                 : KvCacheMemoryShortfall(*run.kv_layouts, run.available, run.kv_options);
+  }
   f.kv_fits = kv_shortfall.empty();
   const VerdictWords words{plan.request_memory_error, kv_shortfall, in.engine == VllmEngine::kV0, in.max_model_len,
                            plan.kv_block_size};
@@ -392,6 +440,20 @@ std::string CudagraphLine(const StartupPlan& plan) {
   const PlanInputs& in = plan.inputs;
   return CudagraphProfilingLine(plan.cudagraph_bytes, in.total_memory_bytes, in.gpu_memory_utilization,
                                 in.cudagraph_memory_in_budget.value_or(false));
+}
+
+std::string AutoFitLine(const StartupPlan& plan) {
+  const int64_t from = plan.auto_fit_from_max_model_len;
+  if (from <= 0) return "";
+  const std::string head = "Auto-fit max_model_len: ";
+  if (plan.auto_fit_attention_free) {
+    return head + "attention-free model, using derived max_model_len=" + std::to_string(from);
+  }
+  const int64_t len = plan.inputs.max_model_len;
+  if (plan.failure_message == kCannotAutoFitMessage) return "";
+  if (len >= from) return head + "full model context length " + std::to_string(from) + " fits in available GPU memory";
+  return head + "reduced from " + std::to_string(from) + " to " + std::to_string(len) +
+         " to fit in available GPU memory (" + FormatGib(plan.auto_fit_limiting_bytes) + " GiB available for KV cache)";
 }
 
 std::vector<std::string> KvLogLines(const StartupPlan& plan) {
@@ -422,6 +484,7 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, PlanInputs inputs, const KvCache
   ProfilePeak(run, plan);
   CudaGraphs(run, plan);
   SizeKvCache(run, plan);
+  AutoFit(run, plan);
   Headline(plan);
   MaxModelLenThatFits(run, plan);
   Judge(run, plan);

@@ -553,6 +553,17 @@ std::string KvCacheDTypeRefusal(const VllmVersionProfile& profile, std::string_v
          name + "' KV cache; it is accepted from vLLM " + first->version + ")";
 }
 
+std::string MaxModelLenAutoRefusal(const VllmVersionProfile& profile) {
+  if (profile.max_model_len_auto) return "";
+  const auto& all = VllmVersionProfiles();
+  const auto first =
+      std::find_if(all.begin(), all.end(), [](const VllmVersionProfile& p) { return p.max_model_len_auto; });
+  const std::string since = first == all.end() ? std::string("no release known here") : first->version;
+  return "-1 (auto) is vLLM's auto-fit from " + since + "; vLLM " + profile.version +
+         " has none: its parser refuses auto (\"argument --max-model-len: invalid human_readable_int value: "
+         "'auto'\") and takes -1 as a length no check refuses, which is not modelled; give a length";
+}
+
 void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options) {
   const bool v0 = EngineFor(profile, engine) == VllmEngine::kV0;
   const KvLogFormat format = v0 ? KvLogFormat::kV0Blocks : profile.kv_log_format;

@@ -49,7 +49,7 @@ std::vector<StagePlanSummary> PlanStages(const StageCheckResult& check, const st
     in.free_memory_bytes = row.free_bytes;
     in.gpu_name = "GPU " + std::to_string(row.physical_id);
     in.gpu_memory_utilization = stage->gpu_memory_utilization;
-    in.max_model_len = m.max_model_len > 0 ? m.max_model_len : stage->max_model_len;
+    in.max_model_len = m.max_model_len != 0 ? m.max_model_len : stage->max_model_len;  // -1: auto-fit
     in.tensor_parallel_size = stage->tensor_parallel_size;
     in.pipeline_parallel_size = stage->pipeline_parallel_size;
     if (stage->max_num_seqs > 0) in.max_num_seqs = stage->max_num_seqs;

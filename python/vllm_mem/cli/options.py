@@ -285,7 +285,8 @@ def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | No
         parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), action="store_true", **common)
     else:
         read: dict[str, Any] = {
-            "int": lambda t, f: V.setting(name, parse_int(t, f), f),
+            # A row with an auto word (--max-model-len auto) hands the word to the row's check.
+            "int": lambda t, f: V.setting(name, t if _is_auto_word(row, t) else parse_int(t, f), f),
             "float": lambda t, f: V.setting(name, _float(t, f), f),
             "int list": lambda t, f: V.setting(name, [parse_int(x, f) for x in t.split(",") if x.strip()], f),
         }
@@ -294,6 +295,10 @@ def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | No
         parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), metavar=metavar, type=typed(flag, convert), **common)
     _fields(parser)[name] = flag
     parser.set_defaults(**{TABLE_KEY: [*(parser.get_default(TABLE_KEY) or []), name]})
+
+
+def _is_auto_word(row: dict[str, Any], text: str) -> bool:
+    return bool(row["auto_text"]) and text.strip().lower() == row["auto_text"]
 
 
 def registered(parser: argparse.ArgumentParser) -> dict[str, str]:

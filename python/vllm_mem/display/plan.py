@@ -146,9 +146,11 @@ def plan_html(plan: StartupPlan) -> str:
 
     kv = plan.kv_cache
     if kv is not None:
-        body.append(para("".join(f"<div>{code(line)}</div>" for line in (plan.kv_log_lines or kv.log_lines))))
+        lines = [plan.auto_fit_line, *(plan.kv_log_lines or kv.log_lines)]  # auto: vLLM's fit line first
+        body.append(para("".join(f"<div>{code(line)}</div>" for line in lines if line)))
+    asked = "auto-fitted" if plan.auto_fit_line else "asked"
     body.append(para(f"Largest max_model_len that fits: <b>{plan.max_model_len_that_fits:,}</b>"
-                     + muted(f" (asked: {plan.max_model_len:,})")))
+                     + muted(f" ({asked}: {plan.max_model_len:,})")))
 
     ranks = plan.ranks
     if len(ranks) > 1:

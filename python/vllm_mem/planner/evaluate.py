@@ -64,7 +64,10 @@ def plan(
         v0.20), the scheduler sizes by GPU and ``usage_context``. ``vllm_version`` defaults to
         the installed vllm's version (read from its metadata, vllm is not imported), else the
         newest known release; the report says which and why. An unknown keyword is a
-        TypeError naming the closest known one.
+        TypeError naming the closest known one. ``max_model_len="auto"`` (or -1) is vLLM's
+        ``--max-model-len auto`` (from 0.14): the scheduler sizes and the profile run take the
+        derived maximum, then the KV cache keeps the longest length one request fits in
+        (``plan.auto_fit_line`` is vLLM's line; ``max_model_len`` the length it settled on).
 
     Returns
     -------

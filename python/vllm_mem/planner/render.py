@@ -102,7 +102,8 @@ def _header(plan: StartupPlan) -> str:
     lines = [
         f"vLLM start-up memory plan: {plan._spec.name or spec.model_type} on {world} x {i.gpu_name or 'GPU'} "
         f"({format_gib_text(i.total_memory_bytes)} GiB each, {_total_source(i)[0]})",
-        f"settings: gpu_memory_utilization={i.gpu_memory_utilization!r} max_model_len={i.max_model_len} "
+        f"settings: gpu_memory_utilization={i.gpu_memory_utilization!r} max_model_len={i.max_model_len}"
+        + (" (auto-fitted)" if i.max_model_len_auto else "") + " "
         f"tensor_parallel_size={i.tensor_parallel_size} pipeline_parallel_size={i.pipeline_parallel_size} "
         f"max_num_seqs={i.max_num_seqs} max_num_batched_tokens={i.max_num_batched_tokens}",
         f"          dtype={dtype}"
@@ -243,7 +244,9 @@ def _kv_capacity(plan: StartupPlan) -> str:
         out += f"  {kv.num_blocks:,} blocks of {kv.block_size} tokens ({kv.kv_cache_dtype})\n"
         # vLLM's own lines, in the wording and rounding of the planned release; a hybrid model's
         # page unification first, as vLLM logs it at config time.
-        out += "".join(f"  {line}\n" for line in [*kv.hybrid_log_lines, p.available_kv_line, *p.kv_log_lines])
+        # --max-model-len auto: vLLM logs its fit between the budget and the capacity lines.
+        lines = [*kv.hybrid_log_lines, p.available_kv_line, p.auto_fit_line, *p.kv_log_lines]
+        out += "".join(f"  {line}\n" for line in lines if line)
     else:
         out += "  none: the plan does not reach KV-cache allocation\n"
     fits_len = f"{p.max_model_len_that_fits:,}" if p.max_model_len_that_fits > 0 else "none"
@@ -372,6 +375,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         ],
         "kv_cache": None if kv is None else kv.to_dict(),
         "max_model_len_that_fits": plan.max_model_len_that_fits,
+        "auto_fit": _auto_fit_dict(plan),
         "fits": plan.fits,
         "failure_phase": plan.failure_phase,
         "failure_message": plan.failure_message or None,
@@ -379,3 +383,13 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "kv_cache_memory_bytes_suggestion": plan.kv_cache_memory_bytes_suggestion,
         "suggestions": [s.to_dict() for s in plan.suggestions],
     }
+
+
+def _auto_fit_dict(plan: StartupPlan) -> dict[str, Any] | None:
+    """max_model_len auto: where vLLM's fit started, where it settled, and its line."""
+    p = plan._p
+    if not p.inputs.max_model_len_auto:
+        return None
+    return {"from_max_model_len": p.auto_fit_from_max_model_len, "max_model_len": p.inputs.max_model_len,
+            "reduced": plan.fits and p.inputs.max_model_len < p.auto_fit_from_max_model_len,
+            "line": p.auto_fit_line or None}

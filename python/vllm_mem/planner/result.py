@@ -165,7 +165,14 @@ class StartupPlan:
 
     @property
     def max_model_len(self) -> int:
+        """The length planned: the one asked, the model's derived maximum, or (``"auto"``) the
+        one vLLM's auto-fit settled on."""
         return int(self._p.inputs.max_model_len)
+
+    @property
+    def auto_fit_line(self) -> str:
+        """vLLM's "Auto-fit max_model_len: ..." line of a ``max_model_len="auto"`` plan ("" else)."""
+        return str(self._p.auto_fit_line)
 
     @property
     def max_model_len_that_fits(self) -> int:

@@ -169,7 +169,7 @@ def check_stages(
         start; a plan that does not fit makes the check fail.
     max_model_len
         For planned stages: one length for all, or ``{stage_id: length}``; default: the
-        stage's ``max_model_len``, else the model's limit.
+        stage's ``max_model_len``, else the model's limit. ``"auto"`` (-1): vLLM's auto-fit.
 
     Returns
     -------
@@ -235,8 +235,7 @@ def check_stages(
         sid = V.integer(stage_id, "models key", low=0)
         spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
         length = lengths.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
-        planned.append((sid, spec._spec, spec.name,
-                        V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)))
+        planned.append((sid, spec._spec, spec.name, _planned_length(length)))
         stored.append(spec._checkpoint_weights_bytes("auto", None))  # stage plans use --dtype auto
     # 0 for a model without checkpoint figures: the core then counts its weights from the config.
     result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned, stored)
@@ -274,3 +273,10 @@ def _file_model(stage: _C.StageConfig) -> ModelSpec:
         return ModelSpec.from_hf_config(stage.model)
     except ValueError as exc:
         V.fail(f"{stage.source} model", f"{V.show(stage.model)}: {exc}")
+
+
+def _planned_length(length: Any) -> int:
+    """0 leaves the stage's own length; "auto" / -1 is vLLM's auto-fit (the settings row's check)."""
+    if isinstance(length, str) or (isinstance(length, int) and not isinstance(length, bool) and length == -1):
+        return int(V.setting("max_model_len", length, "max_model_len"))
+    return V.integer(length, "max_model_len", low=0, high=L.MAX_MODEL_LEN_TOKENS)

@@ -42,6 +42,8 @@ struct SettingRow {
   std::string choices = "";    //!< comma-separated allowed values (text, enum, int); "": any
   int64_t max_items = 0;       //!< int lists: most items
   int64_t unset_int = 0;       //!< the int that means "unset" (0; -1 for a byte count where 0 is a value)
+  int64_t auto_int = 0;        //!< an int outside the bounds that is vLLM's "auto" value (0: none)
+  const char* auto_text = "";  //!< the word vLLM reads as auto_int, any case ("auto" for --max-model-len)
   const char* unset = "";      //!< what an unset value resolves to; "": always set (the default is its value)
   const char* why = "";        //!< why the bounds are what they are
   const char* flag = "";       //!< the vLLM flag it mirrors ("" for a planner-only setting)
@@ -49,15 +51,21 @@ struct SettingRow {
   bool kv = false;             //!< a KvCacheSettings row (the KV functions take it too)
 };
 
+/*! \brief max_model_len -1, vLLM's `--max-model-len auto` (original_max_model_len == -1): start
+ *  at the model's derived maximum and, after profiling, keep the longest length whose one request
+ *  the KV budget holds (ResolveForVersion, then EvaluatePlan's auto-fit phase). */
+inline constexpr int64_t kMaxModelLenAuto = -1;
+
 #define VLLM_MEM_BLOCK_SIZES "1, 8, 16, 32, 64, 128, 256"
 #define VLLM_MEM_MAMBA_DTYPES "auto, float32, float16, bfloat16"
 
 // X(type, name, initial value, row fields...): the KV-cache rows. Every KV entry point and the plan take them.
 #define VLLM_MEM_KV_CACHE_SETTINGS(X)                                                                                 \
   X(int64_t, max_model_len, 0, .kind = SettingKind::kInt, .low = 1, .high = kMaxModelLenTokens,                      \
+    .auto_int = kMaxModelLenAuto, .auto_text = "auto",                                                               \
     .unset = "the model's derived maximum (max_position_embeddings, rope scaling included)",                         \
     .why = "limits.h: 2^30 tokens, ~1000x the longest context served", .flag = "--max-model-len",                    \
-    .help = "Longest request (prompt + output) in tokens")                                                           \
+    .help = "Longest request (prompt + output) in tokens; auto (-1): vLLM's auto-fit (from 0.14)")                  \
   X(int64_t, block_size, 0, .kind = SettingKind::kInt, .low = 1, .high = 256, .choices = VLLM_MEM_BLOCK_SIZES,       \
     .unset = "vLLM's default: 16 (64 for MLA models; hybrids align it to the state)",                               \
     .why = "vLLM's CacheConfig.block_size accepts only these", .flag = "--block-size",                              \

@@ -7,6 +7,11 @@
 #ifndef VLLM_MEM_PLAN_RELEASE_RESOLUTION_H_
 #define VLLM_MEM_PLAN_RELEASE_RESOLUTION_H_
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
@@ -20,6 +25,28 @@ namespace vllm_mem {
  *  a max_model_len above the derived maximum unless allow_long_max_model_len, and engine "v0" for
  *  a release without it. */
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs inputs);
+
+/*! \brief vLLM's ValueError when --max-model-len auto finds not one token that fits
+ *  (kv_cache_utils._auto_fit_max_model_len). */
+inline constexpr const char* kCannotAutoFitMessage =
+    "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try increasing "
+    "`gpu_memory_utilization`.";
+
+/*! \brief A KV question's max_model_len auto (kMaxModelLenAuto; KvOptionsForRelease has refused it
+ *  on a release without the rule): the derived maximum, the bound vLLM's auto-fit searches from. */
+void BoundAutoMaxModelLen(const ModelSpec& spec, KvCacheOptions& options);
+
+/*! \brief A KV question's max_model_len auto fitted as vLLM fits it to \p available_bytes (one
+ *  entry, one per pipeline rank, or one per worker): the longest length in [1, the derived
+ *  maximum] one request fits on every worker (AutoFitMaxModelLen). InsufficientMemory with
+ *  kCannotAutoFitMessage when not one token fits. Other lengths are left as they are. */
+void AutoFitKvOptions(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available_bytes,
+                      KvCacheOptions& options);
+
+/*! \brief KvCacheMemoryShortfall after AutoFitKvOptions: with max_model_len auto, "" or
+ *  kCannotAutoFitMessage (vLLM's only refusal of an auto-fitted length). */
+std::string KvShortfallAutoFitted(const KvCacheLayoutCache& cache, const std::vector<int64_t>& available_bytes,
+                                  KvCacheOptions options);
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_PLAN_RELEASE_RESOLUTION_H_

@@ -54,6 +54,9 @@ struct PlanInputs : PlanRequest {
   std::string vllm_engine;          //!< "v0" / "v1"; "": what the release runs by default
   VllmEngine engine = VllmEngine::kV1;  //!< vllm_engine resolved (ResolveForVersion)
   bool allow_long_max_model_len = false;  //!< VLLM_ALLOW_LONG_MAX_MODEL_LEN
+  /*! max_model_len kMaxModelLenAuto was asked (ResolveForVersion sets it and resolves the length
+   *  to the derived maximum; EvaluatePlan's auto-fit phase then shortens it to what fits). */
+  bool max_model_len_auto = false;
   double sampler_bytes_per_logit = 0.0;   //!< 0: the release's (Triton top-k/top-p or not)
   // ---- filled by ResolveForVersion (inputs of EvaluatePlan's result) ----
   std::string resolved_vllm_version;  //!< the profile used ("0.19.0")
@@ -125,6 +128,13 @@ struct StartupPlan {
   std::optional<KvCacheCapacity> kv_cache;  //!< when fits
   int64_t max_model_len_that_fits = 0;      //!< largest L <= the model's limit one request fits
   int64_t model_max_model_len = 0;          //!< the upper bound searched (model's max_position_embeddings)
+  /*! --max-model-len auto / -1 (vLLM's _auto_fit_max_model_len): the derived length the fit
+   *  started from, 0 when not asked; inputs.max_model_len is the length it settled on (still
+   *  the derived one when not one token fits: the plan then fails with vLLM's "Cannot auto-fit
+   *  max_model_len" ValueError, raised before vLLM changes the length). */
+  int64_t auto_fit_from_max_model_len = 0;
+  int64_t auto_fit_limiting_bytes = 0;  //!< the KV budget of the rank that limited the fit (vLLM's line)
+  bool auto_fit_attention_free = false; //!< no KV layer: vLLM keeps the derived length
   int64_t kv_block_size = 0;                //!< tokens per block (vLLM's cache_config.block_size)
   /*! The KV cache is one group whose request needs cdiv(max_model_len, block) blocks (full
    *  attention or MLA): block counts then follow from bytes per block alone (plan_sweep.h). */
@@ -145,6 +155,10 @@ struct StartupPlan {
 
 /*! \brief vLLM's CUDA-graph INFO line (CudagraphProfilingLine of the tightest rank). */
 std::string CudagraphLine(const StartupPlan& plan);
+/*! \brief vLLM's "Auto-fit max_model_len: ..." INFO line of a max_model_len auto plan (the full
+ *  length fits, reduced from L to M, or attention-free); "" when auto was not asked or nothing fit
+ *  (the failure message is vLLM's ValueError then). */
+std::string AutoFitLine(const StartupPlan& plan);
 /*! \brief vLLM's KV capacity lines in the release's wording; empty when the plan does not fit. */
 std::vector<std::string> KvLogLines(const StartupPlan& plan);
 /*! \brief vLLM's "Available KV cache memory" line as the release rounds it. */

@@ -131,6 +131,13 @@ void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& e
  *  kv_cache area's error (ResolveKvCacheDType), not this one's. */
 std::string KvCacheDTypeRefusal(const VllmVersionProfile& profile, std::string_view kv_cache_dtype);
 
+/*! \brief "" when \p profile's release reads --max-model-len -1 / auto as its auto-fit (rule
+ *  max_model_len_auto), else why the plan refuses it: before the rule vLLM's parser refused the
+ *  word auto (argparse: "invalid human_readable_int value: 'auto'") and took -1 as a length that
+ *  no check refused (ModelConfig's max_model_len skips validation; _get_and_verify_max_len only
+ *  bounds a length above the derived one), so what such a start-up did is not modelled. */
+std::string MaxModelLenAutoRefusal(const VllmVersionProfile& profile);
+
 /*! \brief The scheduler defaults vLLM picks: V1 by GPU tier and usage context ("server" for
  *  `vllm serve` / the API server, "offline" for the LLM class), V0 from max_model_len; then
  *  vLLM's clamps (tokens <= max_num_seqs x max_model_len, seqs <= tokens). Either figure the

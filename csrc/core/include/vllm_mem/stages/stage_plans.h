@@ -26,7 +26,7 @@ struct StageModel {
   int64_t stage_id = 0;
   ModelSpec spec;
   std::string name;            //!< for the report
-  int64_t max_model_len = 0;   //!< 0: the stage's max_model_len, else the model's limit
+  int64_t max_model_len = 0;   //!< 0: the stage's max_model_len, else the model's limit; -1: auto-fit
   int64_t checkpoint_weights_bytes = 0;  //!< the checkpoint's bytes as served (headers); 0: the config's
 };
 
