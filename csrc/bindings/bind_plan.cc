@@ -120,6 +120,8 @@ void BindPlan(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("hidden_tensors", &ActivationConstants::hidden_tensors)
       .def_readwrite("sampler_bytes_per_logit", &ActivationConstants::sampler_bytes_per_logit)
+      .def_readwrite("sampler_kernel_programs", &ActivationConstants::sampler_kernel_programs)
+      .def_readwrite("sampler_fixed_bytes", &ActivationConstants::sampler_fixed_bytes)
       .def_readwrite("fused_moe_chunk_tokens", &ActivationConstants::fused_moe_chunk_tokens);
   py::class_<NonTorchConstants>(m, "NonTorchConstants")
       .def(py::init<>())
@@ -171,6 +173,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("forward_bytes", &ActivationBreakdown::forward_bytes)
       .def_readonly("logits_bytes", &ActivationBreakdown::logits_bytes)
       .def_readonly("sampler_bytes", &ActivationBreakdown::sampler_bytes)
+      .def_readonly("sampler_kernel_buffer_bytes", &ActivationBreakdown::sampler_kernel_buffer_bytes)
       .def_readonly("sampler_phase_bytes", &ActivationBreakdown::sampler_phase_bytes)
       .def_readonly("pipeline_buffers_bytes", &ActivationBreakdown::pipeline_buffers_bytes)
       .def_readonly("multimodal", &ActivationBreakdown::multimodal)
@@ -238,6 +241,8 @@ void BindPlan(py::module_& m) {
     d["gpu_memory_utilization"] = p.gpu_memory_utilization;
     d["cudagraph_memory_in_budget"] = p.cudagraph_memory_in_budget;
     d["sampler_bytes_per_logit"] = p.sampler_bytes_per_logit;
+    d["sampler_kernel_programs"] = p.sampler_kernel_programs;
+    d["sampler_fixed_bytes"] = p.sampler_fixed_bytes;
     d["hybrid_kv_cache_manager"] = p.hybrid_kv_cache_manager;
     d["default_block_size"] = p.default_block_size;
     d["max_model_len_auto"] = p.max_model_len_auto;

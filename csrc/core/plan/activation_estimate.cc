@@ -124,6 +124,17 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
   return t;
 }
 
+/*! The Triton top-k/top-p kernel's buffer: one float32 vocabulary row per program, for
+ *  min(SMs, rows) programs (topk_topp_triton.py apply_top_k_top_p_triton; cached across calls, so
+ *  it stays allocated through the rest of the sampler run). */
+int64_t SamplerKernelBufferBytes(int64_t rows, int64_t vocab_size, const ActivationConstants& c) {
+  RequireNonNegative(c.sampler_kernel_programs, "sampler_kernel_programs");
+  RequireNonNegative(c.sampler_fixed_bytes, "sampler_fixed_bytes");
+  constexpr int64_t kFloat32Bytes = 4;
+  const int64_t programs = std::min(c.sampler_kernel_programs, rows);
+  return CheckedMul(CheckedMul(programs, vocab_size, "activation"), kFloat32Bytes, "activation");
+}
+
 /*! The multimodal profile run for the activation options (mm_profile_estimate.h). */
 MmProfileBreakdown MultimodalProfile(const ModelSpec& spec, const ActivationOptions& o) {
   MmProfileOptions mo;
@@ -181,7 +192,11 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
     const int64_t rows = std::min(o.max_num_seqs, tokens);
     const int64_t logit_elems = CheckedMul(rows, spec.vocab_size, "activation");
     b.logits_bytes = CheckedMul(logit_elems, dtype_bytes, "activation");
-    b.sampler_bytes = Scaled(o.constants.sampler_bytes_per_logit, logit_elems, "activation");
+    b.sampler_kernel_buffer_bytes = SamplerKernelBufferBytes(rows, spec.vocab_size, o.constants);
+    const int64_t per_logit_bytes = Scaled(o.constants.sampler_bytes_per_logit, logit_elems, "activation");
+    const int64_t kernel_and_fixed =
+        CheckedAdd(b.sampler_kernel_buffer_bytes, o.constants.sampler_fixed_bytes, "activation");
+    b.sampler_bytes = CheckedAdd(per_logit_bytes, kernel_and_fixed, "activation");
     b.sampler_phase_bytes = CheckedAdd(CheckedAdd(hidden_out, b.logits_bytes, "activation"), b.sampler_bytes, "activation");
     // vLLM's WorkspaceManager keeps the fused-MoE workspace allocated after the forward.
     b.sampler_phase_bytes = CheckedAdd(b.sampler_phase_bytes, b.moe_workspace_bytes, "activation");

@@ -26,14 +26,20 @@ int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
  *  their temporaries.
  *  - SigLIP (vllm siglip.py SiglipEncoderLayer): the residual and the normed input (2 h), fc1's
  *    output and its GELU (2 I), or attention's qkv, rotated-free q/k/v views, output (4 h);
- *  - Pixtral (vllm pixtral.py PixtralHFTransformerBlock / PixtralHFMLP): the layer input, the
- *    attention output, their sum and the normed input, plus the patch convolution's outputs the
- *    forward keeps in patch_embeds_list (5 h), and the MLP's merged gate_up (2 I) with
+ *  - Pixtral (vllm pixtral.py PixtralHFTransformerBlock / PixtralHFMLP), at a layer past the
+ *    first: the layer input, the attention output, their sum and the normed input, the
+ *    transformer's own input (PixtralHFVisionModel.forward's patch_embeds, also held by
+ *    PixtralHFTransformer.forward's hidden_states_pool = [x]) and the patch convolution's outputs
+ *    the forward keeps in patch_embeds_list (6 h); the rotary cos and sin in the model dtype
+ *    (PixtralRotaryEmbedding, head_dim each); and the MLP's merged gate_up (2 I) with
  *    SiluAndMul.forward_native's silu(x[:d]) (I) and its product (I): 4 I. */
 int64_t LayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
   const int64_t h = v.hidden_size;
   const int64_t inter = CeilDiv(v.intermediate_size, tp);
-  if (v.encoder == VisionEncoderKind::kPixtral) return Add(Mul(5, h), Mul(4, inter));
+  if (v.encoder == VisionEncoderKind::kPixtral) {
+    const int64_t rotary = v.num_heads > 0 ? Mul(2, h / v.num_heads) : 0;
+    return Add(Add(Mul(6, h), Mul(4, inter)), rotary);
+  }
   return Add(Mul(2, h), std::max(Mul(2, inter), CeilDiv(Mul(4, h), tp)));
 }
 

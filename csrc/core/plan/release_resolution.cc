@@ -59,6 +59,8 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.max_num_batched_tokens = b.max_num_batched_tokens;
   in.activation_constants.sampler_bytes_per_logit =
       in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
+  in.activation_constants.sampler_kernel_programs = profile.sampler_kernel_programs;
+  in.activation_constants.sampler_fixed_bytes = profile.sampler_fixed_bytes;
   // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
   if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {
     in.non_torch_constants.single_process_bytes = profile.non_torch_single_gpu_bytes;

@@ -165,6 +165,21 @@ void ApplyMultimodalRule(VllmVersionProfile& p, const std::string& rule, const J
   (rule == "pixtral_dense_block_mask" ? p.pixtral_dense_block_mask : p.text_only_skips_vision_tower) = v.AsBool();
 }
 
+/*! The dummy sampler run's terms (ActivationConstants): per logit, the Triton kernel's buffer
+ *  rows and the fixed bytes. */
+void ApplySamplerRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  if (rule == "sampler_bytes_per_logit") {
+    if (!v.IsNumber()) Bad(rule + " must be a number");
+    p.sampler_bytes_per_logit = v.AsNumber().value;
+  } else if (rule == "sampler_kernel_programs") {
+    p.sampler_kernel_programs = Int(v, rule);
+  } else if (rule == "sampler_fixed_bytes") {
+    p.sampler_fixed_bytes = Int(v, rule);
+  } else {
+    Bad("unknown rule '" + rule + "'");
+  }
+}
+
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   if (rule == "engine") {
     p.engine = Str(v, rule);
@@ -197,9 +212,8 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "v2_runner_cudagraph_profiling") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.v2_runner_cudagraph_profiling = v.AsBool();
-  } else if (rule == "sampler_bytes_per_logit") {
-    if (!v.IsNumber()) Bad(rule + " must be a number");
-    p.sampler_bytes_per_logit = v.AsNumber().value;
+  } else if (rule.starts_with("sampler_")) {
+    ApplySamplerRule(p, rule, v);
   } else if (rule == "kv_log_format") {
     p.kv_log_format = ParseLogFormat(Str(v, rule));
   } else if (rule == "hybrid_kv_cache_manager") {

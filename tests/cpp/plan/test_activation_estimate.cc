@@ -33,8 +33,12 @@ TEST(ActivationEstimate, SamplerPhaseDominatesLargeVocabModels) {
   EXPECT_TRUE(b.sampler_dominates);
   const int64_t hidden_out = int64_t{8192} * 4096 * 2;
   const int64_t logits = int64_t{1024} * 128256 * 2;
-  const int64_t sampler = std::llround(13.0 * 1024 * 128256);
+  // v0.19's sampler: float32 copy, probabilities and exponential noise (12 B per logit), the
+  // Triton top-k/top-p kernel's buffer (132 programs x vocab x float32) and the fixed 48 MiB.
+  const int64_t kernel_buffer = int64_t{132} * 128256 * 4;
+  const int64_t sampler = int64_t{12} * 1024 * 128256 + kernel_buffer + (int64_t{48} << 20);
   EXPECT_EQ(b.logits_bytes, logits);
+  EXPECT_EQ(b.sampler_kernel_buffer_bytes, kernel_buffer);
   EXPECT_EQ(b.sampler_bytes, sampler);
   EXPECT_EQ(b.peak_bytes, hidden_out + logits + sampler);
   // vLLM printed 1.89 GiB for this run (TP 1, 2 and 4 alike).
@@ -138,6 +142,23 @@ TEST(ActivationEstimate, FusedMoeWorkspaceFollowsTheModularKernel) {
   const ActivationBreakdown g = EstimateActivationPeak(Bundled("openai--gpt-oss-20b.json"), Calib());
   EXPECT_EQ(g.moe_workspace_bytes, 0);
   EXPECT_GT(g.mlp_intermediate_bytes, 0);
+}
+
+TEST(ActivationEstimate, SamplerKernelBufferHasAtMostOneRowPerRequest) {
+  // apply_top_k_top_p_triton launches min(SMs, rows) programs, one float32 vocabulary row each.
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationOptions few = Calib();
+  few.max_num_seqs = 8;
+  EXPECT_EQ(EstimateActivationPeak(llama, few).sampler_kernel_buffer_bytes, int64_t{8} * 128256 * 4);
+  ActivationOptions sort_path = Calib();  // a release whose sampler has no such buffer
+  sort_path.constants.sampler_kernel_programs = 0;
+  sort_path.constants.sampler_fixed_bytes = 0;
+  const ActivationBreakdown b = EstimateActivationPeak(llama, sort_path);
+  EXPECT_EQ(b.sampler_kernel_buffer_bytes, 0);
+  EXPECT_EQ(b.sampler_bytes, std::llround(12.0 * 1024 * 128256));
+  ActivationOptions bad = Calib();
+  bad.constants.sampler_fixed_bytes = -1;
+  EXPECT_THROW(EstimateActivationPeak(llama, bad), InvalidArgument);
 }
 
 }  // namespace vllm_mem

@@ -139,7 +139,15 @@ TEST(VllmVersion, SchedulerDefaultsByReleaseGpuAndUsage) {
 TEST(VllmVersion, SamplerFigureFollowsTheTritonTopKTopP) {
   // 36.4 from the v0.11/v0.15/v0.16 start-up peaks (tests/data/vllm_release_logs.json).
   EXPECT_EQ(Profile("0.16").sampler_bytes_per_logit, 36.4);
-  EXPECT_EQ(Profile("0.17").sampler_bytes_per_logit, 13.0);  // PR #33538, v0.17.0 release note
+  EXPECT_EQ(Profile("0.17").sampler_bytes_per_logit, 12.0);  // PR #33538: 3 float32 copies of the logits
+  // The Triton kernel's per-program buffer and the fixed bytes only from 0.17 (the older per-logit
+  // fits carry them).
+  EXPECT_EQ(Profile("0.16").sampler_kernel_programs, 0);
+  EXPECT_EQ(Profile("0.16").sampler_fixed_bytes, 0);
+  EXPECT_EQ(Profile("0.17").sampler_kernel_programs, 132);
+  EXPECT_EQ(Profile("0.17").sampler_fixed_bytes, int64_t{48} << 20);
+  EXPECT_EQ(Profile("0.19").sampler_kernel_programs, ActivationConstants{}.sampler_kernel_programs);
+  EXPECT_EQ(Profile("0.19").sampler_fixed_bytes, ActivationConstants{}.sampler_fixed_bytes);
   EXPECT_EQ(Profile("0.19").sampler_bytes_per_logit, ActivationConstants{}.sampler_bytes_per_logit);
 }
 
@@ -160,13 +168,7 @@ TEST(VllmVersion, KvCacheDTypesAreAcceptedFromTheirFirstRelease) {
       {"turboquant_k8v4", "0.19", "0.20"},
       {"turboquant_3bit_nc", "0.19", "0.20"},
       {"nvfp4", "0.20", "0.21"},
-      {"int4_per_token_head", "0.27", "0.28"},
-      // CacheDType at the tags (versioned API docs): fp8_inc at v0.10.0, bfloat16 / fp8_ds_mla at
-      // v0.11.1, float16 after v0.17.0 (PR #37199); test_kv_dtype_names_by_release.cc.
-      {"fp8_inc", "0.9", "0.10"},
-      {"bfloat16", "0.10", "0.11"},
-      {"fp8_ds_mla", "0.10", "0.11"},
-      {"float16", "0.17", "0.18"}};
+      {"int4_per_token_head", "0.27", "0.28"}};
   for (const auto& [dtype, before, first] : firsts) {
     EXPECT_EQ(KvCacheDTypeRefusal(Profile(first), dtype), "") << dtype;
     EXPECT_EQ(KvCacheDTypeRefusal(Profile("0.28"), dtype), "") << dtype;

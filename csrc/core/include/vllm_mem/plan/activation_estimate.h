@@ -25,9 +25,19 @@ struct ActivationConstants {
   /*! hidden-size tensors alive at the forward peak (residual, normed input, layer output,
    *  torch.compile / inductor buffers), in units of tokens * hidden_size * dtype bytes */
   double hidden_tensors = 4.5;
-  /*! sampler working set per logit element beyond the logits themselves: float32 copy,
-   *  softmax probabilities, exponential noise and masks (about 3 float32 values + a byte) */
-  double sampler_bytes_per_logit = 13.0;
+  /*! sampler working set per logit element beyond the model-dtype logits (v0.19,
+   *  vllm/v1/sample/sampler.py and ops/topk_topp_sampler.py forward_native): Sampler.forward's
+   *  float32 copy (temperature divides it in place, the Triton top-k/top-p kernel masks it in
+   *  place), the float32 softmax probabilities and random_sample's exponential noise: 3 x 4 */
+  double sampler_bytes_per_logit = 12.0;
+  /*! Rows of the Triton top-k/top-p kernel's per-program float32 buffer, one vocabulary row per
+   *  program, min(SMs, rows) programs (vllm/v1/sample/ops/topk_topp_triton.py, PR #33538:
+   *  _TRITON_BUFFER_CACHE); 0 where the release's sampler has none. 132: the SM count of the
+   *  H100 SXM / H200 every checking log ran on (the plan has no per-GPU SM count). */
+  int64_t sampler_kernel_programs = 132;
+  /*! Bytes alive through the sampler phase that grow with neither the tokens nor the
+   *  vocabulary: the v0.17-0.19 logs' intercept (vllm_versions.json sampler_fixed_bytes). */
+  int64_t sampler_fixed_bytes = 50331648;
   /*! VLLM_FUSED_MOE_CHUNK_SIZE (vllm/envs.py, default 16 * 1024 tokens): the fused-MoE modular
    *  kernel sizes its workspaces for at most this many tokens per chunk. */
   int64_t fused_moe_chunk_tokens = 16384;
@@ -60,7 +70,9 @@ struct ActivationBreakdown {
   int64_t attention_bytes = 0;          //!< q/k/v projections and attention output
   int64_t forward_bytes = 0;            //!< hidden states + max(MLP, attention)
   int64_t logits_bytes = 0;             //!< rows * vocab * dtype (last rank)
-  int64_t sampler_bytes = 0;            //!< rows * vocab * sampler_bytes_per_logit (last rank)
+  /*! rows * vocab * sampler_bytes_per_logit + the kernel buffer + sampler_fixed_bytes (last rank) */
+  int64_t sampler_bytes = 0;
+  int64_t sampler_kernel_buffer_bytes = 0;  //!< min(programs, rows) * vocab * 4 (part of sampler_bytes)
   int64_t sampler_phase_bytes = 0;      //!< forward output + logits + sampler + MoE workspace (last rank)
   int64_t pipeline_buffers_bytes = 0;   //!< hidden + residual passed between PP stages
   /*! The multimodal profile run: its encoder phase, and the dummy pixels and cached embeddings

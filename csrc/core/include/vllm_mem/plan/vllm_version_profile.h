@@ -80,7 +80,9 @@ struct VllmVersionProfile {
   bool cudagraph_memory_in_budget = false;
   std::vector<BatchDefaultTier> batch_tiers;  //!< V1; the first matching tier wins
   V0BatchDefaults v0_batch;
-  double sampler_bytes_per_logit = 13.0;
+  double sampler_bytes_per_logit = 12.0;
+  int64_t sampler_kernel_programs = 132;      //!< ActivationConstants: the Triton top-k/top-p buffer's rows
+  int64_t sampler_fixed_bytes = 50331648;     //!< ActivationConstants: the sampler phase's fixed bytes
   int64_t non_torch_single_gpu_bytes = 263066746;  //!< one GPU's non-torch increase (NonTorchConstants)
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   bool hybrid_kv_cache_manager = true;
