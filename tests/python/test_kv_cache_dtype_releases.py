@@ -5,7 +5,9 @@ literal_error for CacheConfig.cache_dtype) on plan, kv_cache_capacity, sweep and
 First releases, as the rule's sources give them: fp8/int8_per_token_head and the turboquant
 names from 0.20.0 (v0.20.0 release note; PR #38378 merged 2026-04-02, PR #38479 2026-04-15),
 nvfp4 from 0.21.0 (PR #40177 merged 2026-05-01, after v0.20.0 of 2026-04-27), int4_per_token_head
-first seen on 0.28.0."""
+first seen on 0.28.0. The older names as CacheDType listed them at the tags (the versioned API docs):
+fp8_inc from 0.10.0 (absent at v0.9.2), bfloat16 from 0.11 (listed at v0.11.1, absent at v0.10.2),
+float16 from 0.18 (PR #37199, merged 2026-03-16; absent from the v0.17.0 image's CacheDType)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ FIRST_RELEASE = [
     ("int8_per_token_head", "0.19", "0.20"),
     ("nvfp4", "0.20", "0.21"),
     ("int4_per_token_head", "0.27", "0.28"),
+    ("fp8_inc", "0.9", "0.10"),
+    ("bfloat16", "0.10", "0.11"),
+    ("float16", "0.17", "0.18"),
 ]
 # TurboQuant pages are not modelled (NotModelledError) where vLLM takes the name; before, vLLM's refusal.
 TURBOQUANT = ["turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"]

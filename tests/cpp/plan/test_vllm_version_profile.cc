@@ -168,7 +168,13 @@ TEST(VllmVersion, KvCacheDTypesAreAcceptedFromTheirFirstRelease) {
       {"turboquant_k8v4", "0.19", "0.20"},
       {"turboquant_3bit_nc", "0.19", "0.20"},
       {"nvfp4", "0.20", "0.21"},
-      {"int4_per_token_head", "0.27", "0.28"}};
+      {"int4_per_token_head", "0.27", "0.28"},
+      // CacheDType at the tags (versioned API docs): fp8_inc at v0.10.0, bfloat16 / fp8_ds_mla at
+      // v0.11.1, float16 after v0.17.0 (PR #37199); test_kv_dtype_names_by_release.cc.
+      {"fp8_inc", "0.9", "0.10"},
+      {"bfloat16", "0.10", "0.11"},
+      {"fp8_ds_mla", "0.10", "0.11"},
+      {"float16", "0.17", "0.18"}};
   for (const auto& [dtype, before, first] : firsts) {
     EXPECT_EQ(KvCacheDTypeRefusal(Profile(first), dtype), "") << dtype;
     EXPECT_EQ(KvCacheDTypeRefusal(Profile("0.28"), dtype), "") << dtype;
