@@ -124,7 +124,7 @@ def test_every_entry_names_its_source_release_and_printed_lines() -> None:
         for term in list(log["not_compared"]) + list(log["known_disagreements"]):
             assert term in log["observed"] and (log["not_compared"].get(term) or log["known_disagreements"][term])
     lines = {".".join(log["release"].split(".")[:2]) for log in _logs()}
-    assert {"0.10", "0.11", "0.13", "0.15", "0.16", "0.17", "0.18", "0.20", "0.23", "0.24", "0.26", "0.27"} <= lines
+    assert {f"0.{n}" for n in (10, 11, 13, 15, 16, 17, 18, 20, 23, 24, 26, 27, 28)} <= lines
 
 
 @pytest.mark.parametrize("log", _logs(), ids=_ids(_logs()))
@@ -237,10 +237,30 @@ def _printed_wording(tokens: int, max_model_len: int, concurrency: float, block_
     return "v1_concurrency_tokens" if from_concurrency else "v1_grouped_tokens"
 
 
-def _wording_cases() -> list[tuple[str, str, str]]:
-    """(id, release, wording the printed lines show) for every start-up that tells the wordings
-    apart: the planned entries (block size from the plan's KV groups) and the wording-only records
-    (start-ups whose model or settings vllm_mem does not plan, block size as printed)."""
+def _printed_layout(printed_lines: list[str]) -> str | None:
+    """'one' where the tokens and the concurrency share a line (v1_combined_line, from 0.28), 'two'
+    where the tokens line ends at its count, None where the source does not quote the line."""
+    if any("tokens, Maximum concurrency for" in line for line in printed_lines):
+        return "one"
+    if any(re.search(r"GPU KV cache size: [\d,]+ tokens$", line) for line in printed_lines):
+        return "two"
+    return None
+
+
+def _rule_values(wording: str, layout: str | None) -> frozenset[str]:
+    """The kv_log_format values a wording and a line layout allow: the concurrency count is printed
+    on two lines (v1_concurrency_tokens) or one (v1_combined_line)."""
+    if wording != "v1_concurrency_tokens":
+        return frozenset({wording})
+    by_layout = {"one": {"v1_combined_line"}, "two": {"v1_concurrency_tokens"}}
+    return frozenset(by_layout.get(layout, {"v1_combined_line", "v1_concurrency_tokens"}))
+
+
+def _wording_cases() -> list[tuple[str, str, frozenset[str]]]:
+    """(id, release, the kv_log_format values the printed lines allow) for every start-up that tells
+    the wordings apart: the planned entries (block size from the plan's KV groups) and the
+    wording-only records (start-ups whose model or settings vllm_mem does not plan, block size as
+    printed)."""
     cases = []
     for log in _KV_LOGS:
         obs = log["observed"]
@@ -249,24 +269,44 @@ def _wording_cases() -> list[tuple[str, str, str]]:
             wording = _printed_wording(
                 obs["gpu_kv_cache_size_tokens"], log["max_model_len"], obs["maximum_concurrency_x"], block
             )
-            cases.append((log["id"], log["release"], wording))
+            if wording != "either":
+                cases.append((log["id"], log["release"], _rule_values(wording, _printed_layout(log["printed_lines"]))))
     for rec in _doc()["wording_only"]:
         wording = _printed_wording(
             rec["tokens"], rec["max_model_len"], rec["maximum_concurrency_x"], rec["block_tokens"]
         )
-        cases.append((rec["id"], rec["release"], wording))
-    return [c for c in cases if c[2] != "either"]
+        if wording != "either":
+            cases.append((rec["id"], rec["release"], _rule_values(wording, _printed_layout(rec["printed_lines"]))))
+    return cases
 
 
 def test_the_token_wording_each_start_up_shows_is_its_releases_rule() -> None:
     """kv_log_format by release, from the printed lines alone: the v0.20.0 image still prints the
     grouped count (79,648 = 38 x 2,096 at 4.03x for 65,536), v0.22.0 and later int(concurrency x
-    max_model_len) (3,131,683 at 15.66x for 200,000; 2,324,244 at 70.93x for 32,768)."""
+    max_model_len) (3,131,683 at 15.66x for 200,000; 2,324,244 at 70.93x for 32,768), on two lines
+    until 0.27 and on one from 0.28.0 (5,788,118 tokens at 22.08x for 262,144)."""
     cases = _wording_cases()
     releases = {".".join(r.split(".")[:2]) for _, r, _ in cases}
-    assert {"0.20", "0.22", "0.24", "0.26"} <= releases, releases
-    for log_id, release, wording in cases:
-        assert _profile_rule(_profile_of(release), "kv_log_format")["value"] == wording, (log_id, release, wording)
+    assert {"0.20", "0.22", "0.24", "0.26", "0.28"} <= releases, releases
+    for log_id, release, allowed in cases:
+        assert _profile_rule(_profile_of(release), "kv_log_format")["value"] in allowed, (log_id, release, allowed)
+    # The layout is read where the source quotes it: the 0.28.0 wheel's line, the 0.24.0 two lines.
+    layouts = {log["id"]: _printed_layout(log["printed_lines"]) for log in _logs()}
+    assert layouts["w1-qwen3.5-0.8b-a100-llm-v0.28.0"] == "one"
+    assert layouts["club3090-qwen3.6-35b-a3b-nvfp4-rtx5090-v0.24.0"] == "two"
+
+
+_BATCH_LOGS = [g for g in _logs() if "max_num_batched_tokens" in g["observed"]]
+
+
+@pytest.mark.parametrize("log", _BATCH_LOGS, ids=_ids(_BATCH_LOGS))
+def test_scheduler_defaults_are_the_ones_the_start_up_printed(log: dict[str, Any]) -> None:
+    """Where the start-up left the batched tokens to vLLM and printed what it took ('Chunked prefill
+    is enabled with max_num_batched_tokens=N'), the release's batch_defaults give N for that GPU
+    and entry point: 8,192 on the v0.23.0 MI300X server, 8,192 for the LLM class and 2,048 for the
+    server on a v0.28.0 A100 (the >= 70 GiB tier leaves the A100 out)."""
+    assert log["max_num_batched_tokens"] is None, log["id"]
+    assert _plan(log).settings["max_num_batched_tokens"] == log["observed"]["max_num_batched_tokens"]
 
 
 def test_wording_only_records_quote_their_figures() -> None:

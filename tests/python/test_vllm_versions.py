@@ -188,10 +188,14 @@ def test_kv_log_lines_in_each_releases_wording() -> None:
     assert v19.kv_log_lines == [f"GPU KV cache size: {v19.kv_cache.num_blocks * 16:,} tokens",
                                 f"Maximum concurrency for 8,192 tokens per request: "
                                 f"{v19.kv_cache.num_blocks / 512:.2f}x"]
-    # 0.21+: tokens = int(concurrency x max_model_len), still on two lines (the v0.22-v0.26 logs of
-    # tests/data/vllm_release_logs.json; one line only on vLLM main after the releases profiled).
+    # 0.21-0.27: tokens = int(concurrency x max_model_len), still on two lines (the v0.22-v0.27 logs
+    # of tests/data/vllm_release_logs.json); 0.28: the same figures on one line (its v0.28.0 logs).
     assert v21.kv_log_lines == [f"GPU KV cache size: {v21.kv_cache.num_tokens:,} tokens",
                                 f"Maximum concurrency for 8,192 tokens per request: {v21.kv_cache.max_concurrency:.2f}x"]
+    v28 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28")
+    assert v28.kv_cache is not None
+    concurrency = f"Maximum concurrency for 8,192 tokens per request: {v28.kv_cache.max_concurrency:.2f}x"
+    assert v28.kv_log_lines == [f"GPU KV cache size: {v28.kv_cache.num_tokens:,} tokens, {concurrency}"]
     # 0.8-0.9 (PR #13596): tokens = blocks x block size, concurrency = tokens / max_model_len.
     assert v09.kv_log_lines[0] == f"GPU KV cache size: {v09.kv_cache.num_blocks * 16:,} tokens"
     assert "GPU KV cache size" in v19.report() and v19.kv_log_lines[1] in v19.report()

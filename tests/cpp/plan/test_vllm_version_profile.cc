@@ -210,8 +210,9 @@ TEST(VllmVersion, RulesTheStartUpLogsOfOtherReleasesSet) {
   EXPECT_EQ(Profile("0.18").non_torch_single_gpu_bytes, NonTorchConstants{}.single_process_bytes);
   // v0.13, v0.19 and v0.23 concurrencies: the sliding-window need is vLLM's uncapped formula.
   for (const char* v : {"0.13", "0.19", "0.23"}) EXPECT_FALSE(Profile(v).sliding_window_capped_at_full) << v;
-  // v0.23 prints tokens = int(concurrency x L) on two lines, not one.
+  // v0.23 prints tokens = int(concurrency x L) on two lines, v0.28.0 the same figures on one.
   EXPECT_EQ(Profile("0.23").kv_log_format, KvLogFormat::kConcurrencyTokens);
+  EXPECT_EQ(Profile("0.28").kv_log_format, KvLogFormat::kCombinedLine);
   EXPECT_EQ(Profile("0.19").kv_log_format, KvLogFormat::kGroupedTokens);
 }
 
@@ -237,7 +238,7 @@ TEST(VllmVersion, PlanAppliesTheRelease) {
   EXPECT_TRUE(v21.inputs.cudagraph_memory_in_budget.value());
   EXPECT_EQ(v21.available_kv_cache_bytes, v21.requested_bytes - v21.weights_bytes - v21.activation_peak_bytes -
                                               v21.non_torch_bytes - v21.cudagraph_bytes);
-  // Two lines from 0.21 too (tokens from the concurrency), as the v0.22-v0.26 start-ups print them.
+  // Two lines from 0.21 too (tokens from the concurrency), as the v0.22-v0.27 start-ups print them.
   const std::vector<std::string> v21_lines = KvLogLines(v21);
   ASSERT_EQ(v21_lines.size(), 2u);
   ASSERT_TRUE(v21.kv_cache.has_value());

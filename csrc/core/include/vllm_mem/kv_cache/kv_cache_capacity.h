@@ -155,8 +155,8 @@ std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity);
  *  blocks x block_size / L (L without thousands separators); kBlockTokens (V1 0.8-0.9) tokens =
  *  blocks x block_size; kGroupedTokens (0.10-0.20) tokens = blocks // groups x min block size,
  *  concurrency over the groups, two lines; kCombinedLine one line, tokens = int(concurrency x L)
- *  (vLLM main after the releases profiled); kConcurrencyTokens (0.21+: v0.22-v0.26 logs) the same
- *  tokens on the two lines of before. */
+ *  (0.28+: v0.28.0 logs); kConcurrencyTokens (0.21-0.27: v0.22-v0.27 logs) the same tokens on the
+ *  two lines of before. */
 enum class KvLogFormat { kV0Blocks, kBlockTokens, kGroupedTokens, kCombinedLine, kConcurrencyTokens };
 
 /*! \brief The lines \p format gives for \p capacity; \p cpu_swap_bytes is V0's swap space (the
