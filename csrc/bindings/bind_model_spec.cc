@@ -30,7 +30,10 @@ void BindModelSpec(py::module_& m) {
       .def_readonly("q_lora_rank", &MlaSpec::q_lora_rank)
       .def_readonly("qk_nope_head_dim", &MlaSpec::qk_nope_head_dim)
       .def_readonly("qk_rope_head_dim", &MlaSpec::qk_rope_head_dim)
-      .def_readonly("v_head_dim", &MlaSpec::v_head_dim);
+      .def_readonly("v_head_dim", &MlaSpec::v_head_dim)
+      .def_readonly("index_n_heads", &MlaSpec::index_n_heads)
+      .def_readonly("index_head_dim", &MlaSpec::index_head_dim)
+      .def_readonly("index_topk", &MlaSpec::index_topk);
 
   py::class_<MoeSpec>(m, "MoeSpec")
       .def_readonly("num_experts", &MoeSpec::num_experts)

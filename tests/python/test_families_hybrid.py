@@ -371,7 +371,6 @@ def test_lfm2_layer_types_from_full_attn_idxs() -> None:
 # Families vLLM serves that vllm_mem still refuses by name (NotImplementedError with the reason).
 
 @pytest.mark.parametrize(("model_type", "words"), [
-    ("deepseek_v32", "indexer"),
     ("kimi_linear", "Kimi Delta Attention"),
     ("gemma3n", "per-layer embeddings"),
     ("gemma3n_text", "num_kv_shared_layers"),

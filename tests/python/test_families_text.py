@@ -527,10 +527,94 @@ def test_exaone4_layer_types_and_pattern_agree() -> None:
     ]
 
 
-def test_hunyuan_v1_moe_is_refused_with_its_reason() -> None:
-    config = {**HUNYUAN_7B, "model_type": "hunyuan_v1_moe", "num_experts": 64, "moe_topk": [8] * 32}
-    with pytest.raises(NotImplementedError, match="moe_topk"):
-        vllm_mem.ModelSpec.from_hf_config(config)
+# tencent/Hunyuan-A13B-Instruct config.json. Seen: every key here but model_type, torch_dtype and
+# max_position_embeddings, in a loader's test fixture of the A13B config (code-index id 55421597645, which
+# renames model_type "hunyuan"); model_type hunyuan_v1_moe is vLLM's name for HunYuanMoEV1ForCausalLM.
+# Not confirmed: torch_dtype bfloat16 and max_position_embeddings 32768.
+HUNYUAN_A13B = {
+    "architectures": ["HunYuanMoEV1ForCausalLM"],
+    "model_type": "hunyuan_v1_moe",
+    "attention_bias": False,
+    "attention_head_dim": 128,
+    "hidden_size": 4096,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 32768,
+    "moe_intermediate_size": [3072] * 32,
+    "moe_topk": [8] * 32,
+    "num_attention_heads": 32,
+    "num_experts": 64,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_shared_expert": [1] * 32,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"alpha": 1000.0, "factor": 1.0, "type": "dynamic"},
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "use_cla": False,
+    "use_mixed_mlp_moe": True,
+    "use_qk_norm": True,
+    "vocab_size": 128167,
+}
+
+
+def test_hunyuan_a13b_count_equals_its_safetensors_headers() -> None:
+    spec = vllm_mem.ModelSpec.from_hf_config(HUNYUAN_A13B)
+    assert spec.has_exact_rules and spec.model_type in vllm_mem.supported_model_types()
+    # 80,393,183,232: Hunyuan-A13B's parameters, "the safetensors headers exactly" (a parameter ledger of
+    # the shipped config, code-index id 69713764538).
+    total = spec.num_parameters()
+    assert total == 80_393_183_232
+    # The card's "80B total, 13B active": active = total less the 64 - 8 experts not chosen per layer.
+    assert round(total / 1e9) == 80 and round((total - 32 * (64 - 8) * _expert_parameters(4096, 3072)) / 1e9) == 13
+    assert (spec.moe.num_experts, spec.moe.num_experts_per_token, spec.moe.expert_intermediate_size) == (64, 8, 3072)
+    assert all(layer.moe for layer in spec.layers)
+
+
+def test_hunyuan_a13b_moe_tensors_by_hand() -> None:
+    # vLLM hunyuan_v1.py HunYuanSparseMoeBlock: 64 SwiGLU experts of 3072, gate ReplicatedLinear(4096, 64)
+    # without bias or quantization, shared_mlp = HunYuanMLP (gate_up + down) of 3072 x num_shared_expert.
+    spec = vllm_mem.ModelSpec.from_hf_config(HUNYUAN_A13B)
+    mlp_bytes = spec.weight_breakdown()["per_pp_rank"][0]["mlp_bytes"]
+    layer = 64 * _expert_parameters(4096, 3072) + _expert_parameters(4096, 3072) + 4096 * 64
+    assert mlp_bytes == 32 * layer * 2
+    # use_mixed_mlp_moe false: no shared MLP; num_shared_expert 2: twice as wide.
+    off = vllm_mem.ModelSpec.from_hf_config({**HUNYUAN_A13B, "use_mixed_mlp_moe": False})
+    assert spec.num_parameters() - off.num_parameters() == 32 * _expert_parameters(4096, 3072)
+    two = vllm_mem.ModelSpec.from_hf_config({**HUNYUAN_A13B, "num_shared_expert": [2] * 32})
+    assert two.num_parameters() - spec.num_parameters() == 32 * _expert_parameters(4096, 3072)
+    # Integers instead of lists read the same (vLLM takes either).
+    ints = {**HUNYUAN_A13B, "moe_topk": 8, "moe_intermediate_size": 3072, "num_shared_expert": 1}
+    assert vllm_mem.ModelSpec.from_hf_config(ints).num_parameters() == 80_393_183_232
+    # One expert is the dense HunYuanMLP of intermediate_size (_is_moe needs more than one).
+    dense = vllm_mem.ModelSpec.from_hf_config({**HUNYUAN_A13B, "num_experts": 1})
+    assert dense.moe is None
+
+
+def test_hunyuan_a13b_kv_by_hand() -> None:
+    # HunYuanAttention: one full-attention layer of 8 KV heads x 128 per layer (use_cla false), K and V in bf16.
+    cap = vllm_mem.kv_cache_capacity(HUNYUAN_A13B, 8 * GIB, max_model_len=4096)
+    assert [g.kind for g in cap.groups] == ["full_attention"] and len(cap.groups[0].layer_indices) == 32
+    assert cap.groups[0].page_size_bytes == cap.groups[0].block_size * 2 * 8 * 128 * 2
+    assert cap.bytes_per_block == 32 * cap.groups[0].page_size_bytes
+
+
+def test_hunyuan_a13b_per_layer_lists_are_read_strictly() -> None:
+    # Differing values per layer: one MoE shape cannot size them, so refused by name.
+    varied = {**HUNYUAN_A13B, "moe_topk": [8] * 31 + [4]}
+    with pytest.raises(NotImplementedError, match="moe_topk differs between layers"):
+        vllm_mem.ModelSpec.from_hf_config(varied)
+    # vLLM indexes each list by layer_id: a short list is no model.
+    for field, value in (
+        ("moe_intermediate_size", [3072] * 31),
+        ("num_shared_expert", [1, "1"] * 16),
+        ("moe_topk", [0] * 32),
+    ):
+        with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+            vllm_mem.ModelSpec.from_hf_config({**HUNYUAN_A13B, field: value})
+        assert e.value.field == field
+    with pytest.raises(NotImplementedError, match="use_cla"):
+        vllm_mem.ModelSpec.from_hf_config({**HUNYUAN_A13B, "use_cla": True, "cla_share_factor": 2})
 
 
 def test_minimax_m2_count_equals_the_quoted_figure() -> None:

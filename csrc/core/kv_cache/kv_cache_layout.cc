@@ -20,6 +20,16 @@ namespace {
 constexpr int64_t kDefaultBlockSizeTokens = 16;     // vLLM's DEFAULT_BLOCK_SIZE
 constexpr int64_t kDefaultMlaBlockSizeTokens = 64;  // FlashMLA's page (Hopper's MLA backend)
 
+/*! DeepSeek-V3.2 (vLLM models/config.py DeepseekV32ForCausalLM.verify_and_update_config, which asserts
+ *  the config has index_topk): its sparse MLA stores every fp8 KV dtype in the fp8_ds_mla layout, and
+ *  bfloat16 as "auto" (the model dtype); "auto" stays the model dtype. */
+std::string SparseMlaKvCacheDType(const ModelSpec& spec, const std::string& requested) {
+  if (!spec.mla || spec.mla->index_topk == 0) return requested;
+  if (requested.rfind("fp8", 0) == 0) return "fp8_ds_mla";
+  if (requested == "bfloat16") return "auto";
+  return requested;
+}
+
 }  // namespace
 
 KvCacheLayoutKey KvCacheLayoutKeyOf(const KvCacheOptions& o) {
@@ -64,7 +74,7 @@ std::shared_ptr<const KvCacheLayout> BuildKvCacheLayout(const ModelSpec& spec, c
   const std::string requested =
       (o.kv_cache_dtype == "auto" && !spec.checkpoint_kv_cache_dtype.empty()) ? spec.checkpoint_kv_cache_dtype
                                                                              : o.kv_cache_dtype;
-  layout->dtype = ResolveKvCacheDType(requested, model_dtype, "kv_cache_dtype");
+  layout->dtype = ResolveKvCacheDType(SparseMlaKvCacheDType(spec, requested), model_dtype, "kv_cache_dtype");
   layout->default_block_size = spec.mla ? kDefaultMlaBlockSizeTokens : kDefaultBlockSizeTokens;
 
   KvSpecBuildOptions build;

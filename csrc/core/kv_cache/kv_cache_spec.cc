@@ -94,6 +94,22 @@ int64_t InFlightTokens(const KvRequestShape& s) {
   return CheckedMul(s.max_concurrent_batches, s.max_num_batched_tokens, "max_num_batched_tokens");
 }
 
+/*! DeepSeek-V3.2's indexer key cache beside each MLA layer (vLLM deepseek_v2.py DeepseekV32IndexerCache):
+ *  an MLAAttentionSpec of one head of index_head_dim fp8 values plus one float32 scale per 128 of them
+ *  (quant_block_size), stored as uint8 whatever --kv-cache-dtype says. nullopt without an indexer. */
+std::optional<AttentionPageLayout> IndexerPageLayout(const ModelSpec& model, const AttentionPageLayout& latent) {
+  if (!model.mla || model.mla->index_head_dim == 0) return std::nullopt;
+  constexpr int64_t kQuantBlock = 128;
+  constexpr int64_t kScaleBytes = 4;
+  AttentionPageLayout l = latent;
+  l.num_kv_heads = 1;
+  l.head_size =
+      CheckedAdd(model.mla->index_head_dim, model.mla->index_head_dim / kQuantBlock * kScaleBytes, "index_head_dim");
+  l.head_size_v = l.head_size;
+  l.dtype = KvCacheDType{"uint8", 1, KvQuantMode::kNone};
+  return l;
+}
+
 }  // namespace
 
 std::string KvSpecKindName(const KvCacheSpec& spec) {
@@ -263,6 +279,7 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
     hybrid = PlanHybridLayers(model, options, options.block_size_tokens);
     base.block_size_tokens = hybrid->attention_block_size_tokens;
   }
+  const std::optional<AttentionPageLayout> indexer = IndexerPageLayout(model, base);
   std::vector<LayerKvSpec> out;
   for (int64_t i = first_layer; i < last_layer; ++i) {
     const LayerSpec& layer = model.layers[static_cast<size_t>(i)];
@@ -276,6 +293,8 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
         continue;  // no KV cache (linear attention / Mamba layers are sized elsewhere)
       case AttentionKind::kMla:
         out.push_back({i, MlaKvSpec{base}});
+        // Both are MLAAttentionSpecs of one block size: vLLM groups them as UniformTypeKVCacheSpecs.
+        if (indexer) out.push_back({i, MlaKvSpec{*indexer}});
         break;
       case AttentionKind::kSlidingWindow:
         RequirePositive(layer.sliding_window_tokens, "sliding_window");

@@ -20,14 +20,16 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
   for (const char* b : {"tie_word_embeddings_default", "bias_default", "gated_mlp", "rotary",
                         "embeddings_on_every_pp_rank", "qkv_bias", "attention_out_bias", "mlp_bias", "lm_head_bias",
                         "qk_norm", "parallel_block", "attention_sinks", "router_bias", "attn_output_gate",
-                        "moe_experts_use_intermediate_size", "mamba_dt_norms", "router_score_bias", "attention_free"}) {
+                        "moe_experts_use_intermediate_size", "mamba_dt_norms", "router_score_bias", "attention_free",
+                        "moe_per_layer_lists", "moe_needs_two_experts", "sparse_indexer"}) {
     if (key == b) return value.IsBool();
   }
   for (const char* s :
        {"source", "like", "bias_field", "embed_dim_field", "final_norm_field", "final_norm_removed_field",
         "local_rope_base_field", "rotary_type_field", "single_kv_head_unless_field", "attention_out_bias_field",
         "rotary_dim_field", "router_score_bias_field", "dense_intermediate_size_field", "shared_mlp_field",
-        "ssm_dtype_field", "mamba_cache_mode_all_refusal", "qk_norm_field", "rope_positions_field"}) {
+        "ssm_dtype_field", "mamba_cache_mode_all_refusal", "qk_norm_field", "rope_positions_field", "moe_top_k_field",
+        "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat"}) {
     if (key == s) return value.IsString() && !value.AsString().empty();
   }
   const auto small_int = [&](int64_t lo, int64_t hi) {

@@ -10,6 +10,8 @@
 #include "vllm_mem/model/model_spec.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "core/base/checked_math.h"
@@ -84,6 +86,8 @@ void CheckModelFamily(ModelSpec& spec, const JsonValue& config, const ModelReadO
       }
     }
   }
+  // What a supported family's figures leave out (model_families.json "caveat"): every report lists it.
+  if (const JsonValue* caveat = FamilyTrait(spec.model_type, "caveat")) spec.caveats.push_back(caveat->AsString());
   // A vision tower, or a wrapper whose language model sits under text_config (Gemma-3,
   // Mistral-Small-3.1, Llama-4: published configs may omit vision_config's defaults).
   const JsonValue* vision = config.Find("vision_config");
@@ -206,6 +210,26 @@ void ReadHeadDim(ModelSpec& spec, const JsonValue& text) {
   RequirePositiveAtMost(spec.head_dim, kMaxHeadDim, "head_dim", "vllm_mem/base/limits.h: 100x beyond real models");
 }
 
+/*! DeepSeek-V3.2's sparse-attention indexer (model_families.json sparse_indexer). vLLM's Indexer
+ *  reads index_n_heads, index_head_dim and index_topk without defaults and projects its queries from
+ *  the query LoRA (wq_b), so each is required and the model must have MLA with a q LoRA. */
+void ReadSparseIndexer(ModelSpec& spec, const JsonValue& text) {
+  if (!FamilyFlag(spec.model_type, "sparse_indexer", false)) return;
+  if (!spec.mla) {
+    throw InvalidArgument("kv_lora_rank",
+                          "DeepSeek-V3.2's indexer sits beside multi-head latent attention: "
+                          "kv_lora_rank is required");
+  }
+  if (spec.mla->q_lora_rank == 0) {
+    throw InvalidArgument("q_lora_rank",
+                          "DeepSeek-V3.2's indexer projects its queries from the query LoRA "
+                          "(vLLM's wq_b): q_lora_rank must be a positive integer");
+  }
+  spec.mla->index_n_heads = RequiredPositiveInt(text, {"index_n_heads"}, kMaxAttentionHeads);
+  spec.mla->index_head_dim = RequiredPositiveInt(text, {"index_head_dim"}, kMaxHeadDim);
+  spec.mla->index_topk = RequiredPositiveInt(text, {"index_topk"}, kMaxModelLenTokens);
+}
+
 /*! The MLP width (GPT-2 style configs leave n_inner null meaning 4 * hidden), the length and
  *  whether the LM head is the embedding (transformers' default is tied, most decoder families
  *  override it to False; model_families.json tie_word_embeddings_default). */
@@ -222,6 +246,54 @@ void ReadMlpPositionsAndTying(ModelSpec& spec, const JsonValue& text, const Json
   std::optional<bool> tie = OptionalBool(text, "tie_word_embeddings");
   if (!tie) tie = OptionalBool(config, "tie_word_embeddings");
   spec.tie_word_embeddings = tie.value_or(FamilyFlag(spec.model_type, "tie_word_embeddings_default", false));
+}
+
+/*! A MoE field a family may write as one value per layer (model_families.json moe_per_layer_lists:
+ *  HunYuan's moe_topk, moe_intermediate_size, num_shared_expert, which vLLM's hunyuan_v1.py indexes by
+ *  layer_id), else an integer. vllm_mem sizes one MoE shape for every layer, so a list must give each of
+ *  the num_layers layers the same value; a list that differs is refused by name, not averaged. */
+std::optional<int64_t> OptionalPerLayerInt(const ModelSpec& spec, const JsonValue& text, const std::string& field,
+                                           int64_t lo, int64_t hi) {
+  const JsonValue* v = text.Find(field);
+  if (v == nullptr || v->IsNull() || !v->IsArray() || !FamilyFlag(spec.model_type, "moe_per_layer_lists", false)) {
+    return OptionalIntIn(text, {field.c_str()}, lo, hi);
+  }
+  const auto& items = v->AsArray();
+  // vLLM asserts len(list) > layer_id for every layer it builds.
+  if (static_cast<int64_t>(items.size()) < spec.num_layers) {
+    throw InvalidArgument(field, "must hold one value for each of the " + std::to_string(spec.num_layers) +
+                                     " layers, got " + std::to_string(items.size()));
+  }
+  std::optional<int64_t> common;
+  for (int64_t i = 0; i < spec.num_layers; ++i) {
+    const int64_t x = AsInteger(items[static_cast<size_t>(i)], field);
+    if (x < lo || x > hi) {
+      throw InvalidArgument(field, "entries must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                       "], got " + std::to_string(x) + " for layer " + std::to_string(i));
+    }
+    if (common && x != *common) {
+      throw Unsupported(field + " differs between layers (layer 0: " + std::to_string(*common) + ", layer " +
+                        std::to_string(i) + ": " + std::to_string(x) +
+                        "): vllm_mem sizes one MoE shape for every layer");
+    }
+    common = x;
+  }
+  return common;
+}
+
+/*! HunYuan's shared MLP (model_families.json shared_mlp_experts_field): a gated HunYuanMLP of
+ *  intermediate_size x num_shared_expert beside the experts, built only while the switch
+ *  (use_mixed_mlp_moe) is on. The count has no default here: a guessed one would size a wrong MLP. */
+void ReadSharedExpertsMlp(const ModelSpec& spec, const JsonValue& text, const std::string& field, MoeSpec& moe) {
+  const JsonValue* on = FamilyTrait(spec.model_type, "shared_mlp_switch_field");
+  if (on != nullptr && !OptionalBool(text, on->AsString().c_str()).value_or(false)) return;
+  const auto count = OptionalPerLayerInt(spec, text, field, 0, kMaxExperts);
+  if (!count) throw InvalidArgument(field, "is required when the shared MLP is on");
+  if (*count == 0) return;
+  moe.shared_expert_intermediate_size = CheckedMul(spec.intermediate_size, *count, field.c_str());
+  RequirePositiveAtMost(moe.shared_expert_intermediate_size, kMaxIntermediateSize, field.c_str(),
+                        "vllm_mem/base/limits.h: 100x beyond real models");
+  moe.shared_expert_gate = false;  // HunYuanMLP has no sigmoid gate of its own
 }
 
 /*! The router facts model_families.json gives a MoE family: an e_score_correction_bias whatever
@@ -257,6 +329,9 @@ void ApplyFamilyMoe(ModelSpec& spec, const JsonValue& text, MoeSpec& moe) {
         OptionalIntIn(text, {field->AsString().c_str()}, 0, kMaxIntermediateSize).value_or(0);
     moe.shared_expert_gate = false;
   }
+  if (const JsonValue* field = FamilyTrait(spec.model_type, "shared_mlp_experts_field")) {
+    ReadSharedExpertsMlp(spec, text, field->AsString(), moe);
+  }
   ApplyRouterTraits(spec.model_type, text, moe);
   if (const JsonValue* field = FamilyTrait(spec.model_type, "dense_intermediate_size_field")) {
     if (auto dense = OptionalInt(text, {field->AsString().c_str()})) {
@@ -272,12 +347,25 @@ void ApplyFamilyMoe(ModelSpec& spec, const JsonValue& text, MoeSpec& moe) {
 void ReadMoe(ModelSpec& spec, const JsonValue& text) {
   const auto experts = OptionalIntIn(text, {"num_local_experts", "num_experts", "n_routed_experts"}, 0, kMaxExperts);
   if (!experts || *experts == 0) return;
+  // HunYuan's _is_moe: one expert is the dense HunYuanMLP (model_families.json moe_needs_two_experts).
+  if (*experts == 1 && FamilyFlag(spec.model_type, "moe_needs_two_experts", false)) return;
   MoeSpec moe;
   moe.num_experts = *experts;
-  moe.num_experts_per_token =
-      RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k"}, kMaxExperts);
+  if (const JsonValue* top_k = FamilyTrait(spec.model_type, "moe_top_k_field")) {
+    const std::string& field = top_k->AsString();
+    const auto k = OptionalPerLayerInt(spec, text, field, 1, kMaxExperts);
+    if (!k) throw InvalidArgument(field, "is required (the experts each token is routed to)");
+    moe.num_experts_per_token = *k;
+  } else {
+    moe.num_experts_per_token =
+        RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k"}, kMaxExperts);
+  }
+  // The range is checked below, with the message this field always had.
+  const char* width = FindFirstKey(text, {"moe_intermediate_size", "expert_intermediate_size"}).first;
   moe.expert_intermediate_size =
-      OptionalInt(text, {"moe_intermediate_size", "expert_intermediate_size"}).value_or(spec.intermediate_size);
+      OptionalPerLayerInt(spec, text, width != nullptr ? width : "moe_intermediate_size",
+                          std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())
+          .value_or(spec.intermediate_size);
   RequirePositiveAtMost(moe.expert_intermediate_size, kMaxIntermediateSize, "moe_intermediate_size",
                         "vllm_mem/base/limits.h: 100x beyond real models");
   moe.num_shared_experts = OptionalIntIn(text, {"n_shared_experts", "num_shared_experts"}, 0, kMaxExperts).value_or(0);
@@ -342,6 +430,7 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   if (!FamilyFlag(spec.model_type, "attention_free", false)) {
     ReadHeads(spec, text);
     ReadHeadDim(spec, text);
+    ReadSparseIndexer(spec, text);
   }
   ReadMlpPositionsAndTying(spec, text, config);
   spec.traits = ReadTraits(spec.model_type, text, spec.head_dim);

@@ -61,6 +61,19 @@ struct Tensors {
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
 
+/*! DeepSeek-V3.2's Indexer as vLLM 0.19 holds it (deepseek_v2.py), whole on every TP rank: wq_b from
+ *  the query LoRA, quantized with the checkpoint; wk and weights_proj fused into one wk_weights_proj
+ *  built with quant_config=None (an fp8 wk is upcast to the model dtype when loaded, PR #38684);
+ *  k_norm a LayerNorm whose weight and bias are float32 (layers/layernorm.py LayerNorm). */
+void DescribeSparseIndexer(const MlaSpec& m, int64_t hidden, Tensors& out) {
+  constexpr int64_t kFloat32LayerNormBytes = 4;
+  out.linears.push_back({Component::kAttention, m.q_lora_rank, Mul(m.index_n_heads, m.index_head_dim)});  // wq_b
+  Linear wk_weights_proj{Component::kAttention, hidden, Add(m.index_head_dim, m.index_n_heads)};
+  wk_weights_proj.quantizable = false;
+  out.linears.push_back(wk_weights_proj);
+  out.vectors.push_back({Component::kAttention, Mul(2, m.index_head_dim), kFloat32LayerNormBytes});  // k_norm
+}
+
 /*! Attention projections of one layer on one rank. */
 void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
   const auto& t = spec.traits;
@@ -85,6 +98,7 @@ void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
     kv_b.dequantized_copy = true;
     lin.push_back(kv_b);
     lin.push_back({Component::kAttention, Mul(heads, m.v_head_dim), h, t.attention_out_bias});  // o_proj
+    if (m.index_head_dim > 0) DescribeSparseIndexer(m, h, out);
     return;
   }
   // QKVParallelLinear: KV heads are split, or replicated one per rank when tp > KV heads.
@@ -385,6 +399,20 @@ int64_t RotaryDim(const ModelSpec& spec) {
   return static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
 }
 
+/*! The rotary cos/sin caches one rank holds: one per distinct get_rope key, the global one and Gemma-3's
+ *  local one; longrope's short cache shares the long cache's buffer. */
+int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes) {
+  const int64_t global_rows =
+      spec.traits.rope_table_rows > 0 ? spec.traits.rope_table_rows : spec.traits.rope_cache_positions;
+  // DeepSeek-V3.2's indexer builds its own NeoX-style rope beside MLA's (vLLM PR #28968, deepseek_v2.py
+  // indexer_rope_emb): get_rope keys its caches by is_neox_style, so a second cache of the same rows.
+  const int64_t indexer_rope_rows = spec.mla && spec.mla->index_head_dim > 0 ? global_rows : 0;
+  const int64_t rope_rows =
+      Add(Add(Add(global_rows, spec.traits.local_rope_cache_positions), spec.traits.short_rope_cache_positions),
+          indexer_rope_rows);
+  return Mul(Mul(rope_rows, RotaryDim(spec)), dtype_bytes);
+}
+
 }  // namespace
 
 int64_t NumParameters(const ModelSpec& spec) {
@@ -450,13 +478,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t lm_head_bytes =
       Add(embedding_bytes, spec.traits.lm_head_bias ? Mul(vocab_rows, dt) : 0);
   const int64_t final_norm_bytes = Mul(FinalNormElements(spec), dt);
-  // One cos/sin cache per distinct get_rope key: the global one, and Gemma-3's local one;
-  // longrope's short cache shares the long cache's buffer.
-  const int64_t global_rows =
-      spec.traits.rope_table_rows > 0 ? spec.traits.rope_table_rows : spec.traits.rope_cache_positions;
-  const int64_t rope_rows =
-      Add(Add(global_rows, spec.traits.local_rope_cache_positions), spec.traits.short_rope_cache_positions);
-  const int64_t rope_bytes = Mul(Mul(rope_rows, RotaryDim(spec)), dt);
+  const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
   const Tensors extras = EmbeddingExtras(spec);
 
   // Layers come in few distinct kinds (dense / MoE), so describe each kind once.

@@ -175,6 +175,15 @@ int64_t CheckpointShare(const RankWeights& rw, int64_t whole_model_param_bytes, 
  *  only (no encoder profile run; the release may not build the tower). */
 bool TextOnly(const PlanInputs& in) { return in.language_model_only || in.limit_mm_per_prompt == 0; }
 
+/*! DeepSeek-V3.2: DeepseekV2Model allocates the indexer's topk_indices_buffer (max_num_batched_tokens x
+ *  index_topk int32) on every pipeline rank while the model is built (vLLM deepseek_v2.py), so vLLM's
+ *  "Model loading took" counts it beside the weights. */
+int64_t IndexerTopkBufferBytes(const ModelSpec& spec, int64_t max_num_batched_tokens) {
+  constexpr int64_t kInt32Bytes = 4;
+  if (!spec.mla || spec.mla->index_topk == 0) return 0;
+  return CheckedMul(CheckedMul(max_num_batched_tokens, spec.mla->index_topk, "index_topk"), kInt32Bytes, "index_topk");
+}
+
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model
  *  loading took" includes it). */
 void SizeWeights(PlanRun& run, StartupPlan& plan) {
@@ -212,6 +221,8 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
       rank.weights_bytes = CheckpointShare(rw, whole_model_param_bytes, in.checkpoint_weights_bytes);
     }
     rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
+    rank.weights_bytes =
+        CheckedAdd(rank.weights_bytes, IndexerTopkBufferBytes(run.spec, in.max_num_batched_tokens), "index_topk");
     if (TextOnly(in) && in.text_only_skips_vision_tower) {
       // Every modality limited to 0: the release builds no tower (vllm_versions.json).
       rank.weights_bytes -= rank.vision_encoder_bytes;

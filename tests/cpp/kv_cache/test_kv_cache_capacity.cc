@@ -264,6 +264,28 @@ TEST(KvCacheCapacity, MlaDeepSeekV3) {
   EXPECT_EQ(cap.groups[0].kind, "mla");
 }
 
+// DeepSeek-V3.2 (vLLM deepseek_v2.py): beside each layer's latent, DeepseekV32IndexerCache keeps an
+// MLAAttentionSpec of 128 fp8 key bytes + one float32 scale (132 bytes per token, uint8); the two kinds
+// share a block size, so one UniformTypeKVCacheSpecs group whose block is every layer's pages. fp8 KV
+// dtypes become fp8_ds_mla (models/config.py DeepseekV32ForCausalLM.verify_and_update_config).
+TEST(KvCacheCapacity, SparseMlaDeepSeekV32) {
+  ModelSpec m = ModelSpec::FromHfConfigText(R"({"model_type": "deepseek_v32", "num_hidden_layers": 61,
+    "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+    "v_head_dim": 128, "torch_dtype": "bfloat16", "index_n_heads": 64, "index_head_dim": 128,
+    "index_topk": 2048})");
+  KvCacheOptions o = Opts(8192);
+  o.tensor_parallel_size = 8;
+  auto cap = ComputeKvCacheCapacity(m, {10 * kGiB}, o);
+  EXPECT_EQ(cap.block_size, 64);
+  EXPECT_EQ(cap.bytes_per_block, 64 * (1152 + 132) * 61);
+  EXPECT_EQ(cap.num_blocks, 10 * kGiB / (64 * (1152 + 132) * 61));
+  ASSERT_EQ(cap.groups.size(), 1u);
+  EXPECT_TRUE(cap.groups[0].uniform_type);
+  o.kv_cache_dtype = "fp8";
+  EXPECT_EQ(ComputeKvCacheCapacity(m, {10 * kGiB}, o).bytes_per_block, 64 * (656 + 132) * 61);
+}
+
 TEST(KvCacheCapacity, AutoFitMaxModelLen) {
   // vLLM's test_auto_fit_max_model_len: 2 layers, max_model_len 1024.
   ModelSpec m = Dense(2, 2, 64, "float32");

@@ -59,6 +59,12 @@ struct MlaSpec {
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
+  /*! DeepSeek-V3.2's sparse-attention indexer (model_families.json sparse_indexer): its query heads
+   *  (index_n_heads) and their width (index_head_dim); 0: no indexer. Each MLA layer then holds the
+   *  indexer's weights and a second, fp8 key cache (vLLM deepseek_v2.py Indexer, DeepseekV32IndexerCache). */
+  int64_t index_n_heads = 0;
+  int64_t index_head_dim = 0;
+  int64_t index_topk = 0;  //!< tokens each query attends to (no memory of its own here)
 };
 
 /*! \brief Mixture-of-experts MLP dimensions. */
