@@ -532,29 +532,35 @@ def test_exaone4_layer_types_and_pattern_agree() -> None:
 # renames model_type "hunyuan"); model_type hunyuan_v1_moe is vLLM's name for HunYuanMoEV1ForCausalLM.
 # Not confirmed: torch_dtype bfloat16 and max_position_embeddings 32768.
 HUNYUAN_A13B = {
+    # The same values as Hunyuan-7B's config for these keys.
+    **{
+        key: HUNYUAN_7B[key]
+        for key in (
+            "attention_bias",
+            "hidden_size",
+            "num_attention_heads",
+            "num_hidden_layers",
+            "num_key_value_heads",
+            "rms_norm_eps",
+            "rope_scaling",
+            "rope_theta",
+            "tie_word_embeddings",
+            "torch_dtype",
+            "use_cla",
+            "use_qk_norm",
+            "vocab_size",
+        )
+    },
     "architectures": ["HunYuanMoEV1ForCausalLM"],
     "model_type": "hunyuan_v1_moe",
-    "attention_bias": False,
     "attention_head_dim": 128,
-    "hidden_size": 4096,
     "intermediate_size": 3072,
     "max_position_embeddings": 32768,
     "moe_intermediate_size": [3072] * 32,
     "moe_topk": [8] * 32,
-    "num_attention_heads": 32,
     "num_experts": 64,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
     "num_shared_expert": [1] * 32,
-    "rms_norm_eps": 1e-05,
-    "rope_scaling": {"alpha": 1000.0, "factor": 1.0, "type": "dynamic"},
-    "rope_theta": 10000.0,
-    "tie_word_embeddings": True,
-    "torch_dtype": "bfloat16",
-    "use_cla": False,
     "use_mixed_mlp_moe": True,
-    "use_qk_norm": True,
-    "vocab_size": 128167,
 }
 
 
