@@ -243,6 +243,7 @@ void BindPlan(py::module_& m) {
     d["sampler_bytes_per_logit"] = p.sampler_bytes_per_logit;
     d["sampler_kernel_programs"] = p.sampler_kernel_programs;
     d["sampler_fixed_bytes"] = p.sampler_fixed_bytes;
+    d["v2_sampler_bytes_per_logit"] = p.v2_sampler_bytes_per_logit;
     d["hybrid_kv_cache_manager"] = p.hybrid_kv_cache_manager;
     d["default_block_size"] = p.default_block_size;
     d["max_model_len_auto"] = p.max_model_len_auto;

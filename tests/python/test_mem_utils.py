@@ -656,7 +656,7 @@ def test_non_kv_formula_defaults_to_the_installed_then_the_newest_vllm(
     sim.torch_free(512 * MiB)
     sim.other_process_free(512 * MiB)
     monkeypatch.setattr(versions, "installed_vllm_version", lambda: None)
-    newest = vllm_mem.vllm_versions()[-1]["version"]
+    newest = str(_C.lookup_vllm_version("")[0])  # the default release (docs/vllm_versions.md)
     result = _vllm_scenario(sim, None)
     assert (result.vllm_version, result.formula) == (newest, "total_consumed")
     with pytest.raises(ValueError, match="vllm_version"):

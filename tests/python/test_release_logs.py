@@ -85,6 +85,11 @@ def _plan(log: dict[str, Any], **overrides: Any) -> Any:
         # above it will do.
         total_memory_bytes=round(total * GiB) if total else round(2 * log["observed"]["available_kv_cache_gib"] * GiB),
     )
+    if log.get("plan_from_printed_pool"):
+        # Neither the budget nor the graph settings are printed: the printed pool is the input
+        # (vLLM's --kv-cache-memory path, which profiles nothing), so the weights and the KV
+        # lines are what the entry checks.
+        kwargs["kv_cache_memory_bytes"] = math.floor(log["observed"]["available_kv_cache_gib"] * GiB)
     kwargs.update(overrides)
     return vllm_mem.plan(_config(log), **kwargs)
 
@@ -124,7 +129,7 @@ def test_every_entry_names_its_source_release_and_printed_lines() -> None:
         for term in list(log["not_compared"]) + list(log["known_disagreements"]):
             assert term in log["observed"] and (log["not_compared"].get(term) or log["known_disagreements"][term])
     lines = {".".join(log["release"].split(".")[:2]) for log in _logs()}
-    assert {f"0.{n}" for n in (10, 11, 13, 15, 16, 17, 18, 20, 23, 24, 26, 27, 28)} <= lines
+    assert {f"0.{n}" for n in (10, 11, 13, 15, 16, 17, 18, 20, 23, 24, 26, 27, 28, 31)} <= lines
 
 
 @pytest.mark.parametrize("log", _logs(), ids=_ids(_logs()))
@@ -309,6 +314,22 @@ def test_scheduler_defaults_are_the_ones_the_start_up_printed(log: dict[str, Any
     assert _plan(log).settings["max_num_batched_tokens"] == log["observed"]["max_num_batched_tokens"]
 
 
+def test_the_kv_lines_are_one_line_exactly_where_the_release_says() -> None:
+    """v1_combined_line (from 0.29) prints tokens and concurrency on one line ('GPU KV cache size:
+    651,504 tokens, Maximum concurrency for 4,096 tokens per request: 159.06x', v0.31.0); every
+    older release seen prints them as two lines."""
+    seen = set()
+    for rec in _logs() + _doc()["wording_only"]:
+        size_lines = [x for x in rec["printed_lines"] if "GPU KV cache size:" in x]
+        if not size_lines:
+            continue
+        one_line = all("Maximum concurrency for" in x for x in size_lines)
+        wording = _profile_rule(_profile_of(rec["release"]), "kv_log_format")["value"]
+        assert one_line == (wording == "v1_combined_line"), (rec["id"], wording)
+        seen.add(one_line)
+    assert seen == {True, False}
+
+
 def test_wording_only_records_quote_their_figures() -> None:
     for rec in _doc()["wording_only"]:
         assert re.fullmatch(r"code-index id \d{6,}|https://github\.com/\S+", rec["url"]) and rec["why_not_planned"]
@@ -354,7 +375,12 @@ def test_a_dense_model_on_0_27_keeps_no_graph_memory_in_the_budget() -> None:
         p.requested_bytes - p.weights_bytes - p.activation_peak_bytes - p.non_torch_bytes
     )
     v1 = _plan(log, vllm_version="0.24.0")
-    assert v1.available_kv_cache_bytes == p.available_kv_cache_bytes - v1.cudagraph_bytes
+    # The V1 runner's budget also carries its own profile peak (the Triton sampler's 13 B/logit
+    # where V2 keeps one float32 copy: v2_sampler_bytes_per_logit).
+    assert v1.activation_peak_bytes > p.activation_peak_bytes
+    assert v1.available_kv_cache_bytes == (
+        p.available_kv_cache_bytes - v1.cudagraph_bytes - (v1.activation_peak_bytes - p.activation_peak_bytes)
+    )
 
 
 def test_the_0_24_start_ups_tell_the_two_token_wordings_apart() -> None:
@@ -398,15 +424,48 @@ def test_the_0_11_0_start_up_rules_out_the_sort_sampler() -> None:
     assert flashinfer_sampler_phase < flashinfer, (flashinfer_sampler_phase, flashinfer)
 
 
-@pytest.mark.parametrize("version", ["0.29", "0.29.0rc1", "0.30.2", "0.32.0", "0.99"])
-def test_a_release_past_the_profiles_is_refused_by_name(version: str) -> None:
-    """From 0.29 Model Runner V2 serves every model with its own CUDA-graph profile in the budget
-    and batch-sharded sampling (v0.29.0 release note): no rule here models either, so a plan for
-    0.29 or later is refused (NotModelledError) rather than made with 0.28's rules."""
-    with pytest.raises(vllm_mem.NotModelledError, match=r"not modelled: from vLLM 0\.29\.0, Model Runner V2"):
+@pytest.mark.parametrize("version", ["0.29", "0.29.0rc1", "0.30.2", "0.31.0", "0.32.0", "0.99"])
+def test_from_0_29_only_what_model_runner_v2_leaves_unmeasured_is_planned(version: str) -> None:
+    """From 0.29 Model Runner V2 serves every model and subtracts the memory it measures capturing
+    every CUDA graph (PR #53306): no rule reproduces that measurement, so a start-up that captures
+    graphs into the budget is refused by name, naming the settings that are planned; the same
+    release with --enforce-eager (or NONE graphs, the estimate off, a given KV pool) is planned."""
+    with pytest.raises(vllm_mem.NotModelledError, match=r"Model Runner V2 .* enforce_eager=True"):
         vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version=version)
-    # The newest profile's own patch releases still plan.
-    assert vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.9").vllm_version == "0.28.0"
+    moe = "Qwen/Qwen3-30B-A3B"  # V2 for every model: a MoE too
+    with pytest.raises(vllm_mem.NotModelledError, match="enforce_eager"):
+        vllm_mem.plan(moe, gpu="H100-80GB", max_model_len=8192, vllm_version=version)
+    for model in (LLAMA_8B, moe):
+        eager = vllm_mem.plan(model, gpu="H100-80GB", max_model_len=8192, vllm_version=version, enforce_eager=True)
+        assert eager.to_dict()["vllm_version"]["model_runner"] == "v2" and eager.cudagraph_bytes == 0
+        assert eager.vllm_version >= "0.29.0"
+    for settings in ({"cudagraph_mode": "NONE"}, {"cudagraph_memory_in_budget": False},
+                     {"kv_cache_memory_bytes": 40 << 30}):
+        vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version=version, **settings)
+    # The V1 runner's estimate is modelled: a method V2 does not run falls back to it, and plans.
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    p = vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version=version, speculative_config=ngram)
+    assert p.to_dict()["vllm_version"]["model_runner"] == "v1" and p.settings["cudagraph_memory_in_budget"]
+
+
+@pytest.mark.parametrize("model", [LLAMA_8B, "Qwen/Qwen3-30B-A3B"])
+def test_a_0_29_sweep_marks_only_the_graph_rows_invalid(model: str) -> None:
+    """A sweep over enforce_eager on 0.29: the rows that would put Model Runner V2's measured graph
+    memory in the budget are invalid, the eager rows are the eager plans."""
+    cols = vllm_mem.sweep(model, "H100-80GB", enforce_eager=[False, True], max_model_len=8192,
+                          vllm_version="0.29", as_frame=False)
+    assert [str(x) for x in cols["failure_phase"]][0] == "invalid"
+    eager = vllm_mem.plan(model, "H100-80GB", enforce_eager=True, max_model_len=8192, vllm_version="0.29")
+    assert int(cols["available_kv_cache_bytes"][1]) == eager.available_kv_cache_bytes
+
+
+def test_the_default_release_is_the_newest_whose_graph_start_ups_are_planned() -> None:
+    """Without a version asked or installed a plan takes 0.28.0, not 0.32.0: a default plan
+    captures CUDA graphs, which from 0.29 only a measurement on the device sizes."""
+    p = vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192)
+    assert (p.vllm_version, p.vllm_version_source) == ("0.28.0", "newest known")
+    assert "newest release whose CUDA-graph start-ups vllm_mem plans" in p.vllm_version_note
+    assert vllm_mem.vllm_versions()[-1]["version"] == "0.32.0"
 
 
 def _profile_rule(release: str, rule: str) -> dict[str, Any]:
@@ -426,9 +485,7 @@ def _checked_markers() -> dict[tuple[str, str], list[str]]:
 def test_each_check_names_a_change_in_force_for_that_release() -> None:
     markers = _checked_markers()
     for log in _logs():
-        profile_version = vllm_mem.plan(
-            "meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", max_model_len=8192, vllm_version=log["release"]
-        ).vllm_version
+        profile_version = _profile_of(log["release"])
         for check in log["checks"]:
             rule, since = check.split("@")
             assert _profile_rule(profile_version, rule)["since"] == since, (log["id"], check)

@@ -55,17 +55,27 @@ def test_a_version_of_the_wrong_type_is_a_type_error() -> None:
         vllm_mem.plan(LLAMA, gpu="H100-80GB", vllm_version=0.19)  # type: ignore[arg-type]
 
 
-def test_a_newer_version_than_known_is_refused_by_name() -> None:
-    # Releases from 0.29 changed the budget in ways no profile models (vllm_versions.json
-    # "not_modelled"): refused, not planned with the newest profile's rules and a note.
+def test_a_newer_version_than_known_takes_the_newest_rules_and_says_so() -> None:
+    # vllm_versions.json's "not_modelled" list is empty since 0.29-0.32 have profiles: a later
+    # release plans with the newest profile's rules, a note says so, and what those rules refuse
+    # (Model Runner V2's measured CUDA-graph memory) is refused for it too.
     newest = vllm_mem.vllm_versions()[-1]["version"]
-    with pytest.raises(vllm_mem.NotModelledError, match=f"newest release with rules is {newest}"):
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.99", enforce_eager=True)
+    assert p.vllm_version == newest and "newer than the newest known" in p.vllm_version_note
+    with pytest.raises(vllm_mem.NotModelledError, match="enforce_eager"):
         vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.99")
+
+
+def _default_release() -> str:
+    """The release a plan takes when none is asked or installed (the newest whose CUDA-graph
+    start-ups are planned; docs/vllm_versions.md)."""
+    return str(_C.lookup_vllm_version("")[0])
 
 
 def test_default_version_is_the_installed_one_else_the_newest(monkeypatch: pytest.MonkeyPatch) -> None:
     p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
-    assert (p.vllm_version, p.vllm_version_source) == (vllm_mem.vllm_versions()[-1]["version"], "newest known")
+    assert (p.vllm_version, p.vllm_version_source) == (_default_release(), "newest known")
+    assert _default_release() == "0.28.0"  # 0.29-0.32 measure Model Runner V2's graphs
     monkeypatch.setattr(versions, "installed_vllm_version", lambda: "0.10.1.1")
     p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192)
     assert (p.vllm_version, p.vllm_version_source) == ("0.10.0", "installed")
@@ -136,6 +146,8 @@ def test_model_runner_v2_budgets_no_graph_memory_for_dense_models_on_0_25_to_0_2
     assert _C.vllm_profile_settings("0.24")["v2_runner_serves"] == "none"
     assert _C.vllm_profile_settings("0.25")["v2_runner_serves"] == "dense"
     assert _C.vllm_profile_settings("0.28")["v2_runner_cudagraph_profiling"] is False
+    assert _C.vllm_profile_settings("0.29")["v2_runner_serves"] == "all"
+    assert _C.vllm_profile_settings("0.29")["v2_runner_cudagraph_profiling"] is True
 
 
 @pytest.mark.parametrize(("version", "gpu", "usage", "seqs", "tokens"), [
@@ -196,6 +208,10 @@ def test_kv_log_lines_in_each_releases_wording() -> None:
     assert v28.kv_cache is not None
     concurrency = f"Maximum concurrency for 8,192 tokens per request: {v28.kv_cache.max_concurrency:.2f}x"
     assert v28.kv_log_lines == [f"GPU KV cache size: {v28.kv_cache.num_tokens:,} tokens, {concurrency}"]
+    v29 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.29", enforce_eager=True)
+    assert v29.kv_cache is not None  # 0.29+ keep the one line (v0.29.0 and v0.31.0 logs)
+    assert v29.kv_log_lines == [f"GPU KV cache size: {v29.kv_cache.num_tokens:,} tokens, Maximum concurrency for "
+                                f"8,192 tokens per request: {v29.kv_cache.max_concurrency:.2f}x"]
     # 0.8-0.9 (PR #13596): tokens = blocks x block size, concurrency = tokens / max_model_len.
     assert v09.kv_log_lines[0] == f"GPU KV cache size: {v09.kv_cache.num_blocks * 16:,} tokens"
     assert "GPU KV cache size" in v19.report() and v19.kv_log_lines[1] in v19.report()

@@ -48,6 +48,19 @@ ModelRunnerChoice ChooseModelRunner(const VllmVersionProfile& profile, const Mod
                    : ", whose profile_cudagraph_memory() returns 0: no CUDA-graph memory in the KV budget")};
 }
 
+std::string V2GraphProfileRefusal(const VllmVersionProfile& profile, VllmModelRunner runner, bool captures_graphs,
+                                  bool graph_memory_in_budget, bool kv_cache_memory_given) {
+  // vLLM skips the whole memory profile (graphs included) when --kv-cache-memory is given.
+  if (runner != VllmModelRunner::kV2 || !profile.v2_runner_cudagraph_profiling || !captures_graphs ||
+      !graph_memory_in_budget || kv_cache_memory_given) {
+    return "";
+  }
+  return "vLLM " + profile.version +
+         ": Model Runner V2 subtracts the memory it measures capturing every CUDA graph (PR #53306), which "
+         "is not modelled; plan with enforce_eager=True (--enforce-eager), cudagraph_mode='NONE', "
+         "cudagraph_memory_in_budget=False or kv_cache_memory_bytes";
+}
+
 bool CudagraphMemoryInBudgetByDefault(const VllmVersionProfile& profile, VllmEngine engine, VllmModelRunner runner) {
   // V0 captured its graphs after allocating the KV cache: never in the budget.
   if (engine != VllmEngine::kV1 || !profile.cudagraph_memory_in_budget) return false;

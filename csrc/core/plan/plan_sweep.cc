@@ -228,12 +228,14 @@ RowResult PlanRow(const SweepContext& ctx, const PlanInputs& at, int64_t total, 
   row.total_memory_bytes = total;
   row.gpu_memory_utilization = util;
   row.free_memory_bytes = ctx.axes.base.free_memory_bytes;
+  RowResult invalid;
+  invalid.phase = kSweepInvalid;
   try {
     return FromPlan(EvaluatePlan(ctx.spec, row, &ctx.layouts));
   } catch (const InvalidArgument&) {
-    RowResult r;
-    r.phase = kSweepInvalid;
-    return r;
+    return invalid;
+  } catch (const Unsupported&) {
+    return invalid;  // not modelled for this row only (a 0.29+ row that captures graphs), as MakeShape
   }
 }
 

@@ -13,6 +13,29 @@
 #include "vllm_mem/plan/speculative_decoding.h"
 
 namespace vllm_mem {
+namespace {
+
+// The model runner the release gives the model, which decides whether the graph estimate is
+// budgeted (Model Runner V2 before 0.29 profiled none) and, from 0.29, refuses a plan whose
+// budget would hold V2's measured graph memory (model_runner.h).
+VllmModelRunner ResolveModelRunner(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs& in) {
+  const ModelRunnerChoice runner = ChooseModelRunner(
+      profile, spec, in.speculative ? NormalizeSpeculativeMethod(in.speculative->method) : std::string());
+  in.model_runner = VllmModelRunnerName(runner.runner);
+  in.model_runner_note = runner.reason;
+  if (!in.cudagraph_memory_in_budget.has_value()) {
+    in.cudagraph_memory_in_budget = CudagraphMemoryInBudgetByDefault(profile, in.engine, runner.runner);
+  }
+  const bool captures_graphs = !in.enforce_eager && in.cudagraph_mode != CudagraphMode::kNone;
+  if (const std::string r = V2GraphProfileRefusal(profile, runner.runner, captures_graphs,
+                                                  *in.cudagraph_memory_in_budget, in.kv_cache_memory_bytes > 0);
+      !r.empty()) {
+    throw Unsupported(r);
+  }
+  return runner.runner;
+}
+
+}  // namespace
 
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs in) {
   RefuseIfNotModelled(in.vllm_version);
@@ -30,15 +53,7 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
                                              " has no V0 engine (removed in 0.11.0); use a vllm_version below 0.11");
   }
   if (in.gpu_memory_utilization == 0.0) in.gpu_memory_utilization = profile.gpu_memory_utilization;
-  // The model runner decides whether the graph estimate is budgeted: Model Runner V2 before
-  // 0.29 profiled none (model_runner.h).
-  const ModelRunnerChoice runner = ChooseModelRunner(
-      profile, spec, in.speculative ? NormalizeSpeculativeMethod(in.speculative->method) : std::string());
-  in.model_runner = VllmModelRunnerName(runner.runner);
-  in.model_runner_note = runner.reason;
-  if (!in.cudagraph_memory_in_budget.has_value()) {
-    in.cudagraph_memory_in_budget = CudagraphMemoryInBudgetByDefault(profile, in.engine, runner.runner);
-  }
+  const VllmModelRunner runner = ResolveModelRunner(profile, spec, in);
   if (in.max_model_len == kMaxModelLenAuto) {
     // vLLM's auto-fit starts at the derived maximum: the scheduler sizes and the profile run are
     // resolved with it, and only the KV phase shortens it (EvaluatePlan).
@@ -57,9 +72,13 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
                            in.max_num_seqs, in.max_num_batched_tokens);
   in.max_num_seqs = b.max_num_seqs;
   in.max_num_batched_tokens = b.max_num_batched_tokens;
+  // Each runner samples the profile run's dummy logits its own way (vllm_versions.json).
+  const double release_sampler =
+      runner == VllmModelRunner::kV2 ? profile.v2_sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
   in.activation_constants.sampler_bytes_per_logit =
-      in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
-  in.activation_constants.sampler_kernel_programs = profile.sampler_kernel_programs;
+      in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : release_sampler;
+  // Model Runner V2 samples the dummy batch without the Triton top-k/top-p kernel: none of its rows.
+  in.activation_constants.sampler_kernel_programs = runner == VllmModelRunner::kV2 ? 0 : profile.sampler_kernel_programs;
   in.activation_constants.sampler_fixed_bytes = profile.sampler_fixed_bytes;
   // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
   if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {

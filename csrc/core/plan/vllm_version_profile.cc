@@ -180,7 +180,20 @@ void ApplySamplerRule(VllmVersionProfile& p, const std::string& rule, const Json
   }
 }
 
+// The rules whose value is a plain number: the default utilization and Model Runner V2's sampler
+// figure (bytes per logit; the V1 runner's terms are ApplySamplerRule's). false for any other rule.
+bool ApplyNumberRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  double* target = rule == "gpu_memory_utilization"       ? &p.gpu_memory_utilization
+                   : rule == "v2_sampler_bytes_per_logit" ? &p.v2_sampler_bytes_per_logit
+                                                          : nullptr;
+  if (target == nullptr) return false;
+  if (!v.IsNumber()) Bad(rule + " must be a number");
+  *target = v.AsNumber().value;
+  return true;
+}
+
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  if (ApplyNumberRule(p, rule, v)) return;
   if (rule == "engine") {
     p.engine = Str(v, rule);
     if (p.engine != VllmEngineName(VllmEngine::kV0) && p.engine != VllmEngineName(VllmEngine::kV1)) {
@@ -189,9 +202,6 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "v0_engine_available") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.v0_engine_available = v.AsBool();
-  } else if (rule == "gpu_memory_utilization") {
-    if (!v.IsNumber()) Bad(rule + " must be a number");
-    p.gpu_memory_utilization = v.AsNumber().value;
   } else if (rule == "cudagraph_memory_in_budget") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.cudagraph_memory_in_budget = v.AsBool();
@@ -329,6 +339,16 @@ bool TierMatches(const BatchDefaultTier& t, int64_t total_memory_bytes, const st
                       [&](const std::string& n) { return name_lower.find(n) != std::string::npos; });
 }
 
+// The release a plan takes when none is asked or installed: the newest whose default start-up
+// (CUDA graphs, the estimate in the budget) is planned. From 0.29 Model Runner V2 measures its
+// graphs, which no rule reproduces (model_runner.h V2GraphProfileRefusal).
+const VllmVersionProfile& DefaultProfile(const std::vector<VllmVersionProfile>& profiles) {
+  for (auto it = profiles.rbegin(); it != profiles.rend(); ++it) {
+    if (!it->v2_runner_cudagraph_profiling || it->v2_runner_serves == "none") return *it;
+  }
+  return profiles.front();
+}
+
 }  // namespace
 
 void RefuseIfNotModelled(const std::string& asked) {
@@ -419,8 +439,12 @@ VersionLookup LookupVllmVersion(std::string_view version) {
   const auto& profiles = VllmVersionProfiles();
   VersionLookup out;
   if (version.empty()) {
-    out.profile = &profiles.back();
-    out.note = "no vllm_version given and no vllm installed: the newest release vllm_mem knows";
+    out.profile = &DefaultProfile(profiles);
+    out.note = "no vllm_version given and no vllm installed: vLLM " + out.profile->version +
+               ", the newest release whose CUDA-graph start-ups vllm_mem plans" +
+               (out.profile == &profiles.back()
+                    ? std::string()
+                    : " (" + profiles.back().version + " is planned for enforce_eager start-ups when asked for)");
     return out;
   }
   const VllmVersion asked = ParseVllmVersion(version);

@@ -66,7 +66,7 @@ TEST(VllmVersion, EveryReleaseLineHasAProfileWithSources) {
       EXPECT_TRUE(r.release == "tagged" || r.release == "inferred") << r.rule;
     }
   }
-  for (int minor = 7; minor <= 28; ++minor) EXPECT_TRUE(lines.count("0." + std::to_string(minor))) << minor;
+  for (int minor = 7; minor <= 32; ++minor) EXPECT_TRUE(lines.count("0." + std::to_string(minor))) << minor;
 }
 
 TEST(VllmVersion, LookupPicksTheNewestProfileNotAfterTheVersion) {
@@ -74,20 +74,25 @@ TEST(VllmVersion, LookupPicksTheNewestProfileNotAfterTheVersion) {
   EXPECT_EQ(Profile("0.8.3").version, "0.8.0");   // before PR #16158
   EXPECT_EQ(Profile("0.8.4").version, "0.8.4");
   EXPECT_EQ(Profile("0.10.2").version, "0.10.0");
-  EXPECT_EQ(Profile("").version, VllmVersionProfiles().back().version);
+  // Nothing asked: the newest release whose CUDA-graph start-ups are planned (from 0.29 Model
+  // Runner V2 measures its graphs on the device: model_runner.h V2GraphProfileRefusal).
+  EXPECT_EQ(Profile("").version, "0.28.0");
+  EXPECT_EQ(VllmVersionProfiles().back().version, "0.32.0");
   const VersionLookup newer = LookupVllmVersion("0.99");
   EXPECT_TRUE(newer.newer_than_known);
   EXPECT_EQ(newer.profile, &VllmVersionProfiles().back());
   EXPECT_NE(newer.note.find("newer than the newest known"), std::string::npos);
-  EXPECT_FALSE(LookupVllmVersion("0.28.3").newer_than_known);  // a patch of the newest line
-  // A plan for a release past "not_modelled"'s 0.29.0 is refused by name (vllm_versions.json).
+  EXPECT_FALSE(LookupVllmVersion("0.32.3").newer_than_known);  // a patch of the newest line
+  // vllm_versions.json "not_modelled" is empty: 0.29-0.32 are profiled; a graph start-up is
+  // refused there by its own rule (ModelRunner tests below), an eager one planned.
   PlanInputs in;
   in.total_memory_bytes = Total("H100-80GB");
   in.max_model_len = 8192;
   in.vllm_version = "0.99";
   EXPECT_THROW(EvaluatePlan(Llama(), in), Unsupported);
-  in.vllm_version = "0.28.3";
-  EXPECT_NO_THROW(EvaluatePlan(Llama(), in));
+  in.enforce_eager = true;
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.resolved_vllm_version, "0.32.0");
+  EXPECT_NO_THROW(RefuseIfNotModelled("0.99"));
   EXPECT_THROW(LookupVllmVersion("0.5.4"), InvalidArgument);     // older than any profile
 }
 
@@ -367,6 +372,50 @@ TEST(ModelRunner, TheReleaseDecidesWhichModelsV2Serves) {
   EXPECT_EQ(ChooseModelRunner(Profile("0.28"), Llama(), "draft_model").runner, VllmModelRunner::kV1);
   EXPECT_EQ(ChooseModelRunner(Profile("0.28"), Llama(), "eagle3").runner, VllmModelRunner::kV2);
   EXPECT_NE(ChooseModelRunner(Profile("0.28"), moe, "").reason.find("MoE"), std::string::npos);
+  // 0.29 (PR #53183): V2 for every model, with its measured graph profile (PR #53306).
+  for (const char* v : {"0.29", "0.30", "0.31", "0.32"}) {
+    EXPECT_EQ(Profile(v).v2_runner_serves, "all") << v;
+    EXPECT_TRUE(Profile(v).v2_runner_cudagraph_profiling) << v;
+    EXPECT_EQ(ChooseModelRunner(Profile(v), moe, "").runner, VllmModelRunner::kV2) << v;
+    EXPECT_EQ(ChooseModelRunner(Profile(v), hybrid, "").runner, VllmModelRunner::kV2) << v;
+    EXPECT_EQ(ChooseModelRunner(Profile(v), Llama(), "ngram").runner, VllmModelRunner::kV1) << v;
+  }
+}
+
+// PR #53306: from 0.29 V2 sizes its graph memory by capturing every graph, which no rule here
+// reproduces: refused where it would enter the budget, planned everywhere else.
+TEST(ModelRunner, V2MeasuredGraphMemoryIsRefusedOnlyWhereItEntersTheBudget) {
+  const VllmVersionProfile& v29 = Profile("0.29");
+  const auto v2 = VllmModelRunner::kV2;
+  EXPECT_NE(V2GraphProfileRefusal(v29, v2, true, true, false).find("enforce_eager=True"), std::string::npos);
+  EXPECT_EQ(V2GraphProfileRefusal(v29, v2, false, true, false), "");  // eager / NONE: no capture
+  EXPECT_EQ(V2GraphProfileRefusal(v29, v2, true, false, false), "");  // the estimate off
+  EXPECT_EQ(V2GraphProfileRefusal(v29, v2, true, true, true), "");    // --kv-cache-memory skips profiling
+  EXPECT_EQ(V2GraphProfileRefusal(v29, VllmModelRunner::kV1, true, true, false), "");
+  EXPECT_EQ(V2GraphProfileRefusal(Profile("0.28"), v2, true, true, false), "");  // V2 returned 0 then
+  PlanInputs in = H100Plan("0.29");
+  EXPECT_THROW(EvaluatePlan(Llama(), in), Unsupported);
+  in.enforce_eager = true;
+  const StartupPlan eager = EvaluatePlan(Llama(), in);
+  EXPECT_EQ(eager.inputs.model_runner, "v2");
+  EXPECT_EQ(eager.ranks[0].cudagraph_applied_bytes, 0);
+  in.enforce_eager = false;
+  in.cudagraph_mode = CudagraphMode::kNone;
+  EXPECT_NO_THROW(EvaluatePlan(Llama(), in));
+}
+
+// vllm/v1/worker/gpu/sample/sampler.py: V2's dummy sampler keeps one float32 copy of the logits
+// (4 B/logit) where the V1 runner's Triton top-k/top-p path keeps 13 (sampler_bytes_per_logit).
+TEST(ModelRunner, EachRunnerSamplesTheDummyLogitsItsOwnWay) {
+  EXPECT_EQ(Profile("0.29").v2_sampler_bytes_per_logit, 4.0);
+  EXPECT_EQ(Profile("0.29").sampler_bytes_per_logit, 13.0);
+  PlanInputs in = H100Plan("0.29");
+  in.enforce_eager = true;
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.activation_constants.sampler_bytes_per_logit, 4.0);
+  EXPECT_EQ(EvaluatePlan(Llama(), H100Plan("0.24")).inputs.activation_constants.sampler_bytes_per_logit, 13.0);
+  EXPECT_EQ(EvaluatePlan(Llama(), H100Plan("0.28")).inputs.activation_constants.sampler_bytes_per_logit, 4.0);
+  in.sampler_bytes_per_logit = 9.0;  // a caller's own figure wins
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.activation_constants.sampler_bytes_per_logit, 9.0);
 }
 
 // Issue #49224: with V2 serving a dense model on 0.25-0.28, the KV cache takes the whole budget

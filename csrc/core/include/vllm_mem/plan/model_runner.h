@@ -38,6 +38,14 @@ ModelRunnerChoice ChooseModelRunner(const VllmVersionProfile& profile, const Mod
  *  profile_cudagraph_memory() measures (else it returns 0). */
 bool CudagraphMemoryInBudgetByDefault(const VllmVersionProfile& profile, VllmEngine engine, VllmModelRunner runner);
 
+/*! \brief "" when the plan is modelled; else why not: \p profile's Model Runner V2 measures its
+ *  CUDA-graph memory by capturing every graph (v2_runner_cudagraph_profiling, from 0.29), no rule
+ *  reproduces that measurement, and it would enter this budget (\p runner V2, \p captures_graphs,
+ *  \p graph_memory_in_budget, no \p kv_cache_memory_given). The message names the settings
+ *  that are planned (enforce_eager, cudagraph_mode NONE, the estimate out of the budget). */
+std::string V2GraphProfileRefusal(const VllmVersionProfile& profile, VllmModelRunner runner, bool captures_graphs,
+                                  bool graph_memory_in_budget, bool kv_cache_memory_given);
+
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_PLAN_MODEL_RUNNER_H_

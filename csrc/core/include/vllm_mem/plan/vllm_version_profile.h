@@ -80,9 +80,10 @@ struct VllmVersionProfile {
   bool cudagraph_memory_in_budget = false;
   std::vector<BatchDefaultTier> batch_tiers;  //!< V1; the first matching tier wins
   V0BatchDefaults v0_batch;
-  double sampler_bytes_per_logit = 12.0;
+  double sampler_bytes_per_logit = 12.0;     //!< the V1 runner's dummy sampler (activation_estimate.h)
   int64_t sampler_kernel_programs = 132;      //!< ActivationConstants: the Triton top-k/top-p buffer's rows
   int64_t sampler_fixed_bytes = 50331648;     //!< ActivationConstants: the sampler phase's fixed bytes
+  double v2_sampler_bytes_per_logit = 4.0;   //!< Model Runner V2's dummy sampler (its float32 copy)
   int64_t non_torch_single_gpu_bytes = 263066746;  //!< one GPU's non-torch increase (NonTorchConstants)
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   bool hybrid_kv_cache_manager = true;
@@ -116,7 +117,8 @@ struct VersionLookup {
   std::string note;    //!< one line for reports: which profile and why
 };
 
-/*! \brief The newest profile <= \p version ("" : the newest profile). A version older than the
+/*! \brief The newest profile <= \p version ("" : the newest profile whose CUDA-graph start-ups are
+ *  planned, 0.28.0: from 0.29 Model Runner V2 measures its graphs). A version older than the
  *  oldest profile is InvalidArgument("vllm_version"); a newer one uses the newest and says so. */
 VersionLookup LookupVllmVersion(std::string_view version);
 
