@@ -408,11 +408,14 @@ TEST(ModelRunner, V2MeasuredGraphMemoryIsRefusedOnlyWhereItEntersTheBudget) {
 // (4 B/logit) where the V1 runner's Triton top-k/top-p path keeps 13 (sampler_bytes_per_logit).
 TEST(ModelRunner, EachRunnerSamplesTheDummyLogitsItsOwnWay) {
   EXPECT_EQ(Profile("0.29").v2_sampler_bytes_per_logit, 4.0);
-  EXPECT_EQ(Profile("0.29").sampler_bytes_per_logit, 13.0);
   PlanInputs in = H100Plan("0.29");
   in.enforce_eager = true;
-  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.activation_constants.sampler_bytes_per_logit, 4.0);
-  EXPECT_EQ(EvaluatePlan(Llama(), H100Plan("0.24")).inputs.activation_constants.sampler_bytes_per_logit, 13.0);
+  const ActivationConstants v2 = EvaluatePlan(Llama(), in).inputs.activation_constants;
+  EXPECT_EQ(v2.sampler_bytes_per_logit, 4.0);
+  EXPECT_EQ(v2.sampler_kernel_programs, 0);  // no Triton top-k/top-p kernel for the dummy batch
+  const ActivationConstants v1 = EvaluatePlan(Llama(), H100Plan("0.24")).inputs.activation_constants;
+  EXPECT_EQ(v1.sampler_bytes_per_logit, Profile("0.24").sampler_bytes_per_logit);
+  EXPECT_EQ(v1.sampler_kernel_programs, Profile("0.24").sampler_kernel_programs);
   EXPECT_EQ(EvaluatePlan(Llama(), H100Plan("0.28")).inputs.activation_constants.sampler_bytes_per_logit, 4.0);
   in.sampler_bytes_per_logit = 9.0;  // a caller's own figure wins
   EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.activation_constants.sampler_bytes_per_logit, 9.0);
