@@ -13,6 +13,7 @@
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/kv_cache/kv_cache_dtype.h"
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
+#include "vllm_mem/plan/sizing_cache.h"
 
 namespace py = pybind11;
 
@@ -92,11 +93,11 @@ void BindKvCache(py::module_& m) {
   m.def("kv_cache_log_lines", &KvCacheLogLines, py::arg("capacity"));
   m.def("allowed_kv_cache_dtypes", &AllowedKvCacheDTypes);
 
-  // ---- a model's cached layouts (the KV functions' and the plan's entrance: bind_settings.cc) ----
-  py::class_<KvCacheLayoutCache>(m, "SizingCache",
-                                 "A ModelSpec's cached KV layouts (one per block size, dtypes, TP, PP).")
+  // ---- a model's remembered sizing pieces (the KV functions' and the plan's entrance: bind_settings.cc) ----
+  py::class_<SizingCache>(m, "SizingCache",
+                          "A ModelSpec's remembered KV layouts, KV options per request and weights (sizing_cache.h).")
       .def(py::init<const ModelSpec&>(), py::arg("spec"), py::keep_alive<1, 2>())
-      .def_property_readonly("num_kv_layouts", &KvCacheLayoutCache::size);
+      .def_property_readonly("num_kv_layouts", [](const SizingCache& c) { return c.kv_layouts().size(); });
 }
 
 }  // namespace vllm_mem::bindings

@@ -22,6 +22,7 @@
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
 #include "vllm_mem/plan/plan_request.h"
 #include "vllm_mem/plan/release_resolution.h"
+#include "vllm_mem/plan/sizing_cache.h"
 #include "vllm_mem/plan/startup_plan.h"
 
 namespace py = pybind11;
@@ -352,29 +353,31 @@ void BindSettings(py::module_& m) {
 
   // ---- the KV functions' one entrance -----------------------------------------------------------
   m.def("kv_options_for_release", &KvOptionsForRelease, py::arg("settings"), py::arg("num_speculative_tokens") = 0);
-  m.def("kv_cache_capacity_for", [](const KvCacheLayoutCache& cache, py::handle available,
-                                    const KvCacheSettings& settings, int64_t num_speculative_tokens) {
+  // The model's SizingCache remembers each request's options under its release (sizing_cache.h).
+  m.def("kv_cache_capacity_for", [](const SizingCache& cache, py::handle available, const KvCacheSettings& settings,
+                                    int64_t num_speculative_tokens) {
     const std::vector<int64_t> bytes = AvailableBytes(available);
-    KvCacheOptions options = KvOptionsForRelease(settings, num_speculative_tokens);
-    AutoFitKvOptions(cache, bytes, options);
-    return ComputeKvCacheCapacity(cache, bytes, options);
+    KvCacheOptions options = *cache.KvOptions(settings, num_speculative_tokens);
+    AutoFitKvOptions(cache.kv_layouts(), bytes, options);
+    return ComputeKvCacheCapacity(cache.kv_layouts(), bytes, options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"), py::arg("num_speculative_tokens") = 0);
   // A search's max_model_len auto is its bound: the model's derived maximum.
-  m.def("estimate_max_model_len_for", [](const KvCacheLayoutCache& cache, py::handle available,
+  m.def("estimate_max_model_len_for", [](const SizingCache& cache, py::handle available,
                                          const KvCacheSettings& settings) {
-    KvCacheOptions options = KvOptionsForRelease(settings);
+    KvCacheOptions options = *cache.KvOptions(settings, 0);
     BoundAutoMaxModelLen(cache.spec(), options);
-    return EstimateMaxModelLen(cache, AvailableBytes(available), options);
+    return EstimateMaxModelLen(cache.kv_layouts(), AvailableBytes(available), options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"));
-  m.def("auto_fit_max_model_len_for", [](const KvCacheLayoutCache& cache, py::handle available,
+  m.def("auto_fit_max_model_len_for", [](const SizingCache& cache, py::handle available,
                                          const KvCacheSettings& settings) {
-    KvCacheOptions options = KvOptionsForRelease(settings);
+    KvCacheOptions options = *cache.KvOptions(settings, 0);
     BoundAutoMaxModelLen(cache.spec(), options);
-    return AutoFitMaxModelLen(cache, AvailableBytes(available), options);
+    return AutoFitMaxModelLen(cache.kv_layouts(), AvailableBytes(available), options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"));
-  m.def("kv_cache_memory_shortfall_for", [](const KvCacheLayoutCache& cache, py::handle available,
+  m.def("kv_cache_memory_shortfall_for", [](const SizingCache& cache, py::handle available,
                                             const KvCacheSettings& settings) {
-    return KvShortfallAutoFitted(cache, AvailableBytes(available), KvOptionsForRelease(settings));
+    const std::shared_ptr<const KvCacheOptions> options = cache.KvOptions(settings, 0);  // the settings first, then the budgets
+    return KvShortfallAutoFitted(cache.kv_layouts(), AvailableBytes(available), *options);
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"));
 
   // ---- the plan's one entrance ------------------------------------------------------------------
@@ -405,21 +408,14 @@ void BindSettings(py::module_& m) {
       .def_readwrite("non_torch_constants", &PlanInputs::non_torch_constants)
       .def_readwrite("cudagraph_constants", &PlanInputs::cudagraph_constants)
       .def_readwrite("baseline_constants", &PlanInputs::baseline_constants);
-  m.def("evaluate_request", [](const KvCacheLayoutCache& cache, const PlanRequest& request, int64_t total_memory_bytes,
+  m.def("evaluate_request", [](const SizingCache& cache, const PlanRequest& request, int64_t total_memory_bytes,
                                const std::string& gpu_name, const std::string& vllm_version,
                                const std::string& vllm_version_source, bool allow_long_max_model_len) {
     // The GIL stays held: a plan takes a few microseconds, and releasing and re-taking it
     // would be a sizeable part of that.
-    PlanInputs in;
-    static_cast<PlanRequest&>(in) = request;
-    in.total_memory_bytes = total_memory_bytes;
-    in.gpu_name = gpu_name;
-    in.vllm_version = vllm_version;
-    in.vllm_version_source = vllm_version_source;
-    in.allow_long_max_model_len = allow_long_max_model_len;
-    StartupPlan plan = EvaluatePlan(cache.spec(), std::move(in), &cache);
-    plan.request = request;  // what the user asked, before the environment resolved the release
-    return plan;
+    return EvaluateRequest(cache, request,
+                           PlanEnvironment{total_memory_bytes, gpu_name, vllm_version, vllm_version_source,
+                                           allow_long_max_model_len});
   }, py::arg("cache"), py::arg("request"), py::arg("total_memory_bytes"), py::arg("gpu_name"),
      py::arg("vllm_version"), py::arg("vllm_version_source"), py::arg("allow_long_max_model_len"));
 }

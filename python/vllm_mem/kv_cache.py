@@ -411,7 +411,13 @@ def kv_cache_capacity(
     if request.enable_prefix_caching and request.mamba_cache_mode == "none" and any(
             g.kind == "mamba" for g in native.groups):
         raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
-    return KvCacheCapacity._from_native(native)
+    # KvCacheCapacity._from_native without its call: a sizing call in a loop pays two stores.
+    capacity = _new_object(KvCacheCapacity)
+    capacity.__dict__["_native"] = native
+    return capacity
+
+
+_new_object = object.__new__
 
 
 #: Why enable_prefix_caching on a hybrid model needs the mode spelled out (also plan()'s).

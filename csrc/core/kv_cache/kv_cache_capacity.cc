@@ -18,6 +18,7 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
+#include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
@@ -104,12 +105,19 @@ void ValidateDecodeContextParallel(const ModelSpec& spec, const KvCacheOptions& 
   }
 }
 
+void AddWorkers(KvPlan& plan, const std::vector<int64_t>& available, const KvCacheOptions& o);
+
 /*! \p cache: the model's cached layouts, or null to build the layout for this call only. */
 void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& available,
               const KvCacheOptions& o, const KvCacheLayoutCache* cache) {
   ValidateCallOptions(o);
   ValidateDecodeContextParallel(spec, o);
   plan.layout = cache != nullptr ? cache->Get(o, available.size()) : BuildKvCacheLayout(spec, o, available.size());
+  AddWorkers(plan, available, o);
+}
+
+/*! The call's shape and its distinct workers, on plan.layout. */
+void AddWorkers(KvPlan& plan, const std::vector<int64_t>& available, const KvCacheOptions& o) {
   const int64_t tp = o.tensor_parallel_size;
   const int64_t pp = o.pipeline_parallel_size;
   const int64_t world = tp * pp;  // bounded by BuildKvCacheLayout's checks
@@ -422,8 +430,50 @@ std::string KvCacheMemoryShortfall(const KvCacheLayoutCache& cache, const std::v
 }
 
 KvCacheGeometry ComputeKvCacheGeometry(const KvCacheLayoutCache& cache, const KvCacheOptions& options) {
-  const std::vector<int64_t> no_budget(static_cast<size_t>(std::max<int64_t>(1, options.pipeline_parallel_size)), 0);
-  return WithPlan(cache.spec(), &cache, no_budget, options, [&](const KvPlan& p) { return GeometryOf(p, options); });
+  return KvCacheQuery(cache, options, static_cast<size_t>(std::max<int64_t>(1, options.pipeline_parallel_size)))
+      .Geometry();
+}
+
+KvCacheQuery::KvCacheQuery(const KvCacheLayoutCache& cache, const KvCacheOptions& options, size_t num_available)
+    : options_(options) {
+  ValidateCallOptions(options_);
+  ValidateDecodeContextParallel(cache.spec(), options_);
+  layout_ = cache.Get(options_, num_available);
+}
+
+namespace {
+
+/*! The query's layout with \p available's workers (their count checked, as Get checks it). */
+KvPlan QueryPlan(const std::shared_ptr<const KvCacheLayout>& layout, const std::vector<int64_t>& available,
+                 const KvCacheOptions& o) {
+  CheckAvailableCount(available.size(), o.tensor_parallel_size, o.pipeline_parallel_size);
+  KvPlan plan;
+  plan.layout = layout;
+  AddWorkers(plan, available, o);
+  return plan;
+}
+
+}  // namespace
+
+KvCacheGeometry KvCacheQuery::Geometry() const {
+  // A budget per pipeline rank: the geometry looks at none of them.
+  const std::vector<int64_t> no_budget(layout_->ranks.size(), 0);
+  return GeometryOf(QueryPlan(layout_, no_budget, options_), options_);
+}
+
+std::string KvCacheQuery::Shortfall(const std::vector<int64_t>& available) const {
+  return PlanShortfall(QueryPlan(layout_, available, options_), options_);
+}
+
+KvCacheCapacity KvCacheQuery::Capacity(const std::vector<int64_t>& available) const {
+  return CapacityOf(QueryPlan(layout_, available, options_), options_);
+}
+
+int64_t KvCacheQuery::EstimateMaxModelLen(const std::vector<int64_t>& available, int64_t max_model_len) const {
+  KvCacheOptions at = options_;
+  at.max_model_len = max_model_len;
+  ValidateCallOptions(at);  // the new length's bound; the other settings passed in the constructor
+  return EstimateOf(QueryPlan(layout_, available, at), at);
 }
 
 void CheckEnoughKvCacheMemory(const ModelSpec& spec, const std::vector<int64_t>& available,

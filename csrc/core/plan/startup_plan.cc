@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,8 +14,10 @@
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
+#include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
 #include "vllm_mem/plan/release_resolution.h"
+#include "vllm_mem/plan/sizing_cache.h"
 #include "core/plan/mxfp4_backend.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
@@ -94,8 +97,12 @@ struct PlanRun {
   std::optional<KvCacheLayoutCache> drafter_layouts;  //!< over kv_spec_with_drafter
   const KvCacheLayoutCache* target_layouts = nullptr;
   const KvCacheLayoutCache* kv_layouts = nullptr;     //!< the layers the KV pool holds
+  const SizingCache* sizing = nullptr;  //!< the model's remembered weights, when the caller keeps them
   KvCacheOptions kv_options;
   std::string auto_fit_refusal;  //!< vLLM's "Cannot auto-fit max_model_len" ValueError, when it raises
+  /*! The KV pool's layout at kv_options, checked and looked up once for every KV question (made
+   *  again when the auto-fit changes the length). */
+  std::optional<KvCacheQuery> kv;
   RequestedMemory request;
   WeightOptions weight_options;
   std::vector<int64_t> available;  //!< the KV budget per pipeline rank
@@ -103,14 +110,40 @@ struct PlanRun {
 
 /*! Phase 1: which vLLM release, with its defaults: what vLLM would run with is what gets
  *  checked and planned. */
-void ResolveRelease(PlanRun& run, PlanInputs&& inputs, StartupPlan& plan) {
+ResolvedRelease Resolve(const ModelSpec& spec, PlanInputs&& inputs) {
   VersionLookup version = LookupVllmVersion(inputs.vllm_version);
-  run.profile = version.profile;
-  plan.profile = version.profile;
+  ResolvedRelease r;
+  r.profile = version.profile;
+  r.inputs = ResolveForVersion(*version.profile, spec, std::move(inputs));
+  r.inputs.vllm_version_note = std::move(version.note);
+  ValidateInputs(spec, r.inputs);
+  return r;
+}
+
+void ResolveRelease(PlanRun& run, PlanInputs&& inputs, StartupPlan& plan) {
   plan.request = inputs;
-  plan.inputs = ResolveForVersion(*version.profile, run.spec, std::move(inputs));
-  plan.inputs.vllm_version_note = std::move(version.note);
-  ValidateInputs(run.spec, plan.inputs);
+  ResolvedRelease r = Resolve(run.spec, std::move(inputs));
+  run.profile = plan.profile = r.profile;
+  plan.inputs = std::move(r.inputs);
+}
+
+/*! Phase 1 for a request in an environment on the model's SizingCache, which remembers the
+ *  resolution (a pure function of the three). */
+void ResolveRememberedRelease(PlanRun& run, const PlanRequest& request, const PlanEnvironment& env,
+                              StartupPlan& plan) {
+  const std::shared_ptr<const ResolvedRelease> r = run.sizing->Release(request, env, [&] {
+    PlanInputs in;
+    static_cast<PlanRequest&>(in) = request;
+    in.total_memory_bytes = env.total_memory_bytes;
+    in.gpu_name = env.gpu_name;
+    in.vllm_version = env.vllm_version;
+    in.vllm_version_source = env.vllm_version_source;
+    in.allow_long_max_model_len = env.allow_long_max_model_len;
+    return Resolve(run.spec, std::move(in));
+  });
+  run.profile = plan.profile = r->profile;
+  plan.request = request;
+  plan.inputs = r->inputs;
 }
 
 /*! The KV layouts every KV question goes through: the caller's cache for this spec, else one
@@ -199,7 +232,11 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
     const std::string backend = Mxfp4BackendForGpu(in.gpu_name);
     if (!backend.empty()) wo.mxfp4_backend = backend;
   }
-  const WeightBreakdown weights = ComputeWeights(run.spec, wo);
+  // The model's remembered breakdown for these weight settings, when the caller keeps one.
+  std::shared_ptr<const WeightBreakdown> remembered;
+  std::optional<WeightBreakdown> computed;
+  const WeightBreakdown& weights =
+      run.sizing != nullptr ? *(remembered = run.sizing->Weights(wo)) : computed.emplace(ComputeWeights(run.spec, wo));
   int64_t whole_model_param_bytes = 1;  // the config's parameter bytes on one GPU (TP = PP = 1)
   if (in.checkpoint_weights_bytes > 0) {
     WeightOptions one_gpu = wo;
@@ -296,7 +333,8 @@ void CudaGraphs(const PlanRun& run, StartupPlan& plan) {
  *  holds, from the layout's bytes per block. */
 void SizeKvCache(PlanRun& run, StartupPlan& plan) {
   const PlanInputs& in = plan.inputs;
-  const KvCacheGeometry geometry = ComputeKvCacheGeometry(*run.kv_layouts, run.kv_options);
+  const KvCacheGeometry geometry =
+      run.kv.emplace(*run.kv_layouts, run.kv_options, static_cast<size_t>(in.pipeline_parallel_size)).Geometry();
   std::optional<KvCacheGeometry> target;  // without the drafter: the drafter's share of a block
   if (run.kv_layouts != run.target_layouts) target = ComputeKvCacheGeometry(*run.target_layouts, run.kv_options);
   plan.kv_block_size = geometry.block_size;
@@ -402,9 +440,7 @@ void MaxModelLenThatFits(const PlanRun& run, StartupPlan& plan) {
   for (int64_t a : run.available) {
     if (a <= 0) return;
   }
-  KvCacheOptions upper = run.kv_options;
-  upper.max_model_len = plan.model_max_model_len;
-  plan.max_model_len_that_fits = EstimateMaxModelLen(*run.kv_layouts, run.available, upper);
+  plan.max_model_len_that_fits = run.kv->EstimateMaxModelLen(run.available, plan.model_max_model_len);
 }
 
 /*! Phase 7: the verdict in vLLM's order (plan_verdict.h), then what a start that fits logs. */
@@ -421,10 +457,7 @@ void Judge(const PlanRun& run, StartupPlan& plan) {
   const bool reaches_kv = f.request_fits && f.worst_weights_bytes <= f.free_memory_bytes &&
                           f.worst_non_kv_bytes <= f.free_memory_bytes;
   std::string kv_shortfall;
-  if (reaches_kv) {
-    kv_shortfall = !run.auto_fit_refusal.empty() ? run.auto_fit_refusal
-                                                 : KvCacheMemoryShortfall(*run.kv_layouts, run.available, run.kv_options);
-  }
+  if (reaches_kv) kv_shortfall = !run.auto_fit_refusal.empty() ? run.auto_fit_refusal : run.kv->Shortfall(run.available);
   f.kv_fits = kv_shortfall.empty();
   const VerdictWords words{plan.request_memory_error, kv_shortfall, in.engine == VllmEngine::kV0, in.max_model_len,
                            plan.kv_block_size};
@@ -433,7 +466,7 @@ void Judge(const PlanRun& run, StartupPlan& plan) {
   plan.failure_phase = v.phase;
   plan.failure_message = std::move(v.message);
   plan.shortfall_bytes = v.shortfall_bytes;
-  if (plan.fits) plan.kv_cache = ComputeKvCacheCapacity(*run.kv_layouts, run.available, run.kv_options);
+  if (plan.fits) plan.kv_cache = run.kv->Capacity(run.available);
   // vLLM prints its --kv-cache-memory suggestion whatever it holds; only offer it when it starts.
   // (The headline figures are the tightest rank's, as KvCacheMemorySuggestionOf formats them.)
   const int64_t suggested =
@@ -485,10 +518,10 @@ KvCacheMemorySuggestion KvCacheMemorySuggestionOf(const StartupPlan& plan) {
                                    std::max<int64_t>(0, plan.available_kv_cache_bytes));
 }
 
-StartupPlan EvaluatePlan(const ModelSpec& spec, PlanInputs inputs, const KvCacheLayoutCache* kv_layouts) {
-  PlanRun run(spec);
-  StartupPlan plan;
-  ResolveRelease(run, std::move(inputs), plan);
+namespace {
+
+/*! The phases after the release's resolution. */
+void RunPhases(PlanRun& run, StartupPlan& plan, const KvCacheLayoutCache* kv_layouts) {
   SetUpKvLayouts(run, plan.inputs, kv_layouts);
   RequestMemory(run, plan);
   SizeWeights(run, plan);
@@ -499,6 +532,34 @@ StartupPlan EvaluatePlan(const ModelSpec& spec, PlanInputs inputs, const KvCache
   Headline(plan);
   MaxModelLenThatFits(run, plan);
   Judge(run, plan);
+}
+
+StartupPlan Evaluate(const ModelSpec& spec, PlanInputs&& inputs, const KvCacheLayoutCache* kv_layouts,
+                     const SizingCache* sizing) {
+  PlanRun run(spec);
+  run.sizing = sizing;
+  StartupPlan plan;
+  ResolveRelease(run, std::move(inputs), plan);
+  RunPhases(run, plan, kv_layouts);
+  return plan;
+}
+
+}  // namespace
+
+StartupPlan EvaluatePlan(const ModelSpec& spec, PlanInputs inputs, const KvCacheLayoutCache* kv_layouts) {
+  return Evaluate(spec, std::move(inputs), kv_layouts, nullptr);
+}
+
+StartupPlan EvaluatePlan(const SizingCache& sizing, PlanInputs inputs) {
+  return Evaluate(sizing.spec(), std::move(inputs), &sizing.kv_layouts(), &sizing);
+}
+
+StartupPlan EvaluateRequest(const SizingCache& sizing, const PlanRequest& request, const PlanEnvironment& environment) {
+  PlanRun run(sizing.spec());
+  run.sizing = &sizing;
+  StartupPlan plan;
+  ResolveRememberedRelease(run, request, environment, plan);
+  RunPhases(run, plan, &sizing.kv_layouts());
   return plan;
 }
 

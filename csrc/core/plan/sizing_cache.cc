@@ -1,0 +1,98 @@
+/*!
+ * \file core/plan/sizing_cache.cc
+ * \brief The per-model memos of sizing_cache.h: most recent first, built outside the lock.
+ */
+#include "vllm_mem/plan/sizing_cache.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace vllm_mem {
+namespace {
+
+bool SameWeightOptions(const WeightOptions& a, const WeightOptions& b) {
+  return a.tensor_parallel_size == b.tensor_parallel_size && a.pipeline_parallel_size == b.pipeline_parallel_size &&
+         a.mxfp4_hopper_value_align == b.mxfp4_hopper_value_align && a.dtype == b.dtype &&
+         a.quantization == b.quantization && a.mxfp4_backend == b.mxfp4_backend;
+}
+
+/*! The entry \p same finds, moved to the front; nullptr when none. Call with the lock held. */
+template <typename Entry, typename Same>
+const Entry* FindToFront(std::vector<Entry>& entries, Same&& same) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!same(entries[i])) continue;
+    if (i > 0) {
+      std::rotate(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(i),
+                  entries.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+    return &entries.front();
+  }
+  return nullptr;
+}
+
+template <typename Entry>
+void InsertFront(std::vector<Entry>& entries, Entry entry) {
+  entries.insert(entries.begin(), std::move(entry));
+  if (entries.size() > SizingCache::kCapacity) entries.pop_back();
+}
+
+}  // namespace
+
+#define VLLM_MEM_SAME_FIELD(type, name, init, ...) &&a.name == b.name
+
+bool SameKvCacheSettings(const KvCacheSettings& a, const KvCacheSettings& b) {
+  return true VLLM_MEM_KV_CACHE_SETTINGS(VLLM_MEM_SAME_FIELD);
+}
+
+bool SamePlanRequest(const PlanRequest& a, const PlanRequest& b) {
+  return SameKvCacheSettings(a, b) VLLM_MEM_PLAN_SETTINGS(VLLM_MEM_SAME_FIELD);
+}
+
+#undef VLLM_MEM_SAME_FIELD
+
+std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettings& settings,
+                                                             int64_t num_speculative_tokens) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const KvEntry* hit = FindToFront(kv_options_, [&](const KvEntry& e) {
+      return e.num_speculative_tokens == num_speculative_tokens && SameKvCacheSettings(e.settings, settings);
+    });
+    if (hit != nullptr) return hit->options;
+  }
+  // Resolved outside the lock (it may throw); a racing caller with the same settings only
+  // repeats the work.
+  auto options = std::make_shared<const KvCacheOptions>(KvOptionsForRelease(settings, num_speculative_tokens));
+  std::lock_guard<std::mutex> lock(mutex_);
+  InsertFront(kv_options_, KvEntry{settings, num_speculative_tokens, options});
+  return options;
+}
+
+std::shared_ptr<const WeightBreakdown> SizingCache::Weights(const WeightOptions& options) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const WeightsEntry* hit =
+        FindToFront(weights_, [&](const WeightsEntry& e) { return SameWeightOptions(e.options, options); });
+    if (hit != nullptr) return hit->weights;
+  }
+  auto weights = std::make_shared<const WeightBreakdown>(ComputeWeights(spec(), options));
+  std::lock_guard<std::mutex> lock(mutex_);
+  InsertFront(weights_, WeightsEntry{options, weights});
+  return weights;
+}
+
+std::shared_ptr<const ResolvedRelease> SizingCache::FindRelease(const PlanRequest& request,
+                                                                const PlanEnvironment& environment) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const ReleaseEntry* hit = FindToFront(releases_, [&](const ReleaseEntry& e) {
+    return e.environment == environment && SamePlanRequest(e.request, request);
+  });
+  return hit != nullptr ? hit->release : nullptr;
+}
+
+void SizingCache::KeepRelease(const PlanRequest& request, const PlanEnvironment& environment,
+                              std::shared_ptr<const ResolvedRelease> release) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  InsertFront(releases_, ReleaseEntry{request, environment, std::move(release)});
+}
+
+}  // namespace vllm_mem
