@@ -4,6 +4,7 @@
  *        profile-run estimators, the plan, its levers and the sweep. Conversions only.
  */
 #include <algorithm>
+#include <mutex>
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -20,6 +21,7 @@
 #include "vllm_mem/plan/non_torch_estimate.h"
 #include "vllm_mem/plan/plan_suggestions.h"
 #include "vllm_mem/plan/plan_sweep.h"
+#include "vllm_mem/plan/sizing_cache.h"
 #include "vllm_mem/plan/speculative_config_keys.h"
 #include "vllm_mem/plan/speculative_decoding.h"
 #include "vllm_mem/plan/startup_budget.h"
@@ -31,11 +33,55 @@ namespace py = pybind11;
 namespace vllm_mem::bindings {
 namespace {
 
+/*! Column storage of dead sweep arrays, for the next sweep (RunSweep's storage): a sweep writes
+ *  tens of MB of columns, and fresh memory costs a page fault per 4 KiB. At most kSpareBytes are
+ *  kept. Never destroyed: an array may die after static destructors ran (at interpreter exit). */
+constexpr size_t kSpareBytes = size_t{256} << 20;
+struct SparePool {
+  std::mutex mutex;
+  size_t bytes = 0;
+};
+SparePool& Spares() {
+  static auto* pool = new SparePool;
+  return *pool;
+}
+template <typename T>
+std::vector<std::vector<T>>& SparesOf() {  // guarded by Spares().mutex
+  static auto* spares = new std::vector<std::vector<T>>;
+  return *spares;
+}
+
+template <typename T>
+void GiveBack(std::vector<T>&& v) {
+  SparePool& pool = Spares();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  const size_t bytes = v.capacity() * sizeof(T);
+  if (pool.bytes + bytes > kSpareBytes) return;  // freed by the caller, as before
+  pool.bytes += bytes;
+  SparesOf<T>().push_back(std::move(v));
+}
+
+template <typename T>
+void TakeSpare(std::vector<T>& into) {
+  SparePool& pool = Spares();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  std::vector<std::vector<T>>& spares = SparesOf<T>();
+  if (spares.empty()) return;
+  into = std::move(spares.back());
+  spares.pop_back();
+  pool.bytes -= into.capacity() * sizeof(T);
+}
+
 template <typename T>
 py::array_t<T> ToArray(std::vector<T>&& v) {
-  // Move the vector onto the heap and let the array own it: no copy of large columns.
+  // Move the vector onto the heap and let the array own it: no copy of large columns. When the
+  // array dies its storage goes to the spares.
   auto* owned = new std::vector<T>(std::move(v));
-  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  py::capsule free_when_done(owned, [](void* p) {
+    auto* column = static_cast<std::vector<T>*>(p);
+    GiveBack(std::move(*column));
+    delete column;
+  });
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), free_when_done);
 }
 
@@ -408,7 +454,7 @@ void BindPlan(py::module_& m) {
       py::arg("spec"), py::arg("inputs"), py::call_guard<py::gil_scoped_release>());
   m.def(
       "evaluate_plan",
-      [](const KvCacheLayoutCache& cache, const PlanInputs& inputs) { return EvaluatePlan(cache.spec(), inputs, &cache); },
+      [](const SizingCache& cache, const PlanInputs& inputs) { return EvaluatePlan(cache, inputs); },
       py::arg("cache"), py::arg("inputs"));
   m.def("suggest_plan_changes", &SuggestPlanChanges, py::arg("spec"), py::arg("plan"),
         py::call_guard<py::gil_scoped_release>());
@@ -448,37 +494,15 @@ void BindPlan(py::module_& m) {
       .def_readwrite("block_size", &SweepAxes::block_size)
       .def_readwrite("enforce_eager", &SweepAxes::enforce_eager);
   m.def("run_sweep", [](const ModelSpec& spec, const SweepAxes& axes) {
+    SweepColumns storage;
+    ForEachColumn(storage, [](const char*, auto& column) { TakeSpare(column); });
     SweepColumns c;
     {
       py::gil_scoped_release release;  // the whole cross product runs without the GIL
-      c = RunSweep(spec, axes);
+      c = RunSweep(spec, axes, std::move(storage));
     }
     py::dict d;
-    d["gpu_index"] = ToArray(std::move(c.gpu_index));
-    d["total_memory_bytes"] = ToArray(std::move(c.total_memory_bytes));
-    d["gpu_memory_utilization"] = ToArray(std::move(c.gpu_memory_utilization));
-    d["max_model_len"] = ToArray(std::move(c.max_model_len));
-    d["tensor_parallel_size"] = ToArray(std::move(c.tensor_parallel_size));
-    d["pipeline_parallel_size"] = ToArray(std::move(c.pipeline_parallel_size));
-    d["max_num_seqs"] = ToArray(std::move(c.max_num_seqs));
-    d["max_num_batched_tokens"] = ToArray(std::move(c.max_num_batched_tokens));
-    d["block_size"] = ToArray(std::move(c.block_size));
-    d["dtype_index"] = ToArray(std::move(c.dtype_index));
-    d["kv_cache_dtype_index"] = ToArray(std::move(c.kv_cache_dtype_index));
-    d["quantization_index"] = ToArray(std::move(c.quantization_index));
-    d["enforce_eager"] = ToArray(std::move(c.enforce_eager));
-    d["requested_bytes"] = ToArray(std::move(c.requested_bytes));
-    d["weights_bytes"] = ToArray(std::move(c.weights_bytes));
-    d["activation_peak_bytes"] = ToArray(std::move(c.activation_peak_bytes));
-    d["non_torch_bytes"] = ToArray(std::move(c.non_torch_bytes));
-    d["cudagraph_bytes"] = ToArray(std::move(c.cudagraph_bytes));
-    d["available_kv_cache_bytes"] = ToArray(std::move(c.available_kv_cache_bytes));
-    d["num_blocks"] = ToArray(std::move(c.num_blocks));
-    d["num_tokens"] = ToArray(std::move(c.num_tokens));
-    d["max_model_len_that_fits"] = ToArray(std::move(c.max_model_len_that_fits));
-    d["max_concurrency"] = ToArray(std::move(c.max_concurrency));
-    d["fits"] = ToArray(std::move(c.fits));
-    d["failure_phase"] = ToArray(std::move(c.failure_phase));
+    ForEachColumn(c, [&d](const char* name, auto& column) { d[name] = ToArray(std::move(column)); });
     d["dtype_values"] = c.dtype_values;
     d["kv_cache_dtype_values"] = c.kv_cache_dtype_values;
     d["quantization_values"] = c.quantization_values;

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "vllm_mem/plan/plan_verdict.h"
+#include "vllm_mem/plan/sizing_cache.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace vllm_mem {
@@ -35,11 +37,11 @@ struct Shape {
   int64_t baseline = 0;
 };
 
-Shape MakeShape(const ModelSpec& spec, const PlanInputs& in, const KvCacheLayoutCache& layouts) {
+Shape MakeShape(const PlanInputs& in, const SizingCache& sizing) {
   Shape s;
   std::optional<StartupPlan> plan;
   try {
-    plan = EvaluatePlan(spec, in, &layouts);
+    plan = EvaluatePlan(sizing, in);
   } catch (const InvalidArgument&) {
     return s;
   } catch (const Unsupported&) {
@@ -149,9 +151,12 @@ Grid ResolveGrid(const SweepAxes& axes) {
   return g;
 }
 
-/*! Empty columns for the grid's rows, their index tables set and their space reserved. */
-SweepColumns EmptyColumns(const Grid& g) {
-  SweepColumns c;
+/*! Empty columns for the grid's rows, their index tables set and their space reserved (in
+ *  \p storage's memory where it has some). */
+SweepColumns EmptyColumns(const Grid& g, SweepColumns&& storage) {
+  SweepColumns c = std::move(storage);  // its columns' memory: every other field is set below
+  ForEachColumn(c, [](const char*, auto& column) { column.clear(); });
+  c.num_fast_rows = 0;
   c.dtype_values = g.dtypes;
   c.kv_cache_dtype_values = g.kvs;
   c.quantization_values = g.quants;
@@ -162,23 +167,26 @@ SweepColumns EmptyColumns(const Grid& g) {
     rows = CheckedMul(rows, static_cast<int64_t>(n), "sweep size");
   }
   c.num_rows = rows;
-  auto reserve = [rows](auto&... v) { (v.reserve(static_cast<size_t>(rows)), ...); };
-  reserve(c.gpu_index, c.total_memory_bytes, c.gpu_memory_utilization, c.max_model_len, c.tensor_parallel_size,
-          c.pipeline_parallel_size, c.max_num_seqs, c.max_num_batched_tokens, c.block_size, c.dtype_index,
-          c.kv_cache_dtype_index, c.quantization_index, c.enforce_eager, c.requested_bytes, c.weights_bytes,
-          c.activation_peak_bytes, c.non_torch_bytes, c.cudagraph_bytes, c.available_kv_cache_bytes, c.num_blocks,
-          c.num_tokens, c.max_model_len_that_fits, c.max_concurrency, c.fits, c.failure_phase);
+  ForEachColumn(c, [rows](const char*, auto& column) { column.reserve(static_cast<size_t>(rows)); });
   return c;
 }
 
-/*! What the whole sweep shares: the model, its KV layouts, the release. */
+/*! What the whole sweep shares: the model, its KV layouts and weights, the release. */
 struct SweepContext {
   const ModelSpec& spec;
   const SweepAxes& axes;
   const Grid& grid;
-  const KvCacheLayoutCache& layouts;
+  const SizingCache& sizing;
   const VllmVersionProfile* profile = nullptr;  //!< null: the version text is refused (rows invalid)
   bool v0 = false;  //!< the V0 engine budgets differently: its rows are whole plans
+  /*! ceil(total x utilization) per (GPU, utilization), made on first use (-1: not yet): every
+   *  setting's fast rows ask for the same few hundred. */
+  mutable std::vector<int64_t> requested{};
+  int64_t Requested(size_t gpu, size_t util) const {
+    int64_t& r = requested[gpu * grid.utils.size() + util];
+    if (r < 0) r = RequestedMemoryBytes(grid.totals[gpu], grid.utils[util]);
+    return r;
+  }
 };
 
 /*! One combination of the axes other than the GPU and the utilization. */
@@ -231,7 +239,7 @@ RowResult PlanRow(const SweepContext& ctx, const PlanInputs& at, int64_t total, 
   RowResult invalid;
   invalid.phase = kSweepInvalid;
   try {
-    return FromPlan(EvaluatePlan(ctx.spec, row, &ctx.layouts));
+    return FromPlan(EvaluatePlan(ctx.sizing, row));
   } catch (const InvalidArgument&) {
     return invalid;
   } catch (const Unsupported&) {
@@ -241,9 +249,9 @@ RowResult PlanRow(const SweepContext& ctx, const PlanInputs& at, int64_t total, 
 
 /*! EvaluatePlan's budget and verdict (plan_verdict.h) for one uniform KV group: blocks follow
  *  from bytes per block alone. */
-RowResult FastRow(const Shape& shape, int64_t total, double util, const PlanInputs& base) {
+RowResult FastRow(const Shape& shape, int64_t total, int64_t requested, const PlanInputs& base) {
   RowResult r;
-  r.requested = RequestedMemoryBytes(total, util);
+  r.requested = requested;
   VerdictFigures f;
   f.requested_bytes = r.requested;
   f.free_memory_bytes = base.free_memory_bytes >= 0 ? base.free_memory_bytes
@@ -297,13 +305,14 @@ void RunSetting(const SweepContext& ctx, const Setting& s, SweepColumns& c) {
       PlanInputs at = s.in;
       at.max_num_seqs = key.first;
       at.max_num_batched_tokens = key.second;
-      it = shapes.emplace(key, std::make_pair(at, MakeShape(ctx.spec, at, ctx.layouts))).first;
+      it = shapes.emplace(key, std::make_pair(at, MakeShape(at, ctx.sizing))).first;
     }
     const PlanInputs& at = it->second.first;
     const Shape& shape = it->second.second;
     const int64_t total = ctx.grid.totals[gi];
     const bool whole_plans = !shape.fast || ctx.v0 || (base.free_memory_bytes >= 0 && base.free_memory_bytes > total);
-    for (double util : ctx.grid.utils) {
+    for (size_t ui = 0; ui < ctx.grid.utils.size(); ++ui) {
+      const double util = ctx.grid.utils[ui];
       PushInputs(c, s, at, shape, gi, total, util);
       RowResult r;
       if (!shape.valid) {
@@ -312,7 +321,7 @@ void RunSetting(const SweepContext& ctx, const Setting& s, SweepColumns& c) {
         r = PlanRow(ctx, at, total, util);
       } else {
         ++c.num_fast_rows;
-        r = FastRow(shape, total, util, base);
+        r = FastRow(shape, total, ctx.Requested(gi, ui), base);
       }
       Push(c, r);
     }
@@ -333,11 +342,12 @@ const VllmVersionProfile* SweepProfile(const PlanInputs& base, bool& v0) {
 
 }  // namespace
 
-SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes) {
+SweepColumns RunSweep(const ModelSpec& spec, const SweepAxes& axes, SweepColumns storage) {
   const Grid g = ResolveGrid(axes);
-  SweepColumns c = EmptyColumns(g);
-  const KvCacheLayoutCache layouts(spec);
-  SweepContext ctx{spec, axes, g, layouts};
+  SweepColumns c = EmptyColumns(g, std::move(storage));
+  const SizingCache sizing(spec);
+  SweepContext ctx{spec, axes, g, sizing};
+  ctx.requested.assign(g.totals.size() * g.utils.size(), -1);
   ctx.profile = SweepProfile(axes.base, ctx.v0);
   Setting s;
   s.in = axes.base;

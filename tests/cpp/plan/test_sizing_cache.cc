@@ -1,0 +1,216 @@
+// The per-model memos (plan/sizing_cache.h), the KV query (kv_cache/kv_cache_query.h) and the
+// sweep's column reuse: each remembered or shared answer equals the one computed afresh.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/base/units.h"
+#include "vllm_mem/kv_cache/kv_cache_query.h"
+#include "vllm_mem/plan/gpu_catalog.h"
+#include "vllm_mem/plan/plan_sweep.h"
+#include "vllm_mem/plan/sizing_cache.h"
+#include "bundled_config.h"
+
+namespace vllm_mem {
+namespace {
+
+// Attention only, sliding windows (gemma-3), MLA (DeepSeek-V3), hybrid (none bundled is sized
+// without a mode here): the layouts a KV question can meet.
+const char* const kModels[] = {"meta-llama--Llama-3.1-8B-Instruct.json", "google--gemma-3-27b-it.json",
+                               "deepseek-ai--DeepSeek-V3.json", "Qwen--Qwen3-30B-A3B.json"};
+
+PlanRequest Request(int64_t tp) {
+  PlanRequest r;
+  r.gpu_memory_utilization = 0.92;
+  r.max_model_len = 8192;
+  r.max_num_seqs = 256;
+  r.max_num_batched_tokens = 8192;
+  r.tensor_parallel_size = tp;
+  return r;
+}
+
+PlanEnvironment H100() { return {LookupGpu("H100-80GB").total_memory_bytes, "H100-80GB", "", "newest known", false}; }
+
+PlanInputs InputsOf(const PlanRequest& r, const PlanEnvironment& env) {
+  PlanInputs in;
+  static_cast<PlanRequest&>(in) = r;
+  in.total_memory_bytes = env.total_memory_bytes;
+  in.gpu_name = env.gpu_name;
+  in.vllm_version = env.vllm_version;
+  in.vllm_version_source = env.vllm_version_source;
+  in.allow_long_max_model_len = env.allow_long_max_model_len;
+  return in;
+}
+
+void ExpectSamePlan(const StartupPlan& a, const StartupPlan& b) {
+  EXPECT_EQ(a.fits, b.fits);
+  EXPECT_EQ(a.failure_message, b.failure_message);
+  EXPECT_EQ(a.weights_bytes, b.weights_bytes);
+  EXPECT_EQ(a.activation_peak_bytes, b.activation_peak_bytes);
+  EXPECT_EQ(a.cudagraph_bytes, b.cudagraph_bytes);
+  EXPECT_EQ(a.available_kv_cache_bytes, b.available_kv_cache_bytes);
+  EXPECT_EQ(a.max_model_len_that_fits, b.max_model_len_that_fits);
+  EXPECT_EQ(a.inputs.vllm_version_note, b.inputs.vllm_version_note);
+  EXPECT_EQ(a.inputs.max_num_seqs, b.inputs.max_num_seqs);
+  EXPECT_TRUE(SamePlanRequest(a.request, b.request));
+  ASSERT_EQ(a.kv_cache.has_value(), b.kv_cache.has_value());
+  if (a.kv_cache) {
+    EXPECT_EQ(a.kv_cache->num_blocks, b.kv_cache->num_blocks);
+    EXPECT_EQ(a.kv_cache->num_tokens, b.kv_cache->num_tokens);
+  }
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t i = 0; i < a.ranks.size(); ++i) {
+    EXPECT_EQ(a.ranks[i].weights_bytes, b.ranks[i].weights_bytes);
+    EXPECT_EQ(a.ranks[i].num_blocks, b.ranks[i].num_blocks);
+  }
+}
+
+}  // namespace
+
+// A plan on the cache, first (memos filled) and again (memos read), equals the plan computed
+// with nothing remembered; the request kept is the one given, not the environment's version.
+TEST(SizingCache, RequestPlansEqualFreshPlans) {
+  for (const char* model : kModels) {
+    SCOPED_TRACE(model);
+    const ModelSpec spec = testing::BundledModel(model);
+    const SizingCache cache(spec);
+    for (int64_t tp : {1, 2, 8}) {
+      for (const double util : {0.92, 0.3}) {  // one that fits, one that fails (Llama at 0.3 still fits)
+        PlanRequest r = Request(tp);
+        r.gpu_memory_utilization = util;
+        const PlanEnvironment env = H100();
+        StartupPlan fresh;
+        try {
+          fresh = EvaluatePlan(spec, InputsOf(r, env));
+        } catch (const InvalidArgument&) {
+          EXPECT_THROW(EvaluateRequest(cache, r, env), InvalidArgument);
+          EXPECT_THROW(EvaluateRequest(cache, r, env), InvalidArgument);  // an error is never remembered
+          continue;
+        }
+        fresh.request = r;
+        ExpectSamePlan(EvaluateRequest(cache, r, env), fresh);
+        ExpectSamePlan(EvaluateRequest(cache, r, env), fresh);
+        ExpectSamePlan(EvaluatePlan(cache, InputsOf(r, env)), fresh);
+      }
+    }
+  }
+}
+
+// The release resolution is remembered per (request, environment): another release or
+// another GPU is another entry.
+TEST(SizingCache, ResolutionFollowsTheEnvironment) {
+  const ModelSpec spec = testing::BundledModel("meta-llama--Llama-3.1-8B-Instruct.json");
+  const SizingCache cache(spec);
+  PlanRequest r = Request(1);
+  r.gpu_memory_utilization = 0.0;  // the release's default: 0.9 before 0.20, 0.92 from it
+  PlanEnvironment env = H100();
+  env.vllm_version = "0.19";
+  EXPECT_DOUBLE_EQ(EvaluateRequest(cache, r, env).inputs.gpu_memory_utilization, 0.9);
+  env.vllm_version = "0.20";
+  EXPECT_DOUBLE_EQ(EvaluateRequest(cache, r, env).inputs.gpu_memory_utilization, 0.92);
+  env.vllm_version = "0.19";
+  EXPECT_DOUBLE_EQ(EvaluateRequest(cache, r, env).inputs.gpu_memory_utilization, 0.9);
+}
+
+// The KV options of a request equal KvOptionsForRelease's; a bad request raises every time.
+TEST(SizingCache, KvOptionsEqualTheRelease) {
+  const ModelSpec spec = testing::BundledModel("google--gemma-3-27b-it.json");
+  const SizingCache cache(spec);
+  for (const char* version : {"", "0.10", "0.19"}) {
+    KvCacheSettings s;
+    s.max_model_len = 8192;
+    s.vllm_version = version;
+    for (int round = 0; round < 2; ++round) {
+      const KvCacheOptions fresh = KvOptionsForRelease(s, 0);
+      const KvCacheOptions& kept = *cache.KvOptions(s, 0);
+      EXPECT_EQ(kept.cap_sliding_window_at_full, fresh.cap_sliding_window_at_full) << version;
+      EXPECT_EQ(kept.kv_tokens_from_concurrency, fresh.kv_tokens_from_concurrency) << version;
+      EXPECT_EQ(kept.disable_hybrid_kv_cache_manager, fresh.disable_hybrid_kv_cache_manager) << version;
+      EXPECT_EQ(ComputeKvCacheCapacity(cache.kv_layouts(), {20 * kGiB}, kept).num_tokens,
+                ComputeKvCacheCapacity(spec, {20 * kGiB}, fresh).num_tokens)
+          << version;
+    }
+  }
+  KvCacheSettings bad;
+  bad.max_model_len = 8192;
+  bad.block_size = 24;  // not one of vLLM's block sizes
+  EXPECT_THROW(cache.KvOptions(bad, 0), InvalidArgument);
+  EXPECT_THROW(cache.KvOptions(bad, 0), InvalidArgument);
+}
+
+// The weights remembered per weight settings equal ComputeWeights'.
+TEST(SizingCache, WeightsEqualComputeWeights) {
+  const ModelSpec spec = testing::BundledModel("Qwen--Qwen3-30B-A3B.json");
+  const SizingCache cache(spec);
+  for (int64_t tp : {1, 2, 4, 1}) {
+    WeightOptions o;
+    o.tensor_parallel_size = tp;
+    EXPECT_EQ(cache.Weights(o)->fullest_rank_bytes, ComputeWeights(spec, o).fullest_rank_bytes) << tp;
+  }
+}
+
+// Every answer of a KvCacheQuery equals the cached entry point's, for budgets that fit, that do
+// not, per rank and per worker.
+TEST(KvCacheQuery, AnswersEqualTheEntryPoints) {
+  for (const char* model : kModels) {
+    SCOPED_TRACE(model);
+    const ModelSpec spec = testing::BundledModel(model);
+    const KvCacheLayoutCache cache(spec);
+    KvCacheOptions o;
+    o.max_model_len = 32768;
+    o.tensor_parallel_size = 2;
+    o.pipeline_parallel_size = 2;
+    const KvCacheQuery q(cache, o, 2);
+    const KvCacheGeometry g = q.Geometry();
+    const KvCacheGeometry expected = ComputeKvCacheGeometry(cache, o);
+    EXPECT_EQ(g.bytes_per_block, expected.bytes_per_block);
+    EXPECT_EQ(g.blocks_per_request, expected.blocks_per_request);
+    for (const std::vector<int64_t>& available :
+         {std::vector<int64_t>{20 * kGiB}, std::vector<int64_t>{kGiB / 64, 20 * kGiB},
+          std::vector<int64_t>{20 * kGiB, 19 * kGiB, 18 * kGiB, 17 * kGiB}}) {
+      EXPECT_EQ(q.Shortfall(available), KvCacheMemoryShortfall(cache, available, o));
+      EXPECT_EQ(q.EstimateMaxModelLen(available, 131072), [&] {
+        KvCacheOptions upper = o;
+        upper.max_model_len = 131072;
+        return EstimateMaxModelLen(cache, available, upper);
+      }());
+      if (KvCacheMemoryShortfall(cache, available, o).empty()) {
+        EXPECT_EQ(q.Capacity(available).num_blocks, ComputeKvCacheCapacity(cache, available, o).num_blocks);
+      } else {
+        EXPECT_THROW(q.Capacity(available), InsufficientMemory);
+      }
+    }
+    EXPECT_THROW(q.Shortfall({kGiB, kGiB, kGiB}), InvalidArgument);  // neither 1, pp nor tp x pp budgets
+    EXPECT_THROW(q.EstimateMaxModelLen({kGiB}, 0), InvalidArgument);
+  }
+}
+
+// A sweep written into a finished sweep's columns equals one written into fresh memory.
+TEST(PlanSweep, ReusedColumnsEqualFreshColumns) {
+  const ModelSpec spec = testing::BundledModel("meta-llama--Llama-3.1-8B-Instruct.json");
+  SweepAxes axes;
+  for (const char* g : {"H100-80GB", "L4"}) {
+    axes.total_memory_bytes.push_back(LookupGpu(g).total_memory_bytes);
+    axes.gpu_names.push_back(g);
+  }
+  axes.gpu_memory_utilization = {0.5, 0.9};
+  axes.max_model_len = {4096, 131072};
+  axes.tensor_parallel_size = {1, 3};  // 3: invalid rows
+  const SweepColumns fresh = RunSweep(spec, axes);
+  SweepAxes smaller = axes;
+  smaller.tensor_parallel_size = {1};
+  SweepColumns reused = RunSweep(spec, axes, RunSweep(spec, smaller));  // storage shorter than the rows
+  reused = RunSweep(spec, axes, std::move(reused));                   // storage as long
+  EXPECT_EQ(reused.num_rows, fresh.num_rows);
+  EXPECT_EQ(reused.num_fast_rows, fresh.num_fast_rows);
+  EXPECT_EQ(reused.gpu_index, fresh.gpu_index);
+  EXPECT_EQ(reused.tensor_parallel_size, fresh.tensor_parallel_size);
+  EXPECT_EQ(reused.available_kv_cache_bytes, fresh.available_kv_cache_bytes);
+  EXPECT_EQ(reused.max_concurrency, fresh.max_concurrency);
+  EXPECT_EQ(reused.failure_phase, fresh.failure_phase);
+  EXPECT_EQ(reused.fits, fresh.fits);
+}
+
+}  // namespace vllm_mem
