@@ -4,7 +4,7 @@ vllm_mem's C++ core. Use the typed wrappers in the vllm_mem package.
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_speculative_config_keys', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'resolved_num_speculative_tokens', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'speculative_config_keys', 'speculative_unknown_keys_refused_since', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
+__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'MmEncoderBudget', 'MmProfileBreakdown', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_speculative_config_keys', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_mm_encoder_budget', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'resolved_num_speculative_tokens', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'speculative_config_keys', 'speculative_unknown_keys_refused_since', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
 class AttentionKind:
     """
     Members:
@@ -386,7 +386,7 @@ class KvCacheCapacity:
         ...
 class SizingCache:
     """
-    A ModelSpec's cached KV layouts (one per block size, dtypes, TP, PP).
+    A ModelSpec's remembered KV layouts, KV options per request and weights (sizing_cache.h).
     """
     def __init__(self, spec: ModelSpec) -> None:
         ...
@@ -696,140 +696,140 @@ class KvCacheSettings:
         A copy with the given keywords changed (loops reuse one request).
         """
     @property
-    def block_size(self) -> typing.Any:
+    def block_size(self) -> int:
         """
         Tokens per KV-cache block
         """
     @block_size.setter
-    def block_size(self, arg1: typing.Any) -> None:
+    def block_size(self, value: int | None) -> None:
         ...
     @property
-    def cap_sliding_window_at_full(self) -> typing.Any:
+    def cap_sliding_window_at_full(self) -> bool | None:
         """
         Cap a sliding-window group's need at full attention's
         """
     @cap_sliding_window_at_full.setter
-    def cap_sliding_window_at_full(self, arg1: typing.Any) -> None:
+    def cap_sliding_window_at_full(self, value: bool | None) -> None:
         ...
     @property
-    def decode_context_parallel_size(self) -> typing.Any:
+    def decode_context_parallel_size(self) -> int:
         """
         Ranks of each TP group the KV cache is sharded over along tokens
         """
     @decode_context_parallel_size.setter
-    def decode_context_parallel_size(self, arg1: typing.Any) -> None:
+    def decode_context_parallel_size(self, value: int) -> None:
         ...
     @property
-    def disable_hybrid_kv_cache_manager(self) -> typing.Any:
+    def disable_hybrid_kv_cache_manager(self) -> bool:
         """
         Size every layer for the full length
         """
     @disable_hybrid_kv_cache_manager.setter
-    def disable_hybrid_kv_cache_manager(self, arg1: typing.Any) -> None:
+    def disable_hybrid_kv_cache_manager(self, value: bool) -> None:
         ...
     @property
-    def dtype(self) -> typing.Any:
+    def dtype(self) -> str:
         """
         Served model dtype (auto: the checkpoint's, float32 served as bfloat16)
         """
     @dtype.setter
-    def dtype(self, arg1: typing.Any) -> None:
+    def dtype(self, value: str) -> None:
         ...
     @property
-    def enable_prefix_caching(self) -> typing.Any:
+    def enable_prefix_caching(self) -> bool | None:
         """
         Prefix caching (a hybrid model then needs mamba_cache_mode align or all)
         """
     @enable_prefix_caching.setter
-    def enable_prefix_caching(self, arg1: typing.Any) -> None:
+    def enable_prefix_caching(self, value: bool | None) -> None:
         ...
     @property
-    def kv_cache_dtype(self) -> typing.Any:
+    def kv_cache_dtype(self) -> str:
         """
         KV storage dtype (auto follows the served model dtype)
         """
     @kv_cache_dtype.setter
-    def kv_cache_dtype(self, arg1: typing.Any) -> None:
+    def kv_cache_dtype(self, value: str) -> None:
         ...
     @property
-    def mamba_cache_dtype(self) -> typing.Any:
+    def mamba_cache_dtype(self) -> str:
         """
         Hybrid models: the conv state's dtype
         """
     @mamba_cache_dtype.setter
-    def mamba_cache_dtype(self, arg1: typing.Any) -> None:
+    def mamba_cache_dtype(self, value: str) -> None:
         ...
     @property
-    def mamba_cache_mode(self) -> typing.Any:
+    def mamba_cache_mode(self) -> str:
         """
         Hybrid models: one state per request (none), per aligned block (align) or per block (all)
         """
     @mamba_cache_mode.setter
-    def mamba_cache_mode(self, arg1: typing.Any) -> None:
+    def mamba_cache_mode(self, value: str) -> None:
         ...
     @property
-    def mamba_ssm_cache_dtype(self) -> typing.Any:
+    def mamba_ssm_cache_dtype(self) -> str:
         """
         Hybrid models: the SSM state's dtype
         """
     @mamba_ssm_cache_dtype.setter
-    def mamba_ssm_cache_dtype(self, arg1: typing.Any) -> None:
+    def mamba_ssm_cache_dtype(self, value: str) -> None:
         ...
     @property
-    def max_concurrent_batches(self) -> typing.Any:
+    def max_concurrent_batches(self) -> int:
         """
         Batches in flight (sliding-window reservations grow with it)
         """
     @max_concurrent_batches.setter
-    def max_concurrent_batches(self, arg1: typing.Any) -> None:
+    def max_concurrent_batches(self, value: int) -> None:
         ...
     @property
-    def max_model_len(self) -> typing.Any:
+    def max_model_len(self) -> int:
         """
         Longest request (prompt + output) in tokens
         """
     @max_model_len.setter
-    def max_model_len(self, arg1: typing.Any) -> None:
+    def max_model_len(self, value: int | None) -> None:
         ...
     @property
-    def max_num_batched_tokens(self) -> typing.Any:
+    def max_num_batched_tokens(self) -> int:
         """
         Tokens per scheduler step (sizes sliding-window reservations and the profile run)
         """
     @max_num_batched_tokens.setter
-    def max_num_batched_tokens(self, arg1: typing.Any) -> None:
+    def max_num_batched_tokens(self, value: int | None) -> None:
         ...
     @property
-    def num_gpu_blocks_override(self) -> typing.Any:
+    def num_gpu_blocks_override(self) -> int:
         """
         Use this many KV blocks instead of what fits
         """
     @num_gpu_blocks_override.setter
-    def num_gpu_blocks_override(self, arg1: typing.Any) -> None:
+    def num_gpu_blocks_override(self, value: int | None) -> None:
         ...
     @property
-    def pipeline_parallel_size(self) -> typing.Any:
+    def pipeline_parallel_size(self) -> int:
         """
         Pipeline-parallel stages
         """
     @pipeline_parallel_size.setter
-    def pipeline_parallel_size(self, arg1: typing.Any) -> None:
+    def pipeline_parallel_size(self, value: int) -> None:
         ...
     @property
-    def tensor_parallel_size(self) -> typing.Any:
+    def tensor_parallel_size(self) -> int:
         """
         Tensor-parallel GPUs
         """
     @tensor_parallel_size.setter
-    def tensor_parallel_size(self, arg1: typing.Any) -> None:
+    def tensor_parallel_size(self, value: int) -> None:
         ...
     @property
-    def vllm_version(self) -> typing.Any:
+    def vllm_version(self) -> str:
         """
         The vLLM release whose rules apply
         """
     @vllm_version.setter
-    def vllm_version(self, arg1: typing.Any) -> None:
+    def vllm_version(self, value: str | None) -> None:
         ...
 class PlanRequest(KvCacheSettings):
     """
@@ -848,148 +848,148 @@ class PlanRequest(KvCacheSettings):
         A copy with the given keywords changed (loops reuse one request).
         """
     @property
-    def cpu_offload_gb(self) -> typing.Any:
+    def cpu_offload_gb(self) -> float:
         """
         GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)
         """
     @cpu_offload_gb.setter
-    def cpu_offload_gb(self, arg1: typing.Any) -> None:
+    def cpu_offload_gb(self, value: float) -> None:
         ...
     @property
-    def cudagraph_capture_sizes(self) -> typing.Any:
+    def cudagraph_capture_sizes(self) -> list[int]:
         """
         Batch sizes captured as CUDA graphs
         """
     @cudagraph_capture_sizes.setter
-    def cudagraph_capture_sizes(self, arg1: typing.Any) -> None:
+    def cudagraph_capture_sizes(self, value: list[int] | tuple[int, ...] | None) -> None:
         ...
     @property
-    def cudagraph_memory_in_budget(self) -> typing.Any:
+    def cudagraph_memory_in_budget(self) -> bool | None:
         """
         VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: subtract the graph estimate from the KV budget
         """
     @cudagraph_memory_in_budget.setter
-    def cudagraph_memory_in_budget(self, arg1: typing.Any) -> None:
+    def cudagraph_memory_in_budget(self, value: bool | None) -> None:
         ...
     @property
-    def cudagraph_mode(self) -> typing.Any:
+    def cudagraph_mode(self) -> str:
         """
         Which CUDA graphs are captured (compilation config)
         """
     @cudagraph_mode.setter
-    def cudagraph_mode(self, arg1: typing.Any) -> None:
+    def cudagraph_mode(self, value: str) -> None:
         ...
     @property
-    def enforce_eager(self) -> typing.Any:
+    def enforce_eager(self) -> bool:
         """
         No CUDA graphs
         """
     @enforce_eager.setter
-    def enforce_eager(self, arg1: typing.Any) -> None:
+    def enforce_eager(self, value: bool) -> None:
         ...
     @property
-    def free_memory_bytes(self) -> typing.Any:
+    def free_memory_bytes(self) -> int:
         """
         Free device memory at start-up in bytes
         """
     @free_memory_bytes.setter
-    def free_memory_bytes(self, arg1: typing.Any) -> None:
+    def free_memory_bytes(self, value: int | None) -> None:
         ...
     @property
-    def gpu_count(self) -> typing.Any:
+    def gpu_count(self) -> int:
         """
         GPUs available (TP x PP may not exceed it)
         """
     @gpu_count.setter
-    def gpu_count(self, arg1: typing.Any) -> None:
+    def gpu_count(self, value: int | None) -> None:
         ...
     @property
-    def gpu_memory_utilization(self) -> typing.Any:
+    def gpu_memory_utilization(self) -> float:
         """
         Fraction of the GPU vLLM may use
         """
     @gpu_memory_utilization.setter
-    def gpu_memory_utilization(self, arg1: typing.Any) -> None:
+    def gpu_memory_utilization(self, value: float | None) -> None:
         ...
     @property
-    def kv_cache_memory_bytes(self) -> typing.Any:
+    def kv_cache_memory_bytes(self) -> int:
         """
         KV-cache bytes per GPU instead of profiling
         """
     @kv_cache_memory_bytes.setter
-    def kv_cache_memory_bytes(self, arg1: typing.Any) -> None:
+    def kv_cache_memory_bytes(self, value: int | None) -> None:
         ...
     @property
-    def max_cudagraph_capture_size(self) -> typing.Any:
-        """
-        Largest CUDA-graph batch size
-        """
-    @max_cudagraph_capture_size.setter
-    def max_cudagraph_capture_size(self, arg1: typing.Any) -> None:
-        ...
-    @property
-    def max_num_seqs(self) -> typing.Any:
-        """
-        Sequences per scheduler step
-        """
-    @max_num_seqs.setter
-    def max_num_seqs(self, arg1: typing.Any) -> None:
-        ...
-    @property
-    def quantization(self) -> typing.Any:
-        """
-        Weight quantization method
-        """
-    @quantization.setter
-    def quantization(self, arg1: typing.Any) -> None:
-        ...
-    @property
-    def total_memory_bytes(self) -> typing.Any:
-        """
-        The device's total memory in bytes
-        """
-    @total_memory_bytes.setter
-    def total_memory_bytes(self, arg1: typing.Any) -> None:
-        ...
-    @property
-    def usage_context(self) -> typing.Any:
-        """
-        server (vllm serve) or offline (the LLM class)
-        """
-    @usage_context.setter
-    def usage_context(self, arg1: typing.Any) -> None:
-        ...
-    @property
-    def language_model_only(self) -> typing.Any:
+    def language_model_only(self) -> bool:
         """
         Multimodal models: every modality limited to 0 (no encoder profile run)
         """
     @language_model_only.setter
-    def language_model_only(self, arg1: typing.Any) -> None:
+    def language_model_only(self, value: bool) -> None:
         ...
     @property
-    def limit_mm_per_prompt(self) -> typing.Any:
+    def limit_mm_per_prompt(self) -> int:
         """
         Multimodal models: images per prompt (0: text only, no encoder profile run)
         """
     @limit_mm_per_prompt.setter
-    def limit_mm_per_prompt(self, arg1: typing.Any) -> None:
+    def limit_mm_per_prompt(self, value: int | None) -> None:
         ...
     @property
-    def mm_processor_cache_gb(self) -> typing.Any:
+    def max_cudagraph_capture_size(self) -> int:
+        """
+        Largest CUDA-graph batch size
+        """
+    @max_cudagraph_capture_size.setter
+    def max_cudagraph_capture_size(self, value: int | None) -> None:
+        ...
+    @property
+    def max_num_seqs(self) -> int:
+        """
+        Sequences per scheduler step
+        """
+    @max_num_seqs.setter
+    def max_num_seqs(self, value: int | None) -> None:
+        ...
+    @property
+    def mm_processor_cache_gb(self) -> float:
         """
         Multimodal processor cache in host memory (GiB; no GPU memory, accepted so a command line plans)
         """
     @mm_processor_cache_gb.setter
-    def mm_processor_cache_gb(self, arg1: typing.Any) -> None:
+    def mm_processor_cache_gb(self, value: float) -> None:
         ...
     @property
-    def skip_mm_profiling(self) -> typing.Any:
+    def quantization(self) -> str:
+        """
+        Weight quantization method
+        """
+    @quantization.setter
+    def quantization(self, value: str | None) -> None:
+        ...
+    @property
+    def skip_mm_profiling(self) -> bool:
         """
         Multimodal models: skip the encoder's profile run (its memory is then not reserved)
         """
     @skip_mm_profiling.setter
-    def skip_mm_profiling(self, arg1: typing.Any) -> None:
+    def skip_mm_profiling(self, value: bool) -> None:
+        ...
+    @property
+    def total_memory_bytes(self) -> int:
+        """
+        The device's total memory in bytes
+        """
+    @total_memory_bytes.setter
+    def total_memory_bytes(self, value: int | None) -> None:
+        ...
+    @property
+    def usage_context(self) -> str:
+        """
+        server (vllm serve) or offline (the LLM class)
+        """
+    @usage_context.setter
+    def usage_context(self, value: str) -> None:
         ...
 class PlanInputs(PlanRequest):
     activation_constants: ...
@@ -1298,9 +1298,6 @@ class MmProfileBreakdown:
         ...
 class ActivationBreakdown:
     @property
-    def multimodal(self) -> MmProfileBreakdown:
-        ...
-    @property
     def attention_bytes(self) -> int:
         ...
     @property
@@ -1317,6 +1314,9 @@ class ActivationBreakdown:
         ...
     @property
     def moe_workspace_bytes(self) -> int:
+        ...
+    @property
+    def multimodal(self) -> MmProfileBreakdown:
         ...
     @property
     def peak_bytes(self) -> int:
@@ -1383,7 +1383,6 @@ class SpeculativeConfig:
     eagle_embed_tokens_shared: bool
     eagle_lm_head_shared: bool | None
     method: str
-    no_effect_keys: list[str]
     quantization: str
     def __init__(self) -> None:
         ...
@@ -1416,6 +1415,12 @@ class SpeculativeConfig:
         ...
     @n_predict.setter
     def n_predict(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def no_effect_keys(self) -> list[str]:
+        ...
+    @no_effect_keys.setter
+    def no_effect_keys(self, arg0: collections.abc.Sequence[str]) -> None:
         ...
     @property
     def num_speculative_tokens(self) -> int:
@@ -1906,8 +1911,6 @@ class StageLimit:
     def stage_id(self) -> int:
         ...
 class StageCheckResult:
-    def report(self) -> str:
-        ...
     @property
     def config(self) -> StageConfigSet:
         ...
@@ -2213,9 +2216,9 @@ def close_gpu_matches(name: str, limit: typing.SupportsInt | typing.SupportsInde
     ...
 def closest_setting_name(name: str) -> str:
     ...
-def compute_mm_encoder_budget(max_tokens_per_item: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, limit_per_prompt: typing.SupportsInt | typing.SupportsIndex = 999, chunked_prefill: bool = True) -> MmEncoderBudget:
-    ...
 def compute_memory_profiling(before_create: SnapshotRecord, before_profile: SnapshotRecord, after_profile: SnapshotRecord, weights_memory: typing.SupportsInt | typing.SupportsIndex, peaks: SamplerPeaks | None = None, formula: str = 'components') -> ProfilingFigures:
+    ...
+def compute_mm_encoder_budget(max_tokens_per_item: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, limit_per_prompt: typing.SupportsInt | typing.SupportsIndex = 999, chunked_prefill: bool = True) -> MmEncoderBudget:
     ...
 def compute_rank_layout(spec: ModelSpec, total_memory_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], gpu_memory_utilization: typing.SupportsFloat | typing.SupportsIndex, free_memory_bytes_per_worker: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], overhead_bytes_per_pp_rank: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: str, quantization: str, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, kv: KvCacheOptions) -> RankLayout:
     ...
@@ -2379,6 +2382,10 @@ def reset_peak_memory_stats(device: typing.SupportsInt | typing.SupportsIndex) -
     ...
 def resolve_batch_defaults(version: str, engine: str, usage_context: str, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, max_model_len: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     ...
+def resolved_num_speculative_tokens(target: ModelSpec, config: SpeculativeConfig, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    num_speculative_tokens as vLLM resolves it (the drafter's n_predict when not given).
+    """
 def rule_of_thumb_activation_bytes(weight_bytes: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int]:
     ...
 def rule_of_thumb_kv_cache_bytes(spec: ModelSpec, batch_size: typing.SupportsInt | typing.SupportsIndex, seq_len: typing.SupportsInt | typing.SupportsIndex, dtype: str = 'auto') -> int:
@@ -2387,6 +2394,10 @@ def rule_of_thumb_weight_bytes(spec: ModelSpec, dtype: str = 'auto') -> int:
     ...
 def run_sweep(spec: ModelSpec, axes: SweepAxes) -> dict[str, typing.Any]:
     ...
+def served_dtype(spec: ModelSpec, dtype: str) -> str:
+    """
+    The dtype vLLM serves the model in for --dtype (auto: float32 as bfloat16).
+    """
 def spec_decode_capture_sizes(capture_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_capture_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, uniform_decode_query_len: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     ...
 def speculative_config_keys() -> list[typing.Any]:
@@ -2445,11 +2456,3 @@ KV_SUGGESTION_BUFFER_BYTES: int = 157286400
 SAMPLER_MAX_INTERVAL_S: float = 60.0
 SAMPLER_MIN_INTERVAL_S: float = 1e-05
 __version__: str = '0.4.0'
-def resolved_num_speculative_tokens(target: ModelSpec, config: SpeculativeConfig, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex) -> int:
-    """
-    num_speculative_tokens as vLLM resolves it (the drafter's n_predict when not given).
-    """
-def served_dtype(spec: ModelSpec, dtype: str) -> str:
-    """
-    The dtype vLLM serves the model in for --dtype (auto: float32 as bfloat16).
-    """

@@ -31,3 +31,22 @@ def test_every_public_binding_has_a_stub() -> None:
 
 def test_py_typed_marker_ships() -> None:
     assert Path(vllm_mem.__file__).with_name("py.typed").is_file()
+
+
+def test_request_settings_are_typed() -> None:
+    """The request objects' properties (getters and setters) carry their rows' types in the stub
+    (scripts/stub_setting_types.py), never typing.Any."""
+    stub = Path(vllm_mem.__file__).with_name("_C.pyi")
+    tree = ast.parse(stub.read_text())
+    rows = {row["name"] for row in _C.plan_settings()}
+    typed: dict[str, str] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name in ("KvCacheSettings", "PlanRequest")):
+            continue
+        for fn in node.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name in rows:
+                annotation = fn.returns if len(fn.args.args) == 1 else fn.args.args[1].annotation
+                typed[f"{node.name}.{fn.name}({len(fn.args.args)})"] = ast.unparse(annotation) if annotation else ""
+    assert len(typed) == 2 * len(rows), sorted(typed)  # a getter and a setter per row
+    untyped = sorted(name for name, annotation in typed.items() if annotation in ("", "typing.Any"))
+    assert not untyped, f"typed as Any in _C.pyi: {untyped}; run scripts/gen_stubs.sh"
