@@ -2,8 +2,9 @@
 
 pybind11-stubgen reads a setter's signature from the binding, where every setting's setter takes
 a Python object (`py::handle`: the table's row converts and checks it, bindings/bind_settings.cc),
-so it writes `typing.Any`. What each setter accepts is the row's kind, and None where the row has
-an "unset" value; this writes that type. Run by scripts/gen_stubs.sh after the generator:
+so it writes `typing.Any`. What each setter accepts is the row's kind, a str where the row has a
+word for its auto value, and None where it has an "unset" value; this writes that type. Run by
+scripts/gen_stubs.sh after the generator:
 
     PYTHONPATH=build/dev-NAME/site python3 scripts/stub_setting_types.py python/vllm_mem/_C.pyi
 """
@@ -33,6 +34,8 @@ def setter_types() -> dict[str, str]:
     types = {}
     for row in _C.plan_settings():
         kind = KIND_TYPES[row["kind"]]
+        if row.get("auto_text"):  # a word for the row's auto value ("auto" for max_model_len)
+            kind += " | str"
         types[row["name"]] = kind + " | None" if row["unset"] and "None" not in kind else kind
     return types
 

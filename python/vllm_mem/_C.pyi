@@ -786,10 +786,10 @@ class KvCacheSettings:
     @property
     def max_model_len(self) -> int:
         """
-        Longest request (prompt + output) in tokens
+        Longest request (prompt + output) in tokens; auto (-1): vLLM's auto-fit (from 0.14)
         """
     @max_model_len.setter
-    def max_model_len(self, value: int | None) -> None:
+    def max_model_len(self, value: int | str | None) -> None:
         ...
     @property
     def max_num_batched_tokens(self) -> int:
@@ -1018,13 +1018,13 @@ class PlanInputs(PlanRequest):
     def dtype_note(self) -> str:
         ...
     @property
-    def max_model_len_auto(self) -> bool:
-        ...
-    @property
     def hybrid_kv_cache_manager(self) -> bool:
         ...
     @property
     def kv_log_format(self) -> int:
+        ...
+    @property
+    def max_model_len_auto(self) -> bool:
         ...
     @property
     def model_runner(self) -> str:
@@ -1525,6 +1525,15 @@ class StartupPlan:
     def activation_peak_bytes(self) -> int:
         ...
     @property
+    def auto_fit_from_max_model_len(self) -> int:
+        ...
+    @property
+    def auto_fit_limiting_bytes(self) -> int:
+        ...
+    @property
+    def auto_fit_line(self) -> str:
+        ...
+    @property
     def available_kv_cache_bytes(self) -> int:
         ...
     @property
@@ -1568,15 +1577,6 @@ class StartupPlan:
         ...
     @property
     def max_model_len_that_fits(self) -> int:
-        ...
-    @property
-    def auto_fit_from_max_model_len(self) -> int:
-        ...
-    @property
-    def auto_fit_limiting_bytes(self) -> int:
-        ...
-    @property
-    def auto_fit_line(self) -> str:
         ...
     @property
     def model_max_model_len(self) -> int:
