@@ -1328,10 +1328,10 @@ class ActivationBreakdown:
     def sampler_bytes(self) -> int:
         ...
     @property
-    def sampler_kernel_buffer_bytes(self) -> int:
+    def sampler_dominates(self) -> bool:
         ...
     @property
-    def sampler_dominates(self) -> bool:
+    def sampler_kernel_buffer_bytes(self) -> int:
         ...
     @property
     def sampler_phase_bytes(self) -> int:
