@@ -46,7 +46,9 @@ void BindModelSpec(py::module_& m) {
       .def_readonly("method", &QuantizationSpec::method)
       .def_readonly("weight_bits", &QuantizationSpec::weight_bits)
       .def_readonly("group_size", &QuantizationSpec::group_size)
-      .def_readonly("zero_point", &QuantizationSpec::zero_point);
+      .def_readonly("zero_point", &QuantizationSpec::zero_point)
+      .def_readonly("nvfp4", &QuantizationSpec::nvfp4)
+      .def_readonly("unquantized_modules", &QuantizationSpec::unquantized_modules);
 
   py::class_<VisionEncoderSpec>(m, "VisionEncoderSpec")
       .def_readonly("config_class", &VisionEncoderSpec::config_class)

@@ -7,7 +7,9 @@
  *        RankWeights::attention_bytes (the layer's token mixer). Parameters are counted as the
  *        checkpoint holds them, without MTP layers (vLLM loads those only as a drafter).
  */
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/base/checked_math.h"
 #include "core/model/parallelism.h"
@@ -27,13 +29,22 @@ int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
 int64_t Split(int64_t a, int64_t tp, const std::string& what) { return SplitEvenly(a, tp, what); }
 
-/*! Elements of one layer on one rank, by what RankWeights reports, plus float32 elements. */
+/*! Elements of one layer on one rank, by what RankWeights reports, plus float32 elements, and
+ *  the linears vLLM builds with the checkpoint's quant_config (their bytes follow the method). */
 struct LayerElements {
   int64_t mixer = 0;        //!< attention or recurrent mixer, model dtype
   int64_t mixer_fp32 = 0;   //!< parameters vLLM allocates in float32 (Mamba A)
   int64_t mlp = 0;
   int64_t norm = 0;
+  std::vector<Linear> linears;
 };
+
+/*! A linear of the layer, named as the checkpoint names its shards. */
+void AddLinear(LayerElements& e, Component c, int64_t in, int64_t out, bool bias, const char* modules) {
+  Linear l{c, in, out, bias};
+  l.modules = modules;
+  e.linears.push_back(l);
+}
 
 /*! Attention of a hybrid layer on one rank: QKVParallelLinear (KV heads replicated when TP
  *  exceeds them), o_proj, optional q/k norms and Qwen3-Next's output gate (q_proj doubled). */
@@ -43,101 +54,124 @@ void AddAttention(const ModelSpec& s, int64_t tp, LayerElements& e) {
   const bool gate = s.traits.attn_output_gate;
   const int64_t q = Mul(Mul(heads, s.head_dim), gate ? 2 : 1);
   const int64_t qkv_out = Add(q, Mul(2 * kv, s.head_dim));
-  e.mixer = Add(e.mixer, Mul(s.hidden_size, qkv_out));
-  if (s.traits.qkv_bias) e.mixer = Add(e.mixer, qkv_out);
-  e.mixer = Add(e.mixer, Mul(Mul(heads, s.head_dim), s.hidden_size));
-  if (s.traits.attention_out_bias) e.mixer = Add(e.mixer, s.hidden_size);
+  AddLinear(e, Component::kAttention, s.hidden_size, qkv_out, s.traits.qkv_bias, kQkvModules);
+  AddLinear(e, Component::kAttention, Mul(heads, s.head_dim), s.hidden_size, s.traits.attention_out_bias,
+            "self_attn.o_proj");
   e.mixer = Add(e.mixer, QkNormElements(s, heads, kv, tp));
+}
+
+void AddMamba1(const ModelSpec& s, const HybridSpec& h, int64_t tp, bool per_rank, LayerElements& e) {
+  const int64_t hidden = s.hidden_size;
+  // MambaMixer: in_proj (x, z), conv1d, x_proj (dt, B, C; row-parallel over I), dt_proj,
+  // A (float32) and D, Jamba's dt/B/C RMSNorms, out_proj.
+  const int64_t i = Split(h.intermediate_size, tp, "mamba intermediate_size");
+  const int64_t dt_rank = h.head_dim;
+  e.mixer = Add(e.mixer, Mul(hidden, 2 * i));
+  if (h.proj_bias) e.mixer = Add(e.mixer, 2 * i);
+  e.mixer = Add(e.mixer, Add(Mul(i, h.conv_kernel), h.conv_bias ? i : 0));
+  e.mixer = Add(e.mixer, Mul(i, Add(dt_rank, 2 * h.state_size)));
+  e.mixer = Add(e.mixer, Add(Mul(dt_rank, i), i));  // dt_proj has a bias
+  e.mixer_fp32 = Add(e.mixer_fp32, Mul(i, h.state_size));
+  e.mixer = Add(e.mixer, i);  // D
+  if (h.dt_norms) e.mixer = Add(e.mixer, Add(dt_rank, 2 * h.state_size));
+  e.mixer = Add(e.mixer, Mul(i, hidden));
+  if (h.proj_bias) e.mixer = Add(e.mixer, hidden);
+}
+
+void AddMamba2(const ModelSpec& s, const HybridSpec& h, int64_t tp, bool per_rank, LayerElements& e) {
+  const int64_t hidden = s.hidden_size;
+  // MambaMixer2: in_proj (z, x, B, C, dt) with groups replicated to the TP size when they do
+  // not divide it, conv1d over (x, B, C), A (float32), D, dt_bias, gated RMSNorm over I,
+  // out_proj. The checkpoint (per_rank false) holds the unreplicated groups.
+  if (per_rank && h.n_groups % tp != 0 && h.n_groups != 1) {
+    // MambaMixer2 asserts it (replicating groups to the head shards is only built for one
+    // group); tp - n_groups below would otherwise go negative and shrink the count.
+    throw InvalidArgument("tensor_parallel_size", "If tensor parallel world size does not divide num_groups, then "
+                                                  "num_groups must equal 1. (n_groups " +
+                                                      std::to_string(h.n_groups) + ", tensor_parallel_size " +
+                                                      std::to_string(tp) + ")");
+  }
+  const int64_t groups =
+      per_rank && h.n_groups % tp != 0 ? h.n_groups + (tp - h.n_groups) : h.n_groups;
+  const int64_t t = per_rank ? tp : 1;
+  const int64_t conv_dim = Add(h.intermediate_size, Mul(2 * groups, h.state_size));
+  const int64_t in_out = Split(Add(Add(h.intermediate_size, conv_dim), h.num_heads), t, "mamba in_proj");
+  const int64_t conv = Split(conv_dim, t, "mamba conv_dim");
+  const int64_t heads = Split(h.num_heads, t, "mamba num_heads");
+  const int64_t i = Split(h.intermediate_size, t, "mamba intermediate_size");
+  // in_proj and out_proj take the quant_config; conv1d is built without one (mamba_mixer2.py).
+  AddLinear(e, Component::kAttention, hidden, in_out, h.proj_bias, "mixer.in_proj");
+  e.mixer = Add(e.mixer, Add(Mul(conv, h.conv_kernel), h.conv_bias ? conv : 0));
+  e.mixer_fp32 = Add(e.mixer_fp32, heads);  // A
+  e.mixer = Add(e.mixer, 2 * heads);          // D, dt_bias
+  if (h.gated_norm) e.mixer = Add(e.mixer, i);
+  AddLinear(e, Component::kAttention, i, hidden, h.proj_bias, "mixer.out_proj");
+}
+
+void AddGatedDeltaNet(const ModelSpec& s, const HybridSpec& h, int64_t tp, bool per_rank, LayerElements& e) {
+  const int64_t hidden = s.hidden_size;
+  // Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d (no bias) over (q, k, v),
+  // dt_bias and A_log per value head, RMSNormGated over one value head (replicated),
+  // out_proj.
+  const int64_t t = per_rank ? tp : 1;
+  const int64_t key = Mul(h.num_k_heads, h.head_k_dim);
+  const int64_t value = Mul(h.num_heads, h.head_dim);
+  // in_proj_qkvz, in_proj_ba and out_proj take the quant_config; conv1d is built without one
+  // (gdn_linear_attn.py). Checkpoint names: Qwen3.5's in_proj_qkv / in_proj_z / in_proj_b / in_proj_a.
+  AddLinear(e, Component::kAttention, hidden, Split(Add(2 * key, 2 * value), t, "in_proj_qkvz"), false,
+            "linear_attn.in_proj_qkvz|linear_attn.in_proj_qkv,linear_attn.in_proj_z");
+  AddLinear(e, Component::kAttention, hidden, Split(2 * h.num_heads, t, "in_proj_ba"), false,
+            "linear_attn.in_proj_ba|linear_attn.in_proj_b,linear_attn.in_proj_a");
+  e.mixer = Add(e.mixer, Mul(Split(Add(2 * key, value), t, "conv_dim"), h.conv_kernel));
+  e.mixer = Add(e.mixer, 2 * Split(h.num_heads, t, "linear_num_value_heads"));
+  e.mixer = Add(e.mixer, h.head_dim);
+  AddLinear(e, Component::kAttention, Split(value, t, "linear value dim"), hidden, false, "linear_attn.out_proj");
+}
+
+void AddShortConv(const ModelSpec& s, const HybridSpec& h, int64_t tp, bool per_rank, LayerElements& e) {
+  const int64_t hidden = s.hidden_size;
+  // LFM2's ShortConv (vllm short_conv.py): in_proj (B, C, x: 3 x conv_dim, merged column),
+  // the depthwise conv (conv_dim x L_cache, column), out_proj (row); biases with conv_bias.
+  const int64_t t = per_rank ? tp : 1;
+  const int64_t dim = Split(h.intermediate_size, t, "conv_dim");
+  // vLLM's ShortConv builds conv, in_proj and out_proj without a quant_config (short_conv.py,
+  // through v0.22.1 at least): they stay in the model dtype in a quantized checkpoint.
+  AddLinear(e, Component::kAttention, hidden, 3 * dim, h.conv_bias, "conv.in_proj");
+  AddLinear(e, Component::kAttention, dim, hidden, h.conv_bias, "conv.out_proj");
+  for (size_t k = e.linears.size() - 2; k < e.linears.size(); ++k) e.linears[k].quantizable = false;
+  e.mixer = Add(e.mixer, Add(Mul(dim, h.conv_kernel), h.conv_bias ? dim : 0));
 }
 
 /*! The recurrent mixer of one layer on one rank. */
 void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& e) {
   const HybridSpec& h = *s.hybrid;
-  const int64_t hidden = s.hidden_size;
   switch (h.kind) {
-    case RecurrentMixerKind::kMamba1: {
-      // MambaMixer: in_proj (x, z), conv1d, x_proj (dt, B, C; row-parallel over I), dt_proj,
-      // A (float32) and D, Jamba's dt/B/C RMSNorms, out_proj.
-      const int64_t i = Split(h.intermediate_size, tp, "mamba intermediate_size");
-      const int64_t dt_rank = h.head_dim;
-      e.mixer = Add(e.mixer, Mul(hidden, 2 * i));
-      if (h.proj_bias) e.mixer = Add(e.mixer, 2 * i);
-      e.mixer = Add(e.mixer, Add(Mul(i, h.conv_kernel), h.conv_bias ? i : 0));
-      e.mixer = Add(e.mixer, Mul(i, Add(dt_rank, 2 * h.state_size)));
-      e.mixer = Add(e.mixer, Add(Mul(dt_rank, i), i));  // dt_proj has a bias
-      e.mixer_fp32 = Add(e.mixer_fp32, Mul(i, h.state_size));
-      e.mixer = Add(e.mixer, i);  // D
-      if (h.dt_norms) e.mixer = Add(e.mixer, Add(dt_rank, 2 * h.state_size));
-      e.mixer = Add(e.mixer, Mul(i, hidden));
-      if (h.proj_bias) e.mixer = Add(e.mixer, hidden);
-      break;
-    }
-    case RecurrentMixerKind::kMamba2: {
-      // MambaMixer2: in_proj (z, x, B, C, dt) with groups replicated to the TP size when they do
-      // not divide it, conv1d over (x, B, C), A (float32), D, dt_bias, gated RMSNorm over I,
-      // out_proj. The checkpoint (per_rank false) holds the unreplicated groups.
-      if (per_rank && h.n_groups % tp != 0 && h.n_groups != 1) {
-        // MambaMixer2 asserts it (replicating groups to the head shards is only built for one
-        // group); tp - n_groups below would otherwise go negative and shrink the count.
-        throw InvalidArgument("tensor_parallel_size", "If tensor parallel world size does not divide num_groups, then "
-                                                      "num_groups must equal 1. (n_groups " +
-                                                          std::to_string(h.n_groups) + ", tensor_parallel_size " +
-                                                          std::to_string(tp) + ")");
-      }
-      const int64_t groups =
-          per_rank && h.n_groups % tp != 0 ? h.n_groups + (tp - h.n_groups) : h.n_groups;
-      const int64_t t = per_rank ? tp : 1;
-      const int64_t conv_dim = Add(h.intermediate_size, Mul(2 * groups, h.state_size));
-      const int64_t in_out = Split(Add(Add(h.intermediate_size, conv_dim), h.num_heads), t, "mamba in_proj");
-      const int64_t conv = Split(conv_dim, t, "mamba conv_dim");
-      const int64_t heads = Split(h.num_heads, t, "mamba num_heads");
-      const int64_t i = Split(h.intermediate_size, t, "mamba intermediate_size");
-      e.mixer = Add(e.mixer, Mul(hidden, in_out));
-      if (h.proj_bias) e.mixer = Add(e.mixer, in_out);
-      e.mixer = Add(e.mixer, Add(Mul(conv, h.conv_kernel), h.conv_bias ? conv : 0));
-      e.mixer_fp32 = Add(e.mixer_fp32, heads);  // A
-      e.mixer = Add(e.mixer, 2 * heads);          // D, dt_bias
-      if (h.gated_norm) e.mixer = Add(e.mixer, i);
-      e.mixer = Add(e.mixer, Mul(i, hidden));
-      if (h.proj_bias) e.mixer = Add(e.mixer, hidden);
-      break;
-    }
-    case RecurrentMixerKind::kGatedDeltaNet: {
-      // Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d (no bias) over (q, k, v),
-      // dt_bias and A_log per value head, RMSNormGated over one value head (replicated),
-      // out_proj.
-      const int64_t t = per_rank ? tp : 1;
-      const int64_t key = Mul(h.num_k_heads, h.head_k_dim);
-      const int64_t value = Mul(h.num_heads, h.head_dim);
-      e.mixer = Add(e.mixer, Mul(hidden, Split(Add(2 * key, 2 * value), t, "in_proj_qkvz")));
-      e.mixer = Add(e.mixer, Mul(hidden, Split(2 * h.num_heads, t, "in_proj_ba")));
-      e.mixer = Add(e.mixer, Mul(Split(Add(2 * key, value), t, "conv_dim"), h.conv_kernel));
-      e.mixer = Add(e.mixer, 2 * Split(h.num_heads, t, "linear_num_value_heads"));
-      e.mixer = Add(e.mixer, h.head_dim);
-      e.mixer = Add(e.mixer, Mul(Split(value, t, "linear value dim"), hidden));
-      break;
-    }
-    case RecurrentMixerKind::kShortConv: {
-      // LFM2's ShortConv (vllm short_conv.py): in_proj (B, C, x: 3 x conv_dim, merged column),
-      // the depthwise conv (conv_dim x L_cache, column), out_proj (row); biases with conv_bias.
-      const int64_t t = per_rank ? tp : 1;
-      const int64_t dim = Split(h.intermediate_size, t, "conv_dim");
-      e.mixer = Add(e.mixer, Mul(hidden, 3 * dim));
-      e.mixer = Add(e.mixer, Mul(dim, h.conv_kernel));
-      e.mixer = Add(e.mixer, Mul(dim, hidden));
-      if (h.conv_bias) e.mixer = Add(e.mixer, Add(Add(3 * dim, dim), hidden));
-      break;
-    }
+    case RecurrentMixerKind::kMamba1: AddMamba1(s, h, tp, per_rank, e); break;
+    case RecurrentMixerKind::kMamba2: AddMamba2(s, h, tp, per_rank, e); break;
+    case RecurrentMixerKind::kGatedDeltaNet: AddGatedDeltaNet(s, h, tp, per_rank, e); break;
+    case RecurrentMixerKind::kShortConv: AddShortConv(s, h, tp, per_rank, e); break;
   }
 }
 
 /*! A gated (gate_up + down) or plain (up + down, Nemotron-H's ReLU^2: traits.gated_mlp false) MLP,
- *  column / row split. */
-int64_t MlpElements(const ModelSpec& s, int64_t intermediate, int64_t tp, bool gated, const char* what) {
+ *  column / row split, \p copies times for stacked routed experts. */
+void AddMlpLinears(const ModelSpec& s, int64_t intermediate, int64_t tp, bool gated, const char* what,
+                   const MlpNames& names, int64_t copies, LayerElements& e) {
   const int64_t i = Split(intermediate, tp, what);
-  int64_t n = Mul(Mul(s.hidden_size, i), gated ? 3 : 2);
-  if (s.traits.mlp_bias) n = Add(n, Add(gated ? 2 * i : i, s.hidden_size));
-  return n;
+  Linear up{Component::kMlp, s.hidden_size, gated ? 2 * i : i, s.traits.mlp_bias};
+  Linear down{Component::kMlp, i, s.hidden_size, s.traits.mlp_bias};
+  up.modules = names.up;
+  down.modules = names.down;
+  up.copies = down.copies = copies;
+  up.expert = down.expert = copies > 1;
+  e.linears.push_back(up);
+  e.linears.push_back(down);
+}
+
+/*! A linear vLLM builds with quant_config=None (the router, the shared-expert gate). */
+void AddPlainLinear(LayerElements& e, int64_t in, int64_t out, const char* modules) {
+  AddLinear(e, Component::kMlp, in, out, false, modules);
+  e.linears.back().quantizable = false;
 }
 
 void AddMlp(const ModelSpec& s, const LayerSpec& l, int64_t tp, LayerElements& e) {
@@ -149,20 +183,35 @@ void AddMlp(const ModelSpec& s, const LayerSpec& l, int64_t tp, LayerElements& e
       throw Unsupported("Nemotron-H MoE blocks (E in hybrid_override_pattern) are not in the weight count yet");
     }
     const MoeSpec& m = *s.moe;
-    e.mlp = Add(e.mlp, Mul(m.num_experts, MlpElements(s, m.expert_intermediate_size, tp, true, "moe_intermediate_size")));
-    e.mlp = Add(e.mlp, Mul(s.hidden_size, m.num_experts));  // router, replicated
+    AddMlpLinears(s, m.expert_intermediate_size, tp, true, "moe_intermediate_size", kExpertNames, m.num_experts, e);
+    AddPlainLinear(e, s.hidden_size, m.num_experts, "mlp.gate");  // router, replicated
     if (m.shared_expert_intermediate_size > 0) {
-      e.mlp = Add(e.mlp, MlpElements(s, m.shared_expert_intermediate_size, tp, true, "shared_intermediate_size"));
-      if (m.shared_expert_gate) e.mlp = Add(e.mlp, s.hidden_size);
+      AddMlpLinears(s, m.shared_expert_intermediate_size, tp, true, "shared_intermediate_size", kSharedExpertNames, 1,
+                    e);
+      if (m.shared_expert_gate) AddPlainLinear(e, s.hidden_size, 1, "mlp.shared_expert_gate");
     }
     return;
   }
-  e.mlp = Add(e.mlp, MlpElements(s, s.intermediate_size, tp, gated, "intermediate_size"));
+  AddMlpLinears(s, s.intermediate_size, tp, gated, "intermediate_size", kDenseMlpNames, 1, e);
 }
 
 /*! Norms of one layer: Nemotron-H and Mamba-2 blocks have one (the block's norm), the others an
  *  input norm and a norm before the MLP (traits.norms_per_layer, model_families.json). */
 int64_t NormElements(const ModelSpec& s) { return Mul(s.traits.norms_per_layer, s.hidden_size); }
+
+/*! One layer's bytes on one rank into \p r: its linears as \p q stores them, the rest in the
+ *  model dtype (float32 where vLLM allocates it so). */
+void AddLayerBytes(const LayerElements& e, const std::optional<QuantizationSpec>& q, int64_t dt, RankWeights& r) {
+  r.attention_bytes = Add(r.attention_bytes, Add(Mul(e.mixer, dt), Mul(e.mixer_fp32, kFloat32Bytes)));
+  r.mlp_bytes = Add(r.mlp_bytes, Mul(e.mlp, dt));
+  r.norm_bytes = Add(r.norm_bytes, Mul(e.norm, dt));
+  for (const Linear& l : e.linears) {
+    const LinearBytes b = StoredLinearBytes(l, q, dt);
+    int64_t& slot = l.component == Component::kAttention ? r.attention_bytes : r.mlp_bytes;
+    slot = Add(slot, b.weight);
+    r.quantization_overhead_bytes = Add(r.quantization_overhead_bytes, b.overhead);
+  }
+}
 
 LayerElements Layer(const ModelSpec& s, const LayerSpec& l, int64_t tp, bool per_rank) {
   LayerElements e;
@@ -182,6 +231,7 @@ int64_t HybridNumParameters(const ModelSpec& spec) {
   for (const LayerSpec& l : spec.layers) {
     const LayerElements e = Layer(spec, l, 1, false);
     n = Add(n, Add(Add(e.mixer, e.mixer_fp32), Add(e.mlp, e.norm)));
+    for (const Linear& lin : e.linears) n = Add(n, LinearElements(lin));
   }
   return Add(n, spec.hidden_size);  // final norm
 }
@@ -190,14 +240,19 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   const int64_t tp = options.tensor_parallel_size;
   const int64_t pp = options.pipeline_parallel_size;
   CheckWeightLayout(spec, options);
-  if (spec.quantization || !options.quantization.empty()) {
-    throw Unsupported("quantized weights of hybrid (Mamba / linear-attention) models are not modelled yet");
+  const std::optional<QuantizationSpec> quant = ResolveWeightQuantization(spec, options.quantization);
+  if (quant && (quant->method == "mxfp4" || spec.hybrid->kind == RecurrentMixerKind::kMamba1)) {
+    // MXFP4 is gpt-oss's experts only; which of MambaMixer's linears (Jamba, Mamba-1) take the
+    // quant_config is not checked against vLLM's mamba_mixer.py.
+    throw Unsupported("quantized weights of " + spec.model_type + " (" + quant->method +
+                      ") are not modelled: mxfp4 is gpt-oss's, and Mamba-1 mixers' quantized layout is not checked");
   }
   const DType dtype = ResolveModelDType(options.dtype, spec.dtype, "dtype");
   const int64_t dt = DTypeSizeBytes(dtype);
   WeightBreakdown out;
   out.num_parameters = HybridNumParameters(spec);
   out.dtype = DTypeName(dtype);
+  out.quantization = quant ? quant->method : "";
 
   const int64_t embedding_bytes = Mul(Mul(VocabRowsPerRank(spec.vocab_size, tp), spec.hidden_size), dt);
   const int64_t rotary_dim =
@@ -218,10 +273,9 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
     r.first_layer = begin;
     r.end_layer = end;
     for (int64_t i = begin; i < end; ++i) {
-      const LayerElements e = Layer(spec, spec.layers[static_cast<size_t>(i)], tp, true);
-      r.attention_bytes = Add(r.attention_bytes, Add(Mul(e.mixer, dt), Mul(e.mixer_fp32, kFloat32Bytes)));
-      r.mlp_bytes = Add(r.mlp_bytes, Mul(e.mlp, dt));
-      r.norm_bytes = Add(r.norm_bytes, Mul(e.norm, dt));
+      LayerElements e = Layer(spec, spec.layers[static_cast<size_t>(i)], tp, true);
+      ApplyUnquantizedModules(e.linears, quant, {i});  // hybrids are counted layer by layer
+      AddLayerBytes(e, quant, dt, r);
     }
     bool has_attention = false;
     for (int64_t i = begin; i < end; ++i) {

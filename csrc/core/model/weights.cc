@@ -31,21 +31,6 @@ constexpr int64_t kFloat32Bytes = 4;
 /*! bitsandbytes 4-bit: one float32 absmax per 64 weights. */
 constexpr int64_t kBnbBlock = 64;
 
-enum class Component { kEmbedding, kLmHead, kAttention, kMlp, kNorm };
-
-/*! One linear layer as held by one tensor-parallel rank (\p copies > 1 for stacked experts). */
-struct Linear {
-  Component component;
-  int64_t in_features;
-  int64_t out_features;
-  bool bias = false;
-  bool quantizable = true;        //!< false: routers and gates vLLM builds with quant_config=None
-  bool expert = false;            //!< a routed-expert weight (what mxfp4 quantizes)
-  bool dequantized_copy = false;  //!< MLA kv_b_proj: the MLA backend keeps a dequantized copy
-  int64_t copies = 1;
-  int64_t element_bytes = 0;  //!< unquantized bytes per element; 0: the model dtype (a float32 router: 4)
-};
-
 /*! A 1-D parameter (norm weight / bias, attention sinks, score-correction bias). */
 struct Vector {
   Component component;
@@ -86,26 +71,32 @@ void DescribeAttention(const ModelSpec& spec, int64_t tp, Tensors& out) {
     const MlaSpec& m = *spec.mla;
     const int64_t qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim;
     if (m.q_lora_rank > 0) {
-      lin.push_back({Component::kAttention, h, m.q_lora_rank});                     // q_a_proj
+      lin.push_back({Component::kAttention, h, m.q_lora_rank, false, true, false, false, 1, 0, "self_attn.q_a_proj"});
       out.vectors.push_back({Component::kAttention, m.q_lora_rank});               // q_a_layernorm
-      lin.push_back({Component::kAttention, m.q_lora_rank, Mul(heads, qk_head)});  // q_b_proj
+      lin.push_back({Component::kAttention, m.q_lora_rank, Mul(heads, qk_head), false, true, false, false, 1, 0,
+                     "self_attn.q_b_proj"});
     } else {
-      lin.push_back({Component::kAttention, h, Mul(heads, qk_head)});  // q_proj
+      lin.push_back({Component::kAttention, h, Mul(heads, qk_head), false, true, false, false, 1, 0, "self_attn.q_proj"});
     }
-    lin.push_back({Component::kAttention, h, m.kv_lora_rank + m.qk_rope_head_dim});  // kv_a_proj_with_mqa
+    lin.push_back({Component::kAttention, h, m.kv_lora_rank + m.qk_rope_head_dim, false, true, false, false, 1, 0,
+                   "self_attn.kv_a_proj_with_mqa"});
     out.vectors.push_back({Component::kAttention, m.kv_lora_rank});                  // kv_a_layernorm
     Linear kv_b{Component::kAttention, m.kv_lora_rank, Mul(heads, m.qk_nope_head_dim + m.v_head_dim)};
     kv_b.dequantized_copy = true;
+    kv_b.modules = "self_attn.kv_b_proj";
     lin.push_back(kv_b);
-    lin.push_back({Component::kAttention, Mul(heads, m.v_head_dim), h, t.attention_out_bias});  // o_proj
+    lin.push_back({Component::kAttention, Mul(heads, m.v_head_dim), h, t.attention_out_bias, true, false, false, 1, 0,
+                   "self_attn.o_proj"});
     if (m.index_head_dim > 0) DescribeSparseIndexer(m, h, out);
     return;
   }
   // QKVParallelLinear: KV heads are split, or replicated one per rank when tp > KV heads.
   const int64_t kv_heads = KvHeadsPerRank(spec.num_kv_heads, tp);
-  lin.push_back({Component::kAttention, h, Mul(heads + 2 * kv_heads, spec.head_dim), t.qkv_bias});
+  lin.push_back({Component::kAttention, h, Mul(heads + 2 * kv_heads, spec.head_dim), t.qkv_bias, true, false, false, 1,
+                 0, kQkvModules});
   // RowParallelLinear keeps the full bias on every rank.
-  lin.push_back({Component::kAttention, Mul(heads, spec.head_dim), h, t.attention_out_bias});
+  lin.push_back({Component::kAttention, Mul(heads, spec.head_dim), h, t.attention_out_bias, true, false, false, 1, 0,
+                 "self_attn.o_proj"});
   if (t.qk_norm) out.vectors.push_back({Component::kAttention, QkNormElements(spec, heads, kv_heads, tp)});
   if (t.attention_sinks) out.vectors.push_back({Component::kAttention, heads});
 }
@@ -136,7 +127,7 @@ struct Mxfp4Layout {
 
 /*! A gated (gate_up + down) or plain (fc1 + fc2) MLP of \p intermediate, TP-split. */
 void DescribeMlp(const ModelSpec& spec, int64_t intermediate, int64_t tp, int64_t copies, bool expert,
-                 const char* what, Tensors& out, const ExpertPadding& pad = {}) {
+                 const char* what, const MlpNames& names, Tensors& out, const ExpertPadding& pad = {}) {
   const auto& t = spec.traits;
   const int64_t per_rank = RoundUp(SplitEvenly(intermediate, tp, what), pad.intermediate);
   const int64_t hidden = RoundUp(spec.hidden_size, pad.hidden);
@@ -145,6 +136,8 @@ void DescribeMlp(const ModelSpec& spec, int64_t intermediate, int64_t tp, int64_
   Linear down_proj{Component::kMlp, per_rank, hidden, t.mlp_bias};
   up_proj.copies = down_proj.copies = copies;
   up_proj.expert = down_proj.expert = expert;
+  up_proj.modules = names.up;
+  down_proj.modules = names.down;
   out.linears.push_back(up_proj);
   out.linears.push_back(down_proj);
 }
@@ -152,9 +145,11 @@ void DescribeMlp(const ModelSpec& spec, int64_t intermediate, int64_t tp, int64_
 void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out, const ExpertPadding& pad) {
   const MoeSpec& moe = *spec.moe;
   // FusedMoE without expert parallelism: every rank holds every expert, each TP-split.
-  DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", out, pad);
+  DescribeMlp(spec, moe.expert_intermediate_size, tp, moe.num_experts, true, "moe_intermediate_size", kExpertNames, out,
+              pad);
   Linear router{Component::kMlp, spec.hidden_size, moe.num_experts, spec.traits.router_bias};
   router.quantizable = false;  // vLLM builds the gate with quant_config=None
+  router.modules = "mlp.gate";
   // GLM-4-MoE and MiniMax-M2 build their gate in float32 (model_families.json router_dtype).
   router.element_bytes = moe.router_element_bytes;
   out.linears.push_back(router);
@@ -164,13 +159,15 @@ void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out, const ExpertPa
   }
   if (moe.num_shared_experts > 0) {
     DescribeMlp(spec, Mul(moe.num_shared_experts, moe.expert_intermediate_size), tp, 1, false,
-                "n_shared_experts * moe_intermediate_size", out);
+                "n_shared_experts * moe_intermediate_size", kSharedExpertsNames, out);
   }
   if (moe.shared_expert_intermediate_size > 0) {
-    DescribeMlp(spec, moe.shared_expert_intermediate_size, tp, 1, false, "shared_expert_intermediate_size", out);
+    DescribeMlp(spec, moe.shared_expert_intermediate_size, tp, 1, false, "shared_expert_intermediate_size",
+                kSharedExpertNames, out);
     if (moe.shared_expert_gate) {
       Linear gate{Component::kMlp, spec.hidden_size, 1};
       gate.quantizable = false;  // a plain torch.nn.Linear in vLLM's Qwen2-MoE
+      gate.modules = "mlp.shared_expert_gate";
       out.linears.push_back(gate);
     }
   }
@@ -183,7 +180,7 @@ Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp,
   if (layer.moe && spec.moe) {
     DescribeMoe(spec, tp, out, pad);
   } else {
-    DescribeMlp(spec, spec.intermediate_size, tp, 1, false, "intermediate_size", out);
+    DescribeMlp(spec, spec.intermediate_size, tp, 1, false, "intermediate_size", kDenseMlpNames, out);
   }
   const int64_t norm_elements = Mul(spec.traits.norms_per_layer, spec.hidden_size);
   out.vectors.push_back({Component::kNorm, spec.traits.norm_bias ? 2 * norm_elements : norm_elements});
@@ -192,20 +189,10 @@ Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp,
 
 int64_t CountElements(const Tensors& tensors) {
   int64_t n = 0;
-  for (const Linear& l : tensors.linears) {
-    int64_t one = Mul(l.in_features, l.out_features);
-    if (l.bias) one = Add(one, l.out_features);
-    n = Add(n, Mul(one, l.copies));
-  }
+  for (const Linear& l : tensors.linears) n = Add(n, LinearElements(l));
   for (const Vector& v : tensors.vectors) n = Add(n, v.elements);
   return n;
 }
-
-/*! Weight and overhead bytes of one linear layer on one rank. */
-struct LinearBytes {
-  int64_t weight = 0;
-  int64_t overhead = 0;
-};
 
 /*! One MXFP4 expert linear (E copies of an N x K weight: uint8 values holding two 4-bit values,
  *  one e8m0 scale byte per 32 inputs, a bias of N) as \p mx leaves it after loading. */
@@ -228,6 +215,34 @@ LinearBytes Mxfp4ExpertBytes(const Linear& l, const Mxfp4Layout& mx, int64_t dty
   return b;
 }
 
+/*! Scales (and zero points, g_idx) a quantized \p l holds beside its values, per copy. */
+int64_t QuantizationOverhead(const Linear& l, const QuantizationSpec& q, int64_t dtype_bytes) {
+  const int64_t elements = Mul(l.in_features, l.out_features);
+  if (q.weight_bits >= 8) {
+    // fp8 / int8 / bitsandbytes 8-bit: float32 scales per block, per tensor or per channel.
+    if (q.block_out > 0) {
+      return Mul(Mul(CeilDiv(l.out_features, q.block_out), CeilDiv(l.in_features, q.block_in)), kFloat32Bytes);
+    }
+    return q.per_tensor_scale ? kFloat32Bytes : Mul(l.out_features, kFloat32Bytes);
+  }
+  if (q.method == "bitsandbytes") return Mul(CeilDiv(elements, kBnbBlock), kFloat32Bytes);  // float32 absmax per block
+  if (q.method == "mxfp4") return CeilDiv(elements, q.group_size);  // one e8m0 byte per 32 weights
+  if (q.nvfp4) {
+    // One float8_e4m3 scale per 16 inputs, which process_weights_after_loading replaces by the
+    // swizzled layout of the CUTLASS / FlashInfer FP4 GEMMs and MoE kernels: rows padded to 128,
+    // scale columns to 4 (vLLM quantization/utils/nvfp4_utils.py swizzle_blockscale). The float32
+    // global scales and alphas (a few per layer) are not counted.
+    return Mul(RoundUp(l.out_features, 128), RoundUp(CeilDiv(l.in_features, q.group_size), 4));
+  }
+  // AWQ / GPTQ / compressed-tensors WNA16: model-dtype scales per (group, output channel),
+  // zero points packed at weight_bits, GPTQ act-order keeps an int32 g_idx per input.
+  const int64_t groups = q.group_size > 0 ? CeilDiv(l.in_features, q.group_size) : 1;
+  int64_t overhead = Mul(Mul(groups, l.out_features), dtype_bytes);
+  if (q.zero_point) overhead = Add(overhead, CeilDiv(Mul(Mul(groups, l.out_features), q.weight_bits), 8));
+  if (q.desc_act) overhead = Add(overhead, Mul(l.in_features, 4));
+  return overhead;
+}
+
 LinearBytes StoredBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes,
                         const Mxfp4Layout* mx = nullptr) {
   if (mx != nullptr && q && q->method == "mxfp4" && l.expert) return Mxfp4ExpertBytes(l, *mx, dtype_bytes);
@@ -239,26 +254,7 @@ LinearBytes StoredBytes(const Linear& l, const std::optional<QuantizationSpec>& 
     b.weight = Add(Mul(elements, l.element_bytes > 0 ? l.element_bytes : dtype_bytes), bias);
   } else {
     b.weight = Add(CeilDiv(Mul(elements, q->weight_bits), 8), bias);
-    if (q->weight_bits >= 8) {
-      // fp8 / int8 / bitsandbytes 8-bit: float32 scales per block, per tensor or per channel.
-      if (q->block_out > 0) {
-        b.overhead = Mul(Mul(CeilDiv(l.out_features, q->block_out), CeilDiv(l.in_features, q->block_in)),
-                         kFloat32Bytes);
-      } else {
-        b.overhead = q->per_tensor_scale ? kFloat32Bytes : Mul(l.out_features, kFloat32Bytes);
-      }
-    } else if (q->method == "bitsandbytes") {
-      b.overhead = Mul(CeilDiv(elements, kBnbBlock), kFloat32Bytes);  // float32 absmax per block
-    } else if (q->method == "mxfp4") {
-      b.overhead = CeilDiv(elements, q->group_size);  // one e8m0 byte per 32 weights
-    } else {
-      // AWQ / GPTQ / compressed-tensors WNA16: model-dtype scales per (group, output channel),
-      // zero points packed at weight_bits, GPTQ act-order keeps an int32 g_idx per input.
-      const int64_t groups = q->group_size > 0 ? CeilDiv(l.in_features, q->group_size) : 1;
-      b.overhead = Mul(Mul(groups, l.out_features), dtype_bytes);
-      if (q->zero_point) b.overhead = Add(b.overhead, CeilDiv(Mul(Mul(groups, l.out_features), q->weight_bits), 8));
-      if (q->desc_act) b.overhead = Add(b.overhead, Mul(l.in_features, 4));
-    }
+    b.overhead = QuantizationOverhead(l, *q, dtype_bytes);
     if (l.dequantized_copy) b.overhead = Add(b.overhead, Mul(elements, dtype_bytes));
   }
   b.weight = Mul(b.weight, l.copies);
@@ -305,11 +301,13 @@ int64_t LayoutExtraBytes(const Tensors& tensors, const std::optional<Quantizatio
 }
 
 const char* const kAllowedQuantization =
-    "fp8, fbgemm_fp8, modelopt, awq, awq_marlin, gptq, gptq_marlin, compressed-tensors, "
+    "fp8, fbgemm_fp8, modelopt, modelopt_fp4, awq, awq_marlin, gptq, gptq_marlin, compressed-tensors, "
     "bitsandbytes, mxfp4";
 
-/*! The method family: awq_marlin is awq stored the same way, gptq_marlin gptq. */
+/*! The method family: awq_marlin is awq stored the same way, gptq_marlin gptq, and vLLM's
+ *  modelopt_fp4 is a ModelOpt checkpoint's NVFP4 quant_algo. */
 std::string BaseMethod(std::string m) {
+  if (m == "modelopt_fp4") return "modelopt";
   const std::string suffix = "_marlin";
   if (m.size() > suffix.size() && m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0) {
     m.resize(m.size() - suffix.size());
@@ -372,6 +370,26 @@ Mxfp4Layout Mxfp4LayoutOf(const std::string& backend) {
                                              "triton_rocm, triton_rocm_gfx950");
 }
 
+/*! The indices of the MoE (\p moe) or dense layers. */
+std::vector<int64_t> LayersOfKind(const ModelSpec& spec, bool moe) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    if ((spec.layers[i].moe && spec.moe.has_value()) == moe) out.push_back(static_cast<int64_t>(i));
+  }
+  return out;
+}
+
+/*! The MXFP4 layout \p options ask for (none when the checkpoint is not mxfp4). */
+Mxfp4Layout Mxfp4LayoutFor(bool mxfp4, const WeightOptions& options) {
+  Mxfp4Layout mx = mxfp4 ? Mxfp4LayoutOf(options.mxfp4_backend) : Mxfp4Layout{};
+  if (options.mxfp4_hopper_value_align != 0 && options.mxfp4_hopper_value_align != 64) {
+    throw InvalidArgument("mxfp4_hopper_value_align", "must be 0 (the mma tile only) or 64, got " +
+                                                          std::to_string(options.mxfp4_hopper_value_align));
+  }
+  mx.value_align = options.mxfp4_hopper_value_align;
+  return mx;
+}
+
 /*! The token embedding's width: hidden_size, or OPT's word_embed_proj_dim (traits.embed_dim). */
 int64_t EmbedDim(const ModelSpec& spec) { return spec.traits.embed_dim > 0 ? spec.traits.embed_dim : spec.hidden_size; }
 
@@ -415,6 +433,19 @@ int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes) {
 
 }  // namespace
 
+int64_t LinearElements(const Linear& l) {
+  const int64_t one = Add(Mul(l.in_features, l.out_features), l.bias ? l.out_features : 0);
+  return Mul(one, l.copies);
+}
+
+std::optional<QuantizationSpec> ResolveWeightQuantization(const ModelSpec& spec, const std::string& requested) {
+  return ResolveQuantization(spec, requested);
+}
+
+LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes) {
+  return StoredBytes(l, q, dtype_bytes);
+}
+
 int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
   if (spec.hybrid) return HybridNumParameters(spec);  // hybrid_weights.cc
@@ -456,12 +487,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
 
   const bool mxfp4 = quant && quant->method == "mxfp4";
-  Mxfp4Layout mx = mxfp4 ? Mxfp4LayoutOf(options.mxfp4_backend) : Mxfp4Layout{};
-  if (options.mxfp4_hopper_value_align != 0 && options.mxfp4_hopper_value_align != 64) {
-    throw InvalidArgument("mxfp4_hopper_value_align", "must be 0 (the mma tile only) or 64, got " +
-                                                          std::to_string(options.mxfp4_hopper_value_align));
-  }
-  mx.value_align = options.mxfp4_hopper_value_align;
+  const Mxfp4Layout mx = Mxfp4LayoutFor(mxfp4, options);
   const ExpertPadding pad = mx.creation;
 
   WeightBreakdown out;
@@ -481,13 +507,16 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
   const Tensors extras = EmbeddingExtras(spec);
 
-  // Layers come in few distinct kinds (dense / MoE), so describe each kind once.
-  const Tensors dense = DescribeLayer(spec, LayerSpec{}, tp);
+  // Layers come in few distinct kinds (dense / MoE), so describe each kind once; the
+  // checkpoint's unquantized modules are decided once per kind over its layers.
+  Tensors dense = DescribeLayer(spec, LayerSpec{}, tp);
+  ApplyUnquantizedModules(dense.linears, quant, LayersOfKind(spec, false));
   std::optional<Tensors> moe;
   if (spec.moe) {
     LayerSpec moe_layer;
     moe_layer.moe = true;
     moe = DescribeLayer(spec, moe_layer, tp, pad);
+    ApplyUnquantizedModules(moe->linears, quant, LayersOfKind(spec, true));
   }
 
   for (int64_t rank = 0; rank < pp; ++rank) {

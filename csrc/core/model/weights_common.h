@@ -8,12 +8,76 @@
 #define VLLM_MEM_CORE_MODEL_WEIGHTS_COMMON_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
 
 namespace vllm_mem {
+
+/*! \brief Where a tensor's bytes are reported in RankWeights. */
+enum class Component { kEmbedding, kLmHead, kAttention, kMlp, kNorm };
+
+/*! \brief One linear layer as held by one tensor-parallel rank (\p copies > 1 for stacked experts). */
+struct Linear {
+  Component component;
+  int64_t in_features;
+  int64_t out_features;
+  bool bias = false;
+  bool quantizable = true;        //!< false: routers and gates vLLM builds with quant_config=None
+  bool expert = false;            //!< a routed-expert weight (what mxfp4 quantizes)
+  bool dequantized_copy = false;  //!< MLA kv_b_proj: the MLA backend keeps a dequantized copy
+  int64_t copies = 1;
+  int64_t element_bytes = 0;  //!< unquantized bytes per element; 0: the model dtype (a float32 router: 4)
+  /*! Its names under "model.layers.<i>.": vLLM's module, then after '|' the checkpoint's shards,
+   *  comma-separated ("self_attn.qkv_proj|self_attn.q_proj,self_attn.k_proj,self_attn.v_proj"; one
+   *  name when vLLM's equals the checkpoint's): what a list of unquantized modules is matched
+   *  against. */
+  const char* modules = "";
+};
+
+/*! \brief The checkpoint names (Llama / Qwen spellings) an MLP's two linears are matched under. */
+struct MlpNames {
+  const char* up;
+  const char* down;
+};
+inline constexpr const char* kQkvModules = "self_attn.qkv_proj|self_attn.q_proj,self_attn.k_proj,self_attn.v_proj";
+inline constexpr MlpNames kDenseMlpNames{"mlp.gate_up_proj|mlp.gate_proj,mlp.up_proj", "mlp.down_proj"};
+inline constexpr MlpNames kExpertNames{"mlp.experts", "mlp.experts"};
+inline constexpr MlpNames kSharedExpertNames{
+    "mlp.shared_expert.gate_up_proj|mlp.shared_expert.gate_proj,mlp.shared_expert.up_proj",
+    "mlp.shared_expert.down_proj"};
+inline constexpr MlpNames kSharedExpertsNames{
+    "mlp.shared_experts.gate_up_proj|mlp.shared_experts.gate_proj,mlp.shared_experts.up_proj",
+    "mlp.shared_experts.down_proj"};
+
+/*! \brief Weight (with bias) and quantization-overhead bytes of one linear on one rank. */
+struct LinearBytes {
+  int64_t weight = 0;
+  int64_t overhead = 0;
+};
+
+/*! \brief Elements of \p l (weight, bias, times its copies), as the checkpoint counts them. */
+int64_t LinearElements(const Linear& l);
+
+/*! \brief \p l's bytes as \p q stores it (unquantized in the model dtype when \p q is empty or
+ *  \p l is not quantizable); MXFP4 kernel layouts are weights.cc's own. */
+LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes);
+
+/*! \brief Whether \p q's list of unquantized modules covers the linear whose shards are \p modules
+ *  (Linear::modules) in each of the decoder layers \p layers (bare names when empty);
+ *  Unsupported when it covers only some of those layers or shards (unquantized_modules.cc). */
+bool LeftUnquantized(const QuantizationSpec& q, const char* modules, const std::vector<int64_t>& layers);
+
+/*! \brief Marks the linears \p q's list leaves unquantized in \p layers as not quantizable. */
+void ApplyUnquantizedModules(std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
+                             const std::vector<int64_t>& layers);
+
+/*! \brief The quantization in effect: the checkpoint's, or \p requested (vLLM's --quantization)
+ *  where vLLM accepts it for this checkpoint. */
+std::optional<QuantizationSpec> ResolveWeightQuantization(const ModelSpec& spec, const std::string& requested);
 
 /*! \brief The checks vLLM makes before any weight is sized: the parallel layout, the query
  *  heads dividing over TP, and the spec's layer list matching its layer count. */

@@ -94,6 +94,13 @@ struct QuantizationSpec {
   int64_t block_in = 0;
   bool desc_act = false;      //!< GPTQ act-order: g_idx is kept after loading
   bool experts_only = false;  //!< only MoE expert weights are quantized (mxfp4 in gpt-oss)
+  /*! NVFP4 (compressed-tensors nvfp4-pack-quantized, ModelOpt quant_algo NVFP4): two e2m1 values a
+   *  byte, one float8_e4m3 scale per 16 inputs, float32 global scales per shard. */
+  bool nvfp4 = false;
+  /*! The checkpoint's list of modules left unquantized, as written (compressed-tensors `ignore`,
+   *  ModelOpt `exclude_modules`, AWQ `modules_to_not_convert`), matched as the method's vLLM config
+   *  matches a layer's name (UnquantizedMatch). */
+  std::vector<std::string> unquantized_modules;
 };
 
 /*! \brief The weights of a per-head q/k norm (ArchitectureTraits::qk_norm). */
