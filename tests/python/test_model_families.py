@@ -18,8 +18,8 @@ BODY = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 8, "nu
         "vocab_size": 1000, "intermediate_size": 128, "torch_dtype": "bfloat16"}
 # Hybrids still without rules (the Mamba-2 / Mamba-1 / gated-DeltaNet hybrids have them:
 # tests/python/test_hybrid_models.py; the pure Mamba-1 models mamba / falcon_mamba:
-# tests/python/test_families_hybrid.py, as lfm2).
-HYBRIDS = ["zamba", "zamba2", "minimax", "minimax_text_01", "plamo2"]
+# tests/python/test_families_hybrid.py, as lfm2; zamba2: tests/python/test_zamba2.py).
+HYBRIDS = ["zamba", "minimax", "minimax_text_01", "plamo2"]
 
 
 def _config(model_type: str | None) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def test_unknown_families_are_refused_with_the_supported_list(model_type: str | 
 
 
 def test_generic_estimate_is_labelled_everywhere() -> None:
-    spec = vllm_mem.ModelSpec.from_hf_config(_config("zamba2"), allow_unknown=True)
+    spec = vllm_mem.ModelSpec.from_hf_config(_config("zamba"), allow_unknown=True)
     assert not spec.has_exact_rules and "Mamba" in spec.generic_estimate_reason
     assert "GENERIC ESTIMATE" in repr(spec)
     plan = vllm_mem.plan(spec, gpu="L4", max_model_len=2048)
@@ -53,7 +53,7 @@ def test_generic_estimate_is_labelled_everywhere() -> None:
 
 def test_allow_unknown_must_be_a_real_boolean() -> None:
     with pytest.raises(TypeError, match="allow_unknown"):
-        vllm_mem.ModelSpec.from_hf_config(_config("zamba2"), allow_unknown="false")  # type: ignore[arg-type]
+        vllm_mem.ModelSpec.from_hf_config(_config("zamba"), allow_unknown="false")  # type: ignore[arg-type]
 
 
 def test_every_bundled_and_calibration_model_has_exact_rules() -> None:
@@ -76,10 +76,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_refuses_then_labels_with_allow_unknown(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(_config("zamba2")))
+    path.write_text(json.dumps(_config("zamba")))
     refused = _cli("plan", str(path), "--gpu", "H100-80GB", "--max-model-len", "4096")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1 and "zamba2" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "zamba" in refused.stderr
     labelled = _cli("plan", str(path), "--gpu", "H100-80GB", "--max-model-len", "4096", "--allow-unknown")
     assert labelled.returncode in (0, 1), labelled.stderr
     assert "GENERIC ESTIMATE" in labelled.stdout

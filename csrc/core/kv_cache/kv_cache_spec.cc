@@ -250,14 +250,7 @@ void ValidateBlockSize(int64_t block_size_tokens, const char* field) {
                                "for vLLM's default, got " + std::to_string(block_size_tokens));
 }
 
-std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecBuildOptions& options,
-                                           int64_t first_layer, int64_t last_layer) {
-  RequirePositive(options.block_size_tokens, "block_size");
-  if (first_layer < 0 || last_layer > static_cast<int64_t>(model.layers.size()) || first_layer > last_layer) {
-    throw InvalidArgument("layers", "range [" + std::to_string(first_layer) + ", " + std::to_string(last_layer) +
-                                        ") is outside the model's " + std::to_string(model.layers.size()) +
-                                        " layers");
-  }
+AttentionPageLayout AttentionLayoutOf(const ModelSpec& model, const KvSpecBuildOptions& options) {
   AttentionPageLayout base;
   base.block_size_tokens = options.block_size_tokens;
   base.dtype = options.dtype;
@@ -272,6 +265,18 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
     base.head_size = model.head_dim;
     base.head_size_v = model.head_dim;
   }
+  return base;
+}
+
+std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecBuildOptions& options,
+                                           int64_t first_layer, int64_t last_layer) {
+  RequirePositive(options.block_size_tokens, "block_size");
+  if (first_layer < 0 || last_layer > static_cast<int64_t>(model.layers.size()) || first_layer > last_layer) {
+    throw InvalidArgument("layers", "range [" + std::to_string(first_layer) + ", " + std::to_string(last_layer) +
+                                        ") is outside the model's " + std::to_string(model.layers.size()) +
+                                        " layers");
+  }
+  AttentionPageLayout base = AttentionLayoutOf(model, options);
   // Hybrids: the attention block size is raised until one attention page holds one recurrent
   // state, whose page is padded to equal it (mamba_state.h).
   std::optional<HybridLayerPlan> hybrid;

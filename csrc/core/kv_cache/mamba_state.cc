@@ -104,6 +104,20 @@ MambaStateLayout ComputeMambaState(const ModelSpec& model, DType model_dtype, co
           Tensor("ssm", {Divide(h.num_heads, tp, "linear_num_value_heads"), h.head_dim, h.head_k_dim}, ssm_dtype));
       break;
     }
+    case RecurrentMixerKind::kKimiDelta: {
+      // MambaStateShapeCalculator.kda_state_shape: the q, k and v short-conv states (one (k-1, H*D/tp)
+      // tensor each in older releases, one of 3*H*D/tp since; the same bytes) in the conv dtype, and
+      // the recurrent state (H/tp, D, D) in float32 whatever --mamba-ssm-cache-dtype says
+      // (kda_state_dtype returns (state_dtype, torch.float32)).
+      const int64_t proj = CheckedMul(h.num_heads, h.head_dim, "mamba_state_bytes");
+      out.tensors.push_back(Tensor(
+          "conv", {h.conv_kernel - 1 + spec, Divide(CheckedMul(3, proj, "mamba_state_bytes"), tp, "KDA conv_dim")},
+          conv_dtype));
+      out.tensors.push_back(
+          Tensor("ssm", {Divide(h.num_heads, tp, "linear_attn_config.num_heads"), h.head_dim, h.head_dim},
+                 DType::kFloat32));
+      break;
+    }
     case RecurrentMixerKind::kShortConv:
       // MambaStateShapeCalculator.short_conv_state_shape: (conv_kernel - 1 + num_spec, conv_dim / tp),
       // in short_conv_state_dtype (the conv dtype); no SSM state.
@@ -232,15 +246,13 @@ HybridLayerPlan PlanHybridLayers(const ModelSpec& model, const KvSpecBuildOption
   plan.mamba.num_speculative_blocks = h.num_speculative_tokens;
 
   if (model.hybrid->num_attention_layers > 0) {
-    // FullAttentionSpec(block_size=1) of the attention layers, in the KV-cache dtype.
-    AttentionPageLayout one;
+    // FullAttentionSpec(block_size=1) of the attention layers, in the KV-cache dtype; an
+    // MLAAttentionSpec for MLA models (Kimi-Linear), as verify_and_update_config builds it.
+    AttentionPageLayout one = AttentionLayoutOf(model, options);
     one.block_size_tokens = 1;
-    one.num_kv_heads = KvHeadsPerRank(model.num_kv_heads, options.tensor_parallel_size);
-    one.head_size = model.head_dim;
-    one.head_size_v = model.head_dim;
-    one.dtype = options.dtype;
     HybridBlockSizeInputs in;
-    in.attention_page_per_token_bytes = UnpaddedPageSizeBytes(FullAttentionKvSpec{one, 0, 0});
+    in.attention_page_per_token_bytes = model.mla ? UnpaddedPageSizeBytes(MlaKvSpec{one})
+                                                  : UnpaddedPageSizeBytes(FullAttentionKvSpec{one, 0, 0});
     in.mamba_page_size_bytes = plan.state.page_size_bytes;
     in.kernel_block_alignment_tokens =
         h.kernel_block_alignment_tokens > 0 ? h.kernel_block_alignment_tokens : (model.mla ? 64 : 16);

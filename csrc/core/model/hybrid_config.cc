@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "core/base/checked_math.h"
+#include "core/model/config_fields.h"
 #include "core/model/config_readers.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
@@ -88,6 +90,7 @@ struct Mamba2Keys {
   const char* proj_bias;
   int64_t default_groups;
   int64_t default_chunk;
+  int64_t default_state = 128;
 };
 
 /*! Groups (dividing the heads), state size, conv kernel, SSD chunk and biases, with transformers'
@@ -95,7 +98,7 @@ struct Mamba2Keys {
 void ReadMamba2Shape(HybridSpec& h, const JsonValue& text, const Mamba2Keys& k) {
   h.n_groups = Dim(text, {k.groups}, k.default_groups, kMaxAttentionHeads);
   RequireGroupsDivideHeads(h, k.groups, k.heads);
-  h.state_size = Dim(text, {k.state}, 128, kMaxHeadDim);
+  h.state_size = Dim(text, {k.state}, k.default_state, kMaxHeadDim);
   h.conv_kernel = Dim(text, {k.conv}, 4, 1 << 10);
   h.chunk_size = Dim(text, {k.chunk}, k.default_chunk, kMaxModelLenTokens);
   h.conv_bias = BoolOr(text, k.conv_bias, true);
@@ -427,6 +430,163 @@ void ReadLfm2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
   spec.intermediate_size = Lfm2FeedForward(text, spec.intermediate_size);
 }
 
+/*! A positive integer of Kimi-Linear's linear_attn_config, named with its parent. */
+int64_t KdaDim(const JsonValue& kda, const char* key, int64_t bound) {
+  const std::string field = std::string("linear_attn_config.") + key;
+  const JsonValue* v = Present(kda, key);
+  if (v == nullptr) throw InvalidArgument(field, "required field missing from config.json");
+  const int64_t n = AsInteger(*v, field);
+  RequirePositiveAtMost(n, bound, field.c_str(), "vllm_mem/base/limits.h: 100x beyond real models");
+  return n;
+}
+
+/*! KimiLinearConfig.is_kda_layer: layer i runs KDA when i + 1 (1-based) is in kda_layers. */
+std::vector<bool> KdaLayers(const JsonValue& kda, int64_t num_layers) {
+  const JsonValue* list = Present(kda, "kda_layers");
+  if (list == nullptr || !list->IsArray()) {
+    throw InvalidArgument("linear_attn_config.kda_layers", "must be a list of 1-based layer numbers");
+  }
+  std::vector<bool> out(static_cast<size_t>(num_layers), false);
+  for (const JsonValue& e : list->AsArray()) {
+    const int64_t n = e.IsNumber() && e.AsNumber().integer ? *e.AsNumber().integer : 0;
+    if (n < 1 || n > num_layers) {
+      throw InvalidArgument("linear_attn_config.kda_layers",
+                            "entries must be 1-based layer numbers in [1, " + std::to_string(num_layers) + "]");
+    }
+    out[static_cast<size_t>(n - 1)] = true;
+  }
+  return out;
+}
+
+/*! What vLLM's kimi_linear.py asserts or refuses before it builds a layer. */
+void CheckKimiLinearSupported(const ModelSpec& spec, const JsonValue& text) {
+  if (!spec.mla) throw InvalidArgument("kv_lora_rank", "required: Kimi-Linear's full-attention layers are MLA");
+  // KimiMLAAttention: assert self.q_lora_rank is None; assert self.use_nope is True.
+  if (spec.mla->q_lora_rank > 0) {
+    throw InvalidArgument("q_lora_rank", "must be null: vLLM's KimiMLAAttention asserts q_lora_rank is None");
+  }
+  if (!OptionalBool(text, "mla_use_nope").value_or(false)) {
+    throw InvalidArgument("mla_use_nope", "must be true: vLLM's KimiMLAAttention asserts use_nope is True");
+  }
+  const std::string act = OptionalString(text, "hidden_act");
+  if (!act.empty() && act != "silu") {
+    throw InvalidArgument("hidden_act", "Unsupported activation: " + EchoValue(act) + ". Only silu is supported for now.");
+  }
+}
+
+/*! Kimi-Linear (vllm kimi_linear.py, layers/kda.py): Kimi Delta Attention on the kda_layers,
+ *  MLA elsewhere; MoE by first_k_dense_replace / moe_layer_freq (ResolveMoeLayers, as DeepSeek).
+ *  KimiLinearForCausalLM builds its own ParallelLMHead whatever tie_word_embeddings says. */
+void ReadKimiLinear(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  CheckKimiLinearSupported(spec, text);
+  const JsonValue* kda = Present(text, "linear_attn_config");
+  if (kda == nullptr || !kda->IsObject()) {
+    throw InvalidArgument("linear_attn_config", "must be an object (num_heads, head_dim, short_conv_kernel_size, "
+                                                "kda_layers): vLLM sizes the KDA state from it");
+  }
+  const std::vector<bool> is_kda = KdaLayers(*kda, spec.num_layers);
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    spec.layers[i].attention = is_kda[i] ? AttentionKind::kNone : AttentionKind::kMla;
+    spec.layers[i].recurrent_state = is_kda[i];
+  }
+  h.kind = RecurrentMixerKind::kKimiDelta;
+  h.num_heads = h.num_k_heads = KdaDim(*kda, "num_heads", kMaxAttentionHeads);
+  h.head_dim = h.head_k_dim = KdaDim(*kda, "head_dim", kMaxHeadDim);
+  h.conv_kernel = KdaDim(*kda, "short_conv_kernel_size", 1 << 10);
+  spec.tie_word_embeddings = false;
+}
+
+/*! transformers' Zamba2Config default layers_block_type (54 layers, the Zamba2-2.7B pattern). */
+std::vector<std::string> Zamba2DefaultBlockTypes() {
+  std::vector<std::string> types{"mamba"};
+  for (int i = 0; i < 7; ++i) {
+    types.insert(types.end(), 5, "mamba");
+    types.push_back("hybrid");
+  }
+  for (int run : {4, 3, 2}) {
+    types.insert(types.end(), run, "mamba");
+    if (run != 2) types.push_back("hybrid");
+  }
+  return types;
+}
+
+/*! Zamba2's layers_block_type: every layer is a Mamba-2 decoder layer; a "hybrid" one also runs a
+ *  shared transformer block, with its own KV cache (zamba2.py gives each position its Attention).
+ *  No layer has an MLP of its own. */
+void ReadZamba2BlockTypes(ModelSpec& spec, const JsonValue& text) {
+  std::vector<std::string> types;
+  if (const JsonValue* list = Present(text, "layers_block_type"); list != nullptr) {
+    if (!list->IsArray()) throw InvalidArgument("layers_block_type", "must be a list of \"mamba\" / \"hybrid\"");
+    for (const JsonValue& t : list->AsArray()) {
+      const std::string k = t.IsString() ? t.AsString() : "";
+      if (k != "mamba" && k != "hybrid") {
+        throw InvalidArgument("layers_block_type", "entries must be \"mamba\" or \"hybrid\", got " +
+                                                       (t.IsString() ? EchoValue(k) : t.KindName()));
+      }
+      types.push_back(k);
+    }
+  } else {
+    types = Zamba2DefaultBlockTypes();
+  }
+  if (static_cast<int64_t>(types.size()) != spec.num_layers) {
+    throw InvalidArgument("layers_block_type", "must have num_hidden_layers (" + std::to_string(spec.num_layers) +
+                                                   ") entries, got " + std::to_string(types.size()));
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    SetAttention(spec.layers[i], types[i] == "hybrid");
+    spec.layers[i].recurrent_state = true;
+    spec.layers[i].mlp = false;
+  }
+}
+
+/*! Zamba2's shared transformer blocks as transformers' Zamba2Config derives them (its values win over
+ *  the file's): attention over the concatenated 2 * hidden_size input, attention_head_dim =
+ *  2 * hidden_size / num_attention_heads, one KV head per query head (zamba2.py builds Attention and
+ *  QKVParallelLinear without a KV head count); RoPE only with use_mem_rope, over 16,384 positions with
+ *  use_long_context; lm_head tied to embed_tokens whatever tie_word_embeddings says. */
+void ReadZamba2SharedBlocks(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const std::string act = StringOr(text, "hidden_act");
+  if (!act.empty() && act != "gelu") {
+    throw InvalidArgument("hidden_act", "Only GELU activation is supported (got `hidden_act`: " + EchoValue(act) + ")");
+  }
+  const int64_t attention_hidden = CheckedMul(2, spec.hidden_size, "hidden_size");
+  if (attention_hidden % spec.num_attention_heads != 0) {
+    throw InvalidArgument("num_attention_heads", "attention_hidden_size (2 * hidden_size = " +
+                                                     std::to_string(attention_hidden) +
+                                                     ") must be divisible by num_attention_heads");
+  }
+  spec.head_dim = attention_hidden / spec.num_attention_heads;
+  spec.num_kv_heads = spec.num_attention_heads;
+  spec.tie_word_embeddings = true;
+  spec.traits.mlp_bias = BoolOr(text, "add_bias_linear", false);
+  if (!BoolOr(text, "use_mem_rope", false)) {
+    spec.traits.rope_cache_positions = 0;
+  } else if (BoolOr(text, "use_long_context", false)) {
+    spec.max_position_embeddings = spec.traits.rope_cache_positions = 16384;
+  }
+  h.shared_blocks = Dim(text, {"num_mem_blocks"}, 1, kMaxNumLayers);
+  h.adapter_rank = Dim(text, {"adapter_rank"}, 128, kMaxHiddenSize);
+  h.shared_attention_adapters = BoolOr(text, "use_shared_attention_adapter", false);
+}
+
+/*! Zamba2 (vllm zamba2.py, transformers Zamba2Config): Mamba-2 mixers of mamba_expand * hidden_size,
+ *  n_mamba_heads heads of mamba_headdim = that / n_mamba_heads, mamba_ngroups groups, on every layer,
+ *  and the shared transformer blocks at the hybrid layers. */
+void ReadZamba2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  ReadZamba2BlockTypes(spec, text);
+  ReadZamba2SharedBlocks(spec, h, text);
+  h.kind = RecurrentMixerKind::kMamba2;
+  h.intermediate_size = CheckedMul(Dim(text, {"mamba_expand"}, 2, 1 << 10), spec.hidden_size, "mamba_expand");
+  h.num_heads = Dim(text, {"n_mamba_heads"}, 8, kMaxAttentionHeads);
+  if (h.intermediate_size % h.num_heads != 0) {
+    throw InvalidArgument("n_mamba_heads", "must divide mamba_expand * hidden_size (" +
+                                               std::to_string(h.intermediate_size) + ")");
+  }
+  h.head_dim = h.intermediate_size / h.num_heads;
+  ReadMamba2Shape(h, text, {"mamba_ngroups", "n_mamba_heads", "mamba_d_state", "mamba_d_conv", "chunk_size",
+                            "use_conv_bias", "add_bias_linear", 1, 256, 64});
+}
+
 /*! The family's layer reader (model_families.json "hybrid_layers"), or nullptr. */
 using HybridReader = void (*)(ModelSpec&, HybridSpec&, const JsonValue&);
 HybridReader ReaderFor(const std::string& model_type) {
@@ -442,7 +602,9 @@ HybridReader ReaderFor(const std::string& model_type) {
                   {"listed_mamba2", ReadListedMamba2},
                   {"mamba2", ReadMamba2},
                   {"mamba1", ReadPureMamba1},
-                  {"short_conv", ReadLfm2}};
+                  {"short_conv", ReadLfm2},
+                  {"kimi_delta", ReadKimiLinear},
+                  {"zamba2", ReadZamba2}};
   for (const auto& r : kReaders) {
     if (name->AsString() == r.name) return r.read;
   }

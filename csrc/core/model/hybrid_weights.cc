@@ -8,6 +8,7 @@
  *        checkpoint holds them, without MTP layers (vLLM loads those only as a drafter).
  */
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,9 @@ void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& 
     case RecurrentMixerKind::kMamba2: AddMamba2(s, h, tp, per_rank, e); break;
     case RecurrentMixerKind::kGatedDeltaNet: AddGatedDeltaNet(s, h, tp, per_rank, e); break;
     case RecurrentMixerKind::kShortConv: AddShortConv(s, h, tp, per_rank, e); break;
+    case RecurrentMixerKind::kKimiDelta:
+      // Kimi-Linear's layers are counted by weights.cc (DeepSeek's MLA and MoE beside the KDA mixer).
+      throw std::logic_error("hybrid_weights.cc: Kimi-Linear's weights are weights.cc's");
   }
 }
 
@@ -215,13 +219,49 @@ void AddLayerBytes(const LayerElements& e, const std::optional<QuantizationSpec>
 
 LayerElements Layer(const ModelSpec& s, const LayerSpec& l, int64_t tp, bool per_rank) {
   LayerElements e;
-  if (l.attention != AttentionKind::kNone) AddAttention(s, per_rank ? tp : 1, e);
+  if (l.attention != AttentionKind::kNone && s.hybrid->shared_blocks > 0) {
+    // Zamba2HybridLayer: the shared block's weights are counted once (SharedBlocks); each position
+    // has its own ReplicatedLinear(hidden, hidden) after it.
+    e.mixer = Mul(s.hidden_size, s.hidden_size);
+  } else if (l.attention != AttentionKind::kNone) {
+    AddAttention(s, per_rank ? tp : 1, e);
+  }
   if (l.recurrent_state) AddRecurrent(s, tp, per_rank, e);
   AddMlp(s, l, per_rank ? tp : 1, e);
   e.norm = NormElements(s);
   return e;
 }
 
+
+/*! One Zamba2LoRA (A: ColumnParallelLinear(in, rank, gather_output) then B: (Merged)ColumnParallel-
+ *  Linear(rank, out)) on one rank: both split their output over TP. */
+int64_t AdapterElements(int64_t in, int64_t rank, int64_t out, int64_t tp) {
+  return Add(Mul(in, Split(rank, tp, "adapter_rank")), Mul(rank, Split(out, tp, "Zamba2 adapter output")));
+}
+
+/*! Zamba2's num_mem_blocks shared transformer blocks, held once (zamba2.py Zamba2AttentionDecoderLayer:
+ *  QKVParallelLinear over the 2 * hidden input, o_proj, the gated GELU MLP with add_bias_linear, an
+ *  RMSNorm of 2 * hidden and one of hidden), and the LoRA adapters of every hybrid position: the MLP's
+ *  gate_up adapter always, q/k/v adapters with use_shared_attention_adapter. Zero for other hybrids. */
+LayerElements SharedBlocks(const ModelSpec& s, int64_t tp) {
+  const HybridSpec& h = *s.hybrid;
+  LayerElements e;
+  if (h.shared_blocks == 0) return e;
+  const int64_t hidden = s.hidden_size;
+  const int64_t wide = Mul(2, hidden);  // attention_hidden_size
+  const int64_t heads = AttentionHeadsPerRank(s.num_attention_heads, tp);
+  const int64_t per_rank_width = Mul(heads, s.head_dim);
+  const int64_t attention = Add(Mul(wide, Mul(3, per_rank_width)), Mul(per_rank_width, hidden));
+  e.mixer = Mul(h.shared_blocks, attention);
+  e.mlp = Mul(h.shared_blocks, MlpElements(s, s.intermediate_size, tp, true, "intermediate_size"));
+  e.norm = Mul(h.shared_blocks, Add(wide, hidden));
+  const int64_t positions = h.num_attention_layers;
+  e.mlp = Add(e.mlp, Mul(positions, AdapterElements(hidden, h.adapter_rank, Mul(2, s.intermediate_size), tp)));
+  if (h.shared_attention_adapters) {
+    e.mixer = Add(e.mixer, Mul(Mul(3, positions), AdapterElements(wide, h.adapter_rank, wide, tp)));
+  }
+  return e;
+}
 
 }  // namespace
 
@@ -233,6 +273,8 @@ int64_t HybridNumParameters(const ModelSpec& spec) {
     n = Add(n, Add(Add(e.mixer, e.mixer_fp32), Add(e.mlp, e.norm)));
     for (const Linear& lin : e.linears) n = Add(n, LinearElements(lin));
   }
+  const LayerElements shared = SharedBlocks(spec, 1);
+  n = Add(n, Add(Add(shared.mixer, shared.mlp), shared.norm));
   return Add(n, spec.hidden_size);  // final norm
 }
 
@@ -241,11 +283,14 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   const int64_t pp = options.pipeline_parallel_size;
   CheckWeightLayout(spec, options);
   const std::optional<QuantizationSpec> quant = ResolveWeightQuantization(spec, options.quantization);
-  if (quant && (quant->method == "mxfp4" || spec.hybrid->kind == RecurrentMixerKind::kMamba1)) {
+  if (quant && (quant->method == "mxfp4" || spec.hybrid->kind == RecurrentMixerKind::kMamba1 ||
+                spec.hybrid->shared_blocks > 0)) {
     // MXFP4 is gpt-oss's experts only; which of MambaMixer's linears (Jamba, Mamba-1) take the
-    // quant_config is not checked against vLLM's mamba_mixer.py.
+    // quant_config is not checked against vLLM's mamba_mixer.py; Zamba2's shared blocks, adapters
+    // and per-position linears are counted unquantized (SharedBlocks).
     throw Unsupported("quantized weights of " + spec.model_type + " (" + quant->method +
-                      ") are not modelled: mxfp4 is gpt-oss's, and Mamba-1 mixers' quantized layout is not checked");
+                      ") are not modelled: mxfp4 is gpt-oss's, and Mamba-1 mixers' and Zamba2's shared blocks' "
+                      "quantized layouts are not checked");
   }
   const DType dtype = ResolveModelDType(options.dtype, spec.dtype, "dtype");
   const int64_t dt = DTypeSizeBytes(dtype);
@@ -276,6 +321,13 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
       LayerElements e = Layer(spec, spec.layers[static_cast<size_t>(i)], tp, true);
       ApplyUnquantizedModules(e.linears, quant, {i});  // hybrids are counted layer by layer
       AddLayerBytes(e, quant, dt, r);
+    }
+    if (first) {
+      // Zamba2 has no pipeline parallelism (CheckWeightLayout refuses it): its blocks are rank 0's.
+      const LayerElements shared = SharedBlocks(spec, tp);
+      r.attention_bytes = Add(r.attention_bytes, Mul(shared.mixer, dt));
+      r.mlp_bytes = Add(r.mlp_bytes, Mul(shared.mlp, dt));
+      r.norm_bytes = Add(r.norm_bytes, Mul(shared.norm, dt));
     }
     bool has_attention = false;
     for (int64_t i = begin; i < end; ++i) {

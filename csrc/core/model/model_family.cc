@@ -29,7 +29,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
         "local_rope_base_field", "rotary_type_field", "single_kv_head_unless_field", "attention_out_bias_field",
         "rotary_dim_field", "router_score_bias_field", "dense_intermediate_size_field", "shared_mlp_field",
         "ssm_dtype_field", "mamba_cache_mode_all_refusal", "qk_norm_field", "rope_positions_field", "moe_top_k_field",
-        "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat"}) {
+        "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat", "pipeline_parallel_refusal"}) {
     if (key == s) return value.IsString() && !value.AsString().empty();
   }
   const auto small_int = [&](int64_t lo, int64_t hi) {
@@ -62,7 +62,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
   }
   if (key == "hybrid_layers") {
     return one_of({"jamba", "nemotron_h", "gated_deltanet", "parallel_mamba2", "listed_mamba2", "mamba2", "mamba1",
-                   "short_conv"});
+                   "short_conv", "kimi_delta", "zamba2"});
   }
   return false;
 }

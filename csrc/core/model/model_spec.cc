@@ -239,9 +239,12 @@ void ReadMlpPositionsAndTying(ModelSpec& spec, const JsonValue& text, const Json
   RequirePositiveAtMost(spec.intermediate_size, kMaxIntermediateSize, "intermediate_size",
                         "vllm_mem/base/limits.h: 100x beyond real models");
   // 0 is no length (vLLM would derive a max_model_len of 0); absent is vLLM's 2048 default.
+  // model_max_length is last: one of vLLM's _get_and_verify_max_len keys, the only one
+  // Kimi-Linear's config has (1,048,576).
   spec.max_position_embeddings =
-      OptionalIntIn(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"}, 1,
-                    kMaxModelLenTokens)
+      OptionalIntIn(text, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
+                           "model_max_length"},
+                    1, kMaxModelLenTokens)
           .value_or(0);
   std::optional<bool> tie = OptionalBool(text, "tie_word_embeddings");
   if (!tie) tie = OptionalBool(config, "tie_word_embeddings");
@@ -358,7 +361,8 @@ void ReadMoe(ModelSpec& spec, const JsonValue& text) {
     moe.num_experts_per_token = *k;
   } else {
     moe.num_experts_per_token =
-        RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k"}, kMaxExperts);
+        RequiredPositiveInt(text, {"num_experts_per_tok", "experts_per_token", "moe_top_k", "num_experts_per_token"},
+                            kMaxExperts);
   }
   // The range is checked below, with the message this field always had.
   const char* width = FindFirstKey(text, {"moe_intermediate_size", "expert_intermediate_size"}).first;

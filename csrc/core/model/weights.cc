@@ -9,6 +9,7 @@
 #include "vllm_mem/model/weights.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 #include <string>
@@ -16,8 +17,10 @@
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
+#include "core/model/config_readers.h"
 #include "core/model/parallelism.h"
 #include "core/model/weights_common.h"
+#include "vllm_mem/model/hybrid_spec.h"
 #include "vllm_mem/model/vision_encoder.h"
 
 namespace vllm_mem {
@@ -173,10 +176,43 @@ void DescribeMoe(const ModelSpec& spec, int64_t tp, Tensors& out, const ExpertPa
   }
 }
 
-/*! Everything one decoder layer holds on one tensor-parallel rank. */
+/*! Kimi-Linear's KimiDeltaAttention on one rank (vllm layers/kda.py): q/k/v, f_b, g_b and b column-
+ *  parallel, f_a and g_a replicated, o_proj row-parallel; the three short-conv weights
+ *  (ColumnParallelLinear with params_dtype float32 and no quant_config), dt_bias and A_log in float32;
+ *  the gated output RMSNorm over one head (replicated). */
+void DescribeKimiDelta(const ModelSpec& spec, int64_t tp, Tensors& out) {
+  const HybridSpec& k = *spec.hybrid;
+  const int64_t h = spec.hidden_size;
+  const int64_t heads = SplitEvenly(k.num_heads, tp, "linear_attn_config.num_heads");
+  const int64_t proj = Mul(heads, k.head_dim);  // head_dim * num_heads / tp
+  constexpr int64_t kFloat32 = 4;
+  auto& lin = out.linears;
+  for (int i = 0; i < 3; ++i) lin.push_back({Component::kAttention, h, proj});  // q_proj, k_proj, v_proj
+  lin.push_back({Component::kAttention, h, k.head_dim});                         // f_a_proj
+  lin.push_back({Component::kAttention, k.head_dim, proj});                      // f_b_proj
+  lin.push_back({Component::kAttention, h, heads});                              // b_proj
+  lin.push_back({Component::kAttention, h, k.head_dim});                         // g_a_proj
+  lin.push_back({Component::kAttention, k.head_dim, proj});                      // g_b_proj
+  lin.push_back({Component::kAttention, proj, h});                               // o_proj
+  Linear conv{Component::kAttention, k.conv_kernel, proj};                       // q/k/v_conv1d
+  conv.quantizable = false;
+  conv.copies = 3;
+  conv.element_bytes = kFloat32;
+  lin.push_back(conv);
+  out.vectors.push_back({Component::kAttention, proj, kFloat32});   // dt_bias
+  out.vectors.push_back({Component::kAttention, heads, kFloat32});  // A_log
+  out.vectors.push_back({Component::kAttention, k.head_dim});       // o_norm
+}
+
+/*! Everything one decoder layer holds on one tensor-parallel rank: its token mixer (attention, or
+ *  a recurrent mixer where the layer keeps a state), its MLP or MoE, its norms. */
 Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp, const ExpertPadding& pad = {}) {
   Tensors out;
-  DescribeAttention(spec, tp, out);
+  if (layer.recurrent_state) {
+    DescribeKimiDelta(spec, tp, out);
+  } else {
+    DescribeAttention(spec, tp, out);
+  }
   if (layer.moe && spec.moe) {
     DescribeMoe(spec, tp, out, pad);
   } else {
@@ -185,6 +221,27 @@ Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp,
   const int64_t norm_elements = Mul(spec.traits.norms_per_layer, spec.hidden_size);
   out.vectors.push_back({Component::kNorm, spec.traits.norm_bias ? 2 * norm_elements : norm_elements});
   return out;
+}
+
+/*! Decoder layers come in few kinds (MLP or MoE, attention or a recurrent mixer): each kind is
+ *  described once and counted times its layers, so a sizing call does not describe every layer. */
+constexpr int kLayerKinds = 4;
+int KindOf(const ModelSpec& spec, const LayerSpec& layer) {
+  return (layer.moe && spec.moe ? 1 : 0) + (layer.recurrent_state ? 2 : 0);
+}
+LayerSpec LayerOfKind(int kind) {
+  LayerSpec layer;
+  layer.moe = (kind & 1) != 0;
+  layer.recurrent_state = (kind & 2) != 0;
+  return layer;
+}
+bool IsMoeKind(int kind) { return (kind & 1) != 0; }
+
+/*! How many layers of each kind [begin, end) holds. */
+std::array<int64_t, kLayerKinds> CountKinds(const ModelSpec& spec, int64_t begin, int64_t end) {
+  std::array<int64_t, kLayerKinds> counts{};
+  for (int64_t i = begin; i < end; ++i) ++counts[KindOf(spec, spec.layers[static_cast<size_t>(i)])];
+  return counts;
 }
 
 int64_t CountElements(const Tensors& tensors) {
@@ -370,11 +427,11 @@ Mxfp4Layout Mxfp4LayoutOf(const std::string& backend) {
                                              "triton_rocm, triton_rocm_gfx950");
 }
 
-/*! The indices of the MoE (\p moe) or dense layers. */
-std::vector<int64_t> LayersOfKind(const ModelSpec& spec, bool moe) {
+/*! The indices of the layers of \p kind (KindOf). */
+std::vector<int64_t> LayersOfKind(const ModelSpec& spec, int kind) {
   std::vector<int64_t> out;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
-    if ((spec.layers[i].moe && spec.moe.has_value()) == moe) out.push_back(static_cast<int64_t>(i));
+    if (KindOf(spec, spec.layers[i]) == kind) out.push_back(static_cast<int64_t>(i));
   }
   return out;
 }
@@ -431,6 +488,13 @@ int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes) {
   return Mul(Mul(rope_rows, RotaryDim(spec)), dtype_bytes);
 }
 
+/*! Whether the layers are counted here, tensor by tensor: every model but the hybrids whose layer
+ *  shapes hybrid_weights.cc owns. Kimi-Linear's layers are DeepSeek's (MLA, MoE with shared
+ *  experts) with a KDA mixer in place of attention on its state layers (DescribeKimiDelta). */
+bool DecoderLayerWeights(const ModelSpec& spec) {
+  return !spec.hybrid || spec.hybrid->kind == RecurrentMixerKind::kKimiDelta;
+}
+
 }  // namespace
 
 int64_t LinearElements(const Linear& l) {
@@ -448,25 +512,21 @@ LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationS
 
 int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
-  if (spec.hybrid) return HybridNumParameters(spec);  // hybrid_weights.cc
+  if (!DecoderLayerWeights(spec)) return HybridNumParameters(spec);  // hybrid_weights.cc
   const int64_t embedding = Mul(spec.vocab_size, EmbedDim(spec));
   int64_t n = Add(embedding, CountElements(EmbeddingExtras(spec)));
   if (!spec.tie_word_embeddings) {
     n = Add(n, embedding);
     if (spec.traits.lm_head_bias) n = Add(n, spec.vocab_size);
   }
-  // Layers come in two kinds (dense / MoE): each is described once and counted times its
-  // layers (a sizing call no longer describes every layer). Should the sum leave 64 bits, the
-  // layer-by-layer sum runs instead so the overflow error names the same operands.
-  int64_t moe_layers = 0;
-  for (const LayerSpec& layer : spec.layers) moe_layers += layer.moe && spec.moe ? 1 : 0;
-  const int64_t dense_layers = static_cast<int64_t>(spec.layers.size()) - moe_layers;
-  LayerSpec moe_layer;
-  moe_layer.moe = true;
-  const int64_t dense = dense_layers > 0 ? CountElements(DescribeLayer(spec, LayerSpec{}, 1)) : 0;
-  const int64_t moe = moe_layers > 0 ? CountElements(DescribeLayer(spec, moe_layer, 1)) : 0;
-  const __int128 layers_total =
-      static_cast<__int128>(dense) * dense_layers + static_cast<__int128>(moe) * moe_layers + n;
+  // Each layer kind is described once and counted times its layers. Should the sum leave 64
+  // bits, the layer-by-layer sum runs instead so the overflow error names the same operands.
+  const std::array<int64_t, kLayerKinds> counts = CountKinds(spec, 0, static_cast<int64_t>(spec.layers.size()));
+  __int128 layers_total = n;
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    if (counts[kind] == 0) continue;
+    layers_total += static_cast<__int128>(CountElements(DescribeLayer(spec, LayerOfKind(kind), 1))) * counts[kind];
+  }
   if (layers_total <= std::numeric_limits<int64_t>::max()) {
     n = static_cast<int64_t>(layers_total);
   } else {
@@ -478,13 +538,17 @@ int64_t NumParameters(const ModelSpec& spec) {
 }
 
 WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& options) {
-  if (spec.hybrid) return ComputeHybridWeights(spec, options);  // hybrid_weights.cc
+  if (!DecoderLayerWeights(spec)) return ComputeHybridWeights(spec, options);  // hybrid_weights.cc
   const int64_t tp = options.tensor_parallel_size;
   const int64_t pp = options.pipeline_parallel_size;
   CheckWeightLayout(spec, options);
   const DType dtype = ResolveModelDType(options.dtype, spec.dtype, "dtype");
   const int64_t dt = DTypeSizeBytes(dtype);
   const std::optional<QuantizationSpec> quant = ResolveQuantization(spec, options.quantization);
+  if (spec.hybrid && quant) {
+    // Kimi-Linear: which of the KDA mixer's linears take the quant_config is not checked (kda.py).
+    throw Unsupported("quantized weights of " + spec.model_type + " (" + quant->method + ") are not modelled yet");
+  }
 
   const bool mxfp4 = quant && quant->method == "mxfp4";
   const Mxfp4Layout mx = Mxfp4LayoutFor(mxfp4, options);
@@ -507,16 +571,15 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
   const Tensors extras = EmbeddingExtras(spec);
 
-  // Layers come in few distinct kinds (dense / MoE), so describe each kind once; the
-  // checkpoint's unquantized modules are decided once per kind over its layers.
-  Tensors dense = DescribeLayer(spec, LayerSpec{}, tp);
-  ApplyUnquantizedModules(dense.linears, quant, LayersOfKind(spec, false));
-  std::optional<Tensors> moe;
-  if (spec.moe) {
-    LayerSpec moe_layer;
-    moe_layer.moe = true;
-    moe = DescribeLayer(spec, moe_layer, tp, pad);
-    ApplyUnquantizedModules(moe->linears, quant, LayersOfKind(spec, true));
+  // Each layer kind the model has, described once; the checkpoint's unquantized modules are
+  // decided once per kind over its layers.
+  const std::array<int64_t, kLayerKinds> model_kinds = CountKinds(spec, 0, spec.num_layers);
+  std::array<std::optional<Tensors>, kLayerKinds> kinds;
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    if (model_kinds[kind] > 0) {
+      kinds[kind] = DescribeLayer(spec, LayerOfKind(kind), tp, IsMoeKind(kind) ? pad : ExpertPadding{});
+      ApplyUnquantizedModules(kinds[kind]->linears, quant, LayersOfKind(spec, kind));
+    }
   }
 
   for (int64_t rank = 0; rank < pp; ++rank) {
@@ -537,11 +600,16 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     const auto [begin, end] = PipelineLayerRange(spec.num_layers, rank, pp);
     r.first_layer = begin;
     r.end_layer = end;
-    int64_t moe_layers = 0;
-    for (int64_t i = begin; i < end; ++i) moe_layers += spec.layers[static_cast<size_t>(i)].moe && spec.moe ? 1 : 0;
-    AddBytes(r, dense, quant, dt, end - begin - moe_layers);
-    if (moe) AddBytes(r, *moe, quant, dt, moe_layers, mxfp4 ? &mx : nullptr);
-    if (moe && mxfp4) r.kernel_layout_bytes = Mul(LayoutExtraBytes(*moe, quant, dt, mx), moe_layers);
+    const std::array<int64_t, kLayerKinds> counts = CountKinds(spec, begin, end);
+    for (int kind = 0; kind < kLayerKinds; ++kind) {
+      if (counts[kind] == 0) continue;
+      const bool mx_experts = mxfp4 && IsMoeKind(kind);
+      AddBytes(r, *kinds[kind], quant, dt, counts[kind], mx_experts ? &mx : nullptr);
+      if (mx_experts) {
+        r.kernel_layout_bytes =
+            Add(r.kernel_layout_bytes, Mul(LayoutExtraBytes(*kinds[kind], quant, dt, mx), counts[kind]));
+      }
+    }
     if (end > begin) r.buffer_bytes = rope_bytes;
     r.vision_encoder_bytes = vision_bytes;
 
@@ -552,6 +620,11 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
 
 void CheckWeightLayout(const ModelSpec& spec, const WeightOptions& options) {
   ValidateParallelism(spec.num_layers, options.tensor_parallel_size, options.pipeline_parallel_size);
+  // A model class without SupportsPP (model_families.json pipeline_parallel_refusal: Zamba2).
+  if (const JsonValue* refusal = FamilyTrait(spec.model_type, "pipeline_parallel_refusal");
+      refusal != nullptr && options.pipeline_parallel_size > 1) {
+    throw Unsupported(refusal->AsString());
+  }
   // vLLM checks the heads when it builds its config, before any weight is sized.
   AttentionHeadsPerRank(spec.num_attention_heads, options.tensor_parallel_size);
   if (static_cast<int64_t>(spec.layers.size()) != spec.num_layers) {

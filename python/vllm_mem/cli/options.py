@@ -224,7 +224,7 @@ def add_config(parser: argparse.ArgumentParser, metavar: str, help: str, nargs: 
     parser.add_argument("config", metavar=metavar, help=help, nargs=nargs)
     _fields(parser)["config"] = metavar
     parser.add_argument("--allow-unknown", action="store_true",
-                        help="size a model family without exact rules (Zamba2, MiniMax, pure Mamba, an unknown "
+                        help="size a model family without exact rules (Zamba, MiniMax, plamo2, an unknown "
                              "model_type; vllm-mem models says which) as a generic transformer; the report "
                              "labels it GENERIC ESTIMATE")
     _fields(parser)["allow_unknown"] = "--allow-unknown"

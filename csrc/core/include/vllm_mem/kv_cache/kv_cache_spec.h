@@ -165,6 +165,11 @@ struct KvSpecBuildOptions {
   HybridKvOptions hybrid;  //!< read only for models with ModelSpec::hybrid
 };
 
+/*! \brief One attention layer's page layout on one tensor-parallel rank at \p options' block size:
+ *  MLA's one latent of kv_lora_rank + qk_rope_head_dim (replicated on every rank), else the KV heads
+ *  per rank by head_dim. The spec is an MlaKvSpec when \p model has MLA. */
+AttentionPageLayout AttentionLayoutOf(const ModelSpec& model, const KvSpecBuildOptions& options);
+
 /*! \brief The KV specs of the decoder layers [first_layer, last_layer) of \p model on one
  *  tensor-parallel rank; layers without KV cache are skipped. */
 std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecBuildOptions& options,

@@ -30,6 +30,10 @@ enum class RecurrentMixerKind {
   kMamba2,         //!< MambaMixer2: conv (d_conv-1+spec, (I + 2*G*N)/tp), ssm (H/tp, P, N)
   kGatedDeltaNet,  //!< Qwen3-Next / Qwen3.5 GDN: conv (k-1+spec, (2*Hk*Dk + Hv*Dv)/tp), ssm (Hv/tp, Dv, Dk)
   kShortConv,      //!< LFM2's ShortConv: conv (L_cache-1, conv_dim/tp) only, no SSM state
+  /*! Kimi-Linear's Kimi Delta Attention: conv (k-1+spec, 3*H*D/tp) in the conv dtype, recurrent
+   *  (H/tp, D, D) always float32 (kda_state_dtype). Its layers are otherwise DeepSeek-shaped (MLA
+   *  beside it, MoE), so weights.cc counts them with the KDA mixer in place of attention. */
+  kKimiDelta,
 };
 
 /*! \brief The recurrent mixer's dimensions (the fields a kind does not use stay 0). */
@@ -39,8 +43,8 @@ struct HybridSpec {
   int64_t state_size = 0;         //!< d_state / ssm_state_size (N)
   int64_t conv_kernel = 0;        //!< d_conv / conv_kernel / linear_conv_kernel_dim
   int64_t n_groups = 0;           //!< Mamba-2 groups (G), before vLLM's TP replication
-  int64_t num_heads = 0;          //!< Mamba-2 heads (H) / GDN value heads (Hv)
-  int64_t head_dim = 0;           //!< Mamba-2 head dim (P) / GDN value head dim (Dv)
+  int64_t num_heads = 0;          //!< Mamba-2 heads (H) / GDN value heads (Hv) / KDA heads
+  int64_t head_dim = 0;           //!< Mamba-2 head dim (P) / GDN value head dim (Dv) / KDA head dim
   int64_t num_k_heads = 0;        //!< GDN key heads (Hk)
   int64_t head_k_dim = 0;         //!< GDN key head dim (Dk)
   int64_t chunk_size = 0;         //!< Mamba-2 SSD chunk_size (mamba_cache_mode "all" aligns to it); 0: none
@@ -57,6 +61,13 @@ struct HybridSpec {
   /*! Nemotron-H: vLLM's NemotronHForCausalLMConfig replaces --mamba-ssm-cache-dtype auto with
    *  the config's value (vllm/model_executor/models/config.py). */
   bool ssm_dtype_from_config = false;
+  /*! Zamba2 (zamba2.py): num_mem_blocks shared transformer blocks (attention over the
+   *  concatenated 2 * hidden input, gated MLP, two norms) whose weights are held once and reused
+   *  by the hybrid layers in turn; each hybrid position has its own LoRA adapters of adapter_rank
+   *  (the MLP's always, q/k/v's with use_shared_attention_adapter) and its own KV cache. 0: none. */
+  int64_t shared_blocks = 0;
+  int64_t adapter_rank = 0;
+  bool shared_attention_adapters = false;
   int64_t num_state_layers = 0;   //!< layers that keep a recurrent state
   int64_t num_attention_layers = 0;  //!< layers that keep a KV cache
 };
