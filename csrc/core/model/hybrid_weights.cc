@@ -253,7 +253,10 @@ LayerElements SharedBlocks(const ModelSpec& s, int64_t tp) {
   const int64_t per_rank_width = Mul(heads, s.head_dim);
   const int64_t attention = Add(Mul(wide, Mul(3, per_rank_width)), Mul(per_rank_width, hidden));
   e.mixer = Mul(h.shared_blocks, attention);
-  e.mlp = Mul(h.shared_blocks, MlpElements(s, s.intermediate_size, tp, true, "intermediate_size"));
+  LayerElements mlp;  // the gated GELU MLP, add_bias_linear biases (traits.mlp_bias)
+  AddMlpLinears(s, s.intermediate_size, tp, true, "intermediate_size", kDenseMlpNames, 1, mlp);
+  for (const Linear& l : mlp.linears) e.mlp = Add(e.mlp, LinearElements(l));
+  e.mlp = Mul(h.shared_blocks, e.mlp);
   e.norm = Mul(h.shared_blocks, Add(wide, hidden));
   const int64_t positions = h.num_attention_layers;
   e.mlp = Add(e.mlp, Mul(positions, AdapterElements(hidden, h.adapter_rank, Mul(2, s.intermediate_size), tp)));
