@@ -255,8 +255,7 @@ LayerElements SharedBlocks(const ModelSpec& s, int64_t tp) {
   e.mixer = Mul(h.shared_blocks, attention);
   LayerElements mlp;  // the gated GELU MLP, add_bias_linear biases (traits.mlp_bias)
   AddMlpLinears(s, s.intermediate_size, tp, true, "intermediate_size", kDenseMlpNames, 1, mlp);
-  for (const Linear& l : mlp.linears) e.mlp = Add(e.mlp, LinearElements(l));
-  e.mlp = Mul(h.shared_blocks, e.mlp);
+  e.mlp = Mul(h.shared_blocks, LinearElements(mlp.linears));
   e.norm = Mul(h.shared_blocks, Add(wide, hidden));
   const int64_t positions = h.num_attention_layers;
   e.mlp = Add(e.mlp, Mul(positions, AdapterElements(hidden, h.adapter_rank, Mul(2, s.intermediate_size), tp)));
@@ -273,8 +272,7 @@ int64_t HybridNumParameters(const ModelSpec& spec) {
   int64_t n = spec.tie_word_embeddings ? embedding : Mul(2, embedding);
   for (const LayerSpec& l : spec.layers) {
     const LayerElements e = Layer(spec, l, 1, false);
-    n = Add(n, Add(Add(e.mixer, e.mixer_fp32), Add(e.mlp, e.norm)));
-    for (const Linear& lin : e.linears) n = Add(n, LinearElements(lin));
+    n = Add(n, Add(Add(Add(e.mixer, e.mixer_fp32), Add(e.mlp, e.norm)), LinearElements(e.linears)));
   }
   const LayerElements shared = SharedBlocks(spec, 1);
   n = Add(n, Add(Add(shared.mixer, shared.mlp), shared.norm));

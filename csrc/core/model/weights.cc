@@ -245,8 +245,7 @@ std::array<int64_t, kLayerKinds> CountKinds(const ModelSpec& spec, int64_t begin
 }
 
 int64_t CountElements(const Tensors& tensors) {
-  int64_t n = 0;
-  for (const Linear& l : tensors.linears) n = Add(n, LinearElements(l));
+  int64_t n = LinearElements(tensors.linears);
   for (const Vector& v : tensors.vectors) n = Add(n, v.elements);
   return n;
 }
@@ -500,6 +499,12 @@ bool DecoderLayerWeights(const ModelSpec& spec) {
 int64_t LinearElements(const Linear& l) {
   const int64_t one = Add(Mul(l.in_features, l.out_features), l.bias ? l.out_features : 0);
   return Mul(one, l.copies);
+}
+
+int64_t LinearElements(const std::vector<Linear>& linears) {
+  int64_t n = 0;
+  for (const Linear& l : linears) n = Add(n, LinearElements(l));
+  return n;
 }
 
 std::optional<QuantizationSpec> ResolveWeightQuantization(const ModelSpec& spec, const std::string& requested) {

@@ -61,6 +61,8 @@ struct LinearBytes {
 
 /*! \brief Elements of \p l (weight, bias, times its copies), as the checkpoint counts them. */
 int64_t LinearElements(const Linear& l);
+/*! \brief The elements of every linear in \p linears. */
+int64_t LinearElements(const std::vector<Linear>& linears);
 
 /*! \brief \p l's bytes as \p q stores it (unquantized in the model dtype when \p q is empty or
  *  \p l is not quantizable); MXFP4 kernel layouts are weights.cc's own. */
