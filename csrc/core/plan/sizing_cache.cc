@@ -10,12 +10,6 @@
 namespace vllm_mem {
 namespace {
 
-bool SameWeightOptions(const WeightOptions& a, const WeightOptions& b) {
-  return a.tensor_parallel_size == b.tensor_parallel_size && a.pipeline_parallel_size == b.pipeline_parallel_size &&
-         a.mxfp4_hopper_value_align == b.mxfp4_hopper_value_align && a.dtype == b.dtype &&
-         a.quantization == b.quantization && a.mxfp4_backend == b.mxfp4_backend;
-}
-
 /*! The entry \p same finds, moved to the front; nullptr when none. Call with the lock held. */
 template <typename Entry, typename Same>
 const Entry* FindToFront(std::vector<Entry>& entries, Same&& same) {
@@ -70,8 +64,7 @@ std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettin
 std::shared_ptr<const WeightBreakdown> SizingCache::Weights(const WeightOptions& options) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const WeightsEntry* hit =
-        FindToFront(weights_, [&](const WeightsEntry& e) { return SameWeightOptions(e.options, options); });
+    const WeightsEntry* hit = FindToFront(weights_, [&](const WeightsEntry& e) { return e.options == options; });
     if (hit != nullptr) return hit->weights;
   }
   auto weights = std::make_shared<const WeightBreakdown>(ComputeWeights(spec(), options));

@@ -38,6 +38,10 @@ struct WeightOptions {
    *  the mma tile pads (N to 16, K bytes to 32). plan() takes it from the release
    *  (vllm_versions.json mxfp4_hopper_value_align). */
   int64_t mxfp4_hopper_value_align = 64;
+
+  /*! Every field: the SizingCache keeps a breakdown per options, so a field added here is
+   *  compared without a second list to keep in step. */
+  bool operator==(const WeightOptions&) const = default;
 };
 
 /*! \brief Weight bytes of one GPU, by component. */
