@@ -540,6 +540,48 @@ def test_the_docs_list_the_rules_no_log_confirms() -> None:
     assert listed == unconfirmed, (sorted(unconfirmed - listed), sorted(listed - unconfirmed))
 
 
+def _profiles_a_marker_checks(refs: list[str]) -> set[str]:
+    """The profiles whose own start-ups a change's checked markers name: a log of
+    vllm_release_logs.json checks its release's profile, the calibration / held-out files 0.19.0's."""
+    logs = {g["id"]: g for g in _logs()}
+    return {_profile_of(logs[ref.split("#")[1]]["release"]) if "#" in ref else "0.19.0" for ref in refs}
+
+
+def release_line_rows() -> list[str]:
+    """docs/vllm_versions.md's table of what each profile's own start-ups confirm: the changes in
+    force for the profile (vllm_versions()), split by where a start-up confirms them (here, only on
+    other releases, nowhere). Printed by `python tests/python/test_release_logs.py lines`."""
+    markers = _checked_markers()
+    wording_only = _doc()["wording_only"]
+    rows = []
+    for prof in vllm_mem.vllm_versions():
+        version = prof["version"]
+        own = [g["id"] for g in _logs() if _profile_of(g["release"]) == version]
+        own += [f"{r['id']} (wording only)" for r in wording_only if _profile_of(r["release"]) == version]
+        if version == "0.19.0":
+            own.append("the calibration set and the held-out rows")
+        here, elsewhere, nowhere = [], [], []
+        for r in prof["rules"]:
+            profiles = _profiles_a_marker_checks(markers.get((r["rule"], r["since"]), []))
+            target = here if version in profiles else elsewhere if profiles else nowhere
+            target.append(f"`{r['rule']}` {r['since']}")
+        cells = [", ".join(x) or "none" for x in (own, here, elsewhere, nowhere)]
+        rows.append(f"| {version} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def test_the_docs_say_what_each_releases_own_start_ups_confirm() -> None:
+    """Every release a profile starts gets a row naming its own start-ups and, of the changes in
+    force for it, the ones they confirm, the ones only other releases' start-ups confirm, and the
+    ones none does; the rows are release_line_rows()'s."""
+    doc = (ROOT / "docs" / "vllm_versions.md").read_text()
+    section = doc.split("## What each release's own start-ups confirm", 1)[1].split("\n## ", 1)[0]
+    missing = [row for row in release_line_rows() if row not in section]
+    assert not missing, "regenerate with `python tests/python/test_release_logs.py lines`:\n" + "\n".join(missing[:2])
+    listed = re.findall(r"^\| (\d+\.\d+\.\d+) \|", section, re.M)
+    assert listed == [p["version"] for p in vllm_mem.vllm_versions()]
+
+
 def test_the_docs_tables_hold_what_they_say() -> None:
     """The release table lists each profile once and nothing else; the log table has a row for the
     release of every start-up recorded in vllm_release_logs.json (a merge once left log rows inside
@@ -556,6 +598,15 @@ def test_the_docs_tables_hold_what_they_say() -> None:
         assert any(cell.startswith(major_minor) or f" {major_minor}" in cell for cell in first_cells), log["id"]
 
 
-if __name__ == "__main__":  # regenerate the docs table: python tests/python/test_release_logs.py
-    print("| rule | value | from | first release | checked by | source |\n|---|---|---|---|---|---|")
-    print("\n".join(rule_table_rows()))
+if __name__ == "__main__":  # regenerate the docs tables: python tests/python/test_release_logs.py [lines]
+    import sys
+
+    if sys.argv[1:] == ["lines"]:
+        print(
+            "| profile | its own start-ups | confirmed by them | in force, confirmed only on other releases"
+            " | in force, confirmed by no start-up |\n|---|---|---|---|---|"
+        )
+        print("\n".join(release_line_rows()))
+    else:
+        print("| rule | value | from | first release | checked by | source |\n|---|---|---|---|---|---|")
+        print("\n".join(rule_table_rows()))
