@@ -68,15 +68,6 @@ int64_t ToInt(py::handle v, const SettingRow& row, const std::string& field) {
 /*! One setting type between Python and C++: None is "unset" where the row allows it; every
  *  value set is checked against its row (ValidateSetting). To gives the C++ value its Python
  *  type through pybind11's casters, so the properties are typed in _C.pyi. */
-/*! Checks a value the caller gave against its row. An explicit value is a value: the row's
- *  "unset" spelling (0, -1) is refused unless it is in bounds. */
-template <typename T>
-void ValidateExplicit(const SettingRow& row, const T& x, const std::string& field) {
-  SettingRow set = row;
-  set.unset = "";
-  ValidateSetting(set, x, field);
-}
-
 template <typename T>
 struct Setting;
 
@@ -92,7 +83,7 @@ struct Setting<int64_t> {
     if (v.is_none() && row.unset[0] != '\0') return row.unset_int;
     if (IsAutoWord(v, row)) return row.auto_int;
     const int64_t x = ToInt(v, row, field);
-    ValidateExplicit(row, x, field);
+    ValidateExplicitSetting(row, x, field);
     return x;
   }
   static int64_t To(int64_t v) { return v; }
@@ -108,7 +99,7 @@ struct Setting<double> {
       PyErr_Clear();
       throw InvalidArgument(field, "must be a finite number, got an integer beyond a double's range");
     }
-    ValidateExplicit(row, x, field);
+    ValidateExplicitSetting(row, x, field);
     return x;
   }
   static double To(double v) { return v; }
@@ -175,12 +166,19 @@ struct Setting<std::vector<int64_t>> {
 };
 
 /*! Keyword -> setter of one request class, built from the table once. */
+/*! Looked up by a keyword's UTF-8 view, with no std::string built per keyword. */
+struct KeywordHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 template <typename Request>
-using Setters = std::unordered_map<std::string, std::function<void(Request&, py::handle)>>;
+using Setters =
+    std::unordered_map<std::string, std::function<void(Request&, py::handle)>, KeywordHash, std::equal_to<>>;
 
-#define VLLM_MEM_SETTER(type, member, init, ...)                                      \
-  setters.emplace(#member, [row = FindSettingRow(#member)](Request& r, py::handle v) { \
-    r.member = Setting<type>::From(v, *row, row->name);                                \
+#define VLLM_MEM_SETTER(type, member, init, ...)                                                            \
+  setters.emplace(#member, [row = FindSettingRow(#member), field = std::string(#member)](Request& r,      \
+                                                                                         py::handle v) { \
+    r.member = Setting<type>::From(v, *row, field);                                                         \
   });
 #define VLLM_MEM_PROPERTY(type, member, init, ...)                                                               \
   cls.def_property(                                                                                               \
@@ -210,16 +208,20 @@ const Setters<PlanRequest>& PlanSetters() {
 
 /*! Sets each keyword; an unknown one is a TypeError naming it and the closest known name. */
 template <typename Request>
-void SetKeywords(Request& r, const Setters<Request>& setters, const py::kwargs& kw, const char* cls_name) {
+void SetKeywords(Request& r, const Setters<Request>& setters, const py::dict& kw, const char* cls_name) {
   for (auto item : kw) {
-    const std::string key = py::str(item.first);
-    auto it = setters.find(key);
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_Check(item.first.ptr()) ? PyUnicode_AsUTF8AndSize(item.first.ptr(), &size) : nullptr;
+    if (utf8 == nullptr) PyErr_Clear();  // not a str, or not encodable: the slow spelling below
+    const std::string key = utf8 != nullptr ? std::string() : std::string(py::str(item.first));
+    auto it = utf8 != nullptr ? setters.find(std::string_view(utf8, static_cast<size_t>(size))) : setters.find(key);
     if (it == setters.end()) {
-      const SettingRow* row = FindSettingRow(key);
+      const std::string name = utf8 != nullptr ? std::string(utf8, static_cast<size_t>(size)) : key;
+      const SettingRow* row = FindSettingRow(name);
       const std::string hint = row != nullptr ? " (a plan setting: PlanRequest takes it)"
-                                              : " (did you mean '" + ClosestSettingName(key) + "'?)";
+                                              : " (did you mean '" + ClosestSettingName(name) + "'?)";
       throw py::type_error(std::string(cls_name) + "() got an unexpected keyword argument '" +
-                           EchoValue(key) + "'" + hint);
+                           EchoValue(name) + "'" + hint);
     }
     it->second(r, item.second);
   }
@@ -356,11 +358,23 @@ void BindSettings(py::module_& m) {
   // The model's SizingCache remembers each request's options under its release (sizing_cache.h).
   m.def("kv_cache_capacity_for", [](const SizingCache& cache, py::handle available, const KvCacheSettings& settings,
                                     int64_t num_speculative_tokens) {
-    const std::vector<int64_t> bytes = AvailableBytes(available);
-    KvCacheOptions options = *cache.KvOptions(settings, num_speculative_tokens);
-    AutoFitKvOptions(cache.kv_layouts(), bytes, options);
-    return ComputeKvCacheCapacity(cache.kv_layouts(), bytes, options);
+    return cache.KvCapacity(settings, num_speculative_tokens, AvailableBytes(available));
   }, py::arg("cache"), py::arg("available_bytes"), py::arg("settings"), py::arg("num_speculative_tokens") = 0);
+  // kv_cache_capacity(spec, bytes, length, **keywords) on a loaded model: the keywords converted
+  // by the table as KvCacheSettings(**keywords, max_model_len=length) converts them, with no
+  // Python request object in between, so a call in a loop crosses once. An unset vllm_version
+  // is installed_version (the installed vLLM's, "" for the newest profile).
+  m.def("kv_cache_capacity_from_keywords", [](const SizingCache& cache, py::handle available, py::handle max_model_len,
+                                              int64_t num_speculative_tokens, const std::string& installed_version,
+                                              const py::dict& keywords) {
+    static const auto& set_max_model_len = KvSetters<KvCacheSettings>().at("max_model_len");
+    KvCacheSettings settings;
+    SetKeywords(settings, KvSetters<KvCacheSettings>(), keywords, "KvCacheSettings");
+    set_max_model_len(settings, max_model_len);
+    if (settings.vllm_version.empty()) settings.vllm_version = installed_version;
+    return cache.KvCapacity(settings, num_speculative_tokens, AvailableBytes(available));
+  }, py::arg("cache"), py::arg("available_bytes"), py::arg("max_model_len"), py::arg("num_speculative_tokens"),
+     py::arg("installed_version"), py::arg("keywords"));
   // A search's max_model_len auto is its bound: the model's derived maximum.
   m.def("estimate_max_model_len_for", [](const SizingCache& cache, py::handle available,
                                          const KvCacheSettings& settings) {

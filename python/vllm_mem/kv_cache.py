@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Union
 from . import _C
 from . import _limits as L
 from . import _validate as V
-from .errors import InvalidArgumentError
 from .model_spec import ConfigSource, ModelSpec
 
 if TYPE_CHECKING:
@@ -402,15 +401,19 @@ def kv_cache_capacity(
     NotImplementedError
         A hybrid layout vLLM cannot build.
     """
-    request = _kv_request(max_model_len, settings, given)
     tokens = num_speculative_tokens
-    if tokens.__class__ is not int or not 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS:
-        tokens = V.integer(tokens, "num_speculative_tokens", low=0, high=L.MAX_NUM_SPECULATIVE_TOKENS)
-    sizing = spec._sizing if spec.__class__ is ModelSpec else _sizing(spec)
-    native = _C.kv_cache_capacity_for(sizing, available_bytes, request, tokens)
-    if request.enable_prefix_caching and request.mamba_cache_mode == "none" and any(
-            g.kind == "mamba" for g in native.groups):
-        raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
+    if (settings is None and spec.__class__ is ModelSpec and tokens.__class__ is int
+            and 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS and max_model_len is not None
+            and given.get("vllm_version") != ""):
+        # The common call, keywords on a loaded model: the table converts them in C++ and the call
+        # crosses once (the same conversion, checks and errors as the request object's).
+        native = _C.kv_cache_capacity_from_keywords(spec._sizing, available_bytes, max_model_len, tokens,
+                                                    _INSTALLED or _installed_version(), given)
+    else:
+        request = _kv_request(max_model_len, settings, given)
+        if tokens.__class__ is not int or not 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS:
+            tokens = V.integer(tokens, "num_speculative_tokens", low=0, high=L.MAX_NUM_SPECULATIVE_TOKENS)
+        native = _C.kv_cache_capacity_for(_sizing(spec), available_bytes, request, tokens)
     # KvCacheCapacity._from_native without its call: a sizing call in a loop pays two stores.
     capacity = _new_object(KvCacheCapacity)
     capacity.__dict__["_native"] = native
@@ -418,14 +421,6 @@ def kv_cache_capacity(
 
 
 _new_object = object.__new__
-
-
-#: Why enable_prefix_caching on a hybrid model needs the mode spelled out (also plan()'s).
-PREFIX_CACHING_HYBRID = (
-    "enable_prefix_caching: on a hybrid (Mamba / linear-attention) model vLLM then sets mamba_cache_mode to 'all' "
-    "when the model class supports Mamba prefix caching, else 'align' ('align' with speculative decoding in later "
-    "releases; MambaModelConfig.verify_and_update_config); which one this model gets is not modelled: pass "
-    "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')")
 
 
 def estimate_max_model_len(

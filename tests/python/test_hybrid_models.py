@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import vllm_mem
-from vllm_mem.kv_cache import kv_cache_capacity
+from vllm_mem.kv_cache import KvCacheSettings, kv_cache_capacity
 from vllm_mem.model_spec import ModelSpec
 
 GIB = 1 << 30
@@ -175,3 +175,23 @@ def test_num_speculative_tokens_is_an_int_on_every_path(tokens):
     spec = ModelSpec.from_hf_config("meta-llama/Llama-3.1-8B-Instruct")
     with pytest.raises(TypeError, match="num_speculative_tokens"):
         kv_cache_capacity(spec, GIB, max_model_len=1024, num_speculative_tokens=tokens)
+
+
+@pytest.mark.parametrize("how", ["keywords", "request object", "plan"])
+def test_prefix_caching_on_a_hybrid_needs_the_mamba_cache_mode(how: str) -> None:
+    # vLLM picks 'all' or 'align' itself by a flag of the model class: refused by name with
+    # mode "none" on every entry point, planned once the mode is given.
+    spec = ModelSpec.from_hf_config(NEMOTRON_NANO_9B_V2)
+
+    def ask(**settings: object) -> object:
+        if how == "keywords":
+            return kv_cache_capacity(spec, 20 * GIB, max_model_len=8192, **settings)
+        if how == "request object":
+            return kv_cache_capacity(spec, 20 * GIB, settings=KvCacheSettings(max_model_len=8192, **settings))
+        return vllm_mem.plan(spec, gpu="H100-80GB", max_model_len=8192, **settings)
+
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="mamba_cache_mode='all' or 'align'") as err:
+        ask(enable_prefix_caching=True)
+    assert err.value.field == "enable_prefix_caching"
+    assert ask(enable_prefix_caching=True, mamba_cache_mode="align") is not None
+    assert ask(enable_prefix_caching=False) is not None

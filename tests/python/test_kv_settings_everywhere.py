@@ -159,3 +159,50 @@ def test_vllm_serve_dcp_flag_is_mapped() -> None:
     for argv in ("vllm serve m -tp 8 -dcp 8", "vllm serve m --tensor-parallel-size 8 --decode-context-parallel-size 8"):
         command = parse_vllm_args(argv)
         assert engine_args_to_plan_keywords(command.engine_args)["decode_context_parallel_size"] == 8
+
+
+KEYWORD_CASES = [
+    {},
+    {"tensor_parallel_size": 2},
+    {"kv_cache_dtype": "fp8", "block_size": 32, "pipeline_parallel_size": 2},
+    {"max_num_batched_tokens": 2048, "vllm_version": "0.11.0"},
+    {"tensor_parallel_size": 2, "decode_context_parallel_size": 2, "vllm_version": "0.19.0"},
+]
+BAD_KEYWORDS = [
+    {"tensor_parallel_size": 2.0},
+    {"tensor_parallel_size": True},
+    {"block_size": 3},
+    {"kv_cache_dtype": ""},
+    {"vllm_version": ""},
+    {"tensor_paralel_size": 2},
+    {"enable_prefix_caching": "yes"},
+]
+
+
+def _capacity_or_error(call):  # noqa: ANN001, ANN202
+    try:
+        return call().to_dict()
+    except Exception as exc:  # noqa: BLE001 - the error itself is compared
+        return (type(exc), str(exc), getattr(exc, "field", None))
+
+
+@pytest.mark.parametrize("length", [8192, "auto", 131072])
+@pytest.mark.parametrize("keywords", KEYWORD_CASES + BAD_KEYWORDS, ids=repr)
+def test_keywords_on_a_loaded_model_equal_the_request_object(keywords: dict, length: object) -> None:
+    # kv_cache_capacity(ModelSpec, ..., **keywords) converts the keywords in C++ (one crossing);
+    # a model named by file and a request object take the Python request path. Same figures,
+    # same errors, field included, for every budget (one that fits, one too small).
+    spec = vllm_mem.ModelSpec.from_hf_config("google/gemma-3-27b-it")
+    path = CONFIGS / "google--gemma-3-27b-it.json"
+    for available in (40 * GiB, GiB // 8, [20 * GiB, 19 * GiB]):
+        fast = _capacity_or_error(lambda a=available: vllm_mem.kv_cache_capacity(spec, a, length, **keywords))
+        by_path = _capacity_or_error(lambda a=available: vllm_mem.kv_cache_capacity(path, a, length, **keywords))
+        assert fast == by_path, (available, fast, by_path)
+        try:
+            request = vllm_mem.kv_cache._kv_request(length, None, dict(keywords))
+        except Exception as exc:  # noqa: BLE001 - the request's own refusal is the fast path's too
+            assert fast == (type(exc), str(exc), getattr(exc, "field", None))
+            continue
+        by_object = _capacity_or_error(
+            lambda a=available, r=request: vllm_mem.kv_cache_capacity(spec, a, settings=r))
+        assert fast == by_object, (available, fast, by_object)

@@ -7,6 +7,7 @@
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
@@ -24,6 +25,40 @@
 #include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
+/*! What a layout and the options' request shape fix, whatever the budgets (kv_cache_query.h):
+ *  each pipeline rank's need and per-request bytes, the block ids a request takes and the
+ *  capacity's budget-free fields. A query computes them once for every question it is asked. */
+struct KvQueryFigures {
+  /*! A figure computed ahead of its use, or the error computing it raised, rethrown where the
+   *  figure is read: a query raises what the one-shot call raises, at the same point. */
+  template <typename T>
+  class Ahead {
+   public:
+    template <typename Compute>
+    explicit Ahead(Compute&& compute) {
+      try {
+        value_ = compute();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    }
+    const T& get() const {
+      if (error_) std::rethrow_exception(error_);
+      return value_;
+    }
+
+   private:
+    T value_{};
+    std::exception_ptr error_;
+  };
+
+  KvRequestShape shape;
+  Ahead<std::vector<int64_t>> needed_per_rank;         //!< LayerSumBytes of each rank
+  std::vector<Ahead<int64_t>> request_bytes_per_rank;  //!< MaxMemoryUsageBytesFromGroups of each rank
+  Ahead<int64_t> blocks_per_request;                   //!< BlocksPerRequest over the layout's groups
+  Ahead<KvCacheCapacity> described;                    //!< DescribedCapacity
+};
+
 namespace {
 
 constexpr int64_t kDefaultMaxNumBatchedTokens = 8192;
@@ -49,11 +84,31 @@ struct Worker {
 struct KvPlan {
   std::shared_ptr<const KvCacheLayout> layout;
   KvRequestShape shape;
+  const KvQueryFigures* figures = nullptr;  //!< a query's figures at this shape; null: computed per call
   std::vector<Worker> workers;         //!< distinct workers, in first-seen worker order
   std::vector<size_t> worker_of;       //!< for each of the tp * pp workers, its entry in workers
 };
 
 int64_t LayerSumBytes(const KvRankLayout& rank, const KvRequestShape& shape);
+
+/*! The shape of one max_model_len request under \p o (what bounds its KV need). */
+KvRequestShape ShapeOf(const KvCacheOptions& o) {
+  KvRequestShape shape;
+  shape.max_model_len = o.max_model_len;
+  shape.max_num_batched_tokens = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : kDefaultMaxNumBatchedTokens;
+  shape.max_concurrent_batches = o.max_concurrent_batches;
+  shape.cap_sliding_window_at_full = o.cap_sliding_window_at_full;
+  shape.context_parallel_size = o.decode_context_parallel_size;
+  return shape;
+}
+
+/*! What one request needs on each pipeline rank's workers. */
+std::vector<int64_t> NeededPerRank(const KvCacheLayout& layout, const KvRequestShape& shape) {
+  std::vector<int64_t> needed;
+  needed.reserve(layout.ranks.size());
+  for (const KvRankLayout& rank : layout.ranks) needed.push_back(LayerSumBytes(rank, shape));
+  return needed;
+}
 
 /*! The per-call settings, checked in the order vLLM's config checks them. */
 void ValidateCallOptions(const KvCacheOptions& o) {
@@ -113,27 +168,20 @@ void MakePlan(KvPlan& plan, const ModelSpec& spec, const std::vector<int64_t>& a
   ValidateCallOptions(o);
   ValidateDecodeContextParallel(spec, o);
   plan.layout = cache != nullptr ? cache->Get(o, available.size()) : BuildKvCacheLayout(spec, o, available.size());
+  plan.shape = ShapeOf(o);
   AddWorkers(plan, available, o);
 }
 
-/*! The call's shape and its distinct workers, on plan.layout. */
+/*! The call's distinct workers, on plan.layout at plan.shape. */
 void AddWorkers(KvPlan& plan, const std::vector<int64_t>& available, const KvCacheOptions& o) {
   const int64_t tp = o.tensor_parallel_size;
   const int64_t pp = o.pipeline_parallel_size;
   const int64_t world = tp * pp;  // bounded by BuildKvCacheLayout's checks
   const int64_t n = static_cast<int64_t>(available.size());
 
-  plan.shape.max_model_len = o.max_model_len;
-  plan.shape.max_num_batched_tokens = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens
-                                                                   : kDefaultMaxNumBatchedTokens;
-  plan.shape.max_concurrent_batches = o.max_concurrent_batches;
-  plan.shape.cap_sliding_window_at_full = o.cap_sliding_window_at_full;
-  plan.shape.context_parallel_size = o.decode_context_parallel_size;
-
-  std::vector<int64_t> needed(static_cast<size_t>(pp));
-  for (int64_t r = 0; r < pp; ++r) {
-    needed[static_cast<size_t>(r)] = LayerSumBytes(plan.layout->ranks[static_cast<size_t>(r)], plan.shape);
-  }
+  std::vector<int64_t> computed;
+  if (plan.figures == nullptr) computed = NeededPerRank(*plan.layout, plan.shape);
+  const std::vector<int64_t>& needed = plan.figures != nullptr ? plan.figures->needed_per_rank.get() : computed;
   // Workers are rank-major by pp; identical (rank, budget) pairs share one entry.
   auto add_worker = [&](int64_t pp_rank, int64_t bytes) {
     plan.workers.push_back(Worker{bytes, &plan.layout->ranks[static_cast<size_t>(pp_rank)],
@@ -256,17 +304,16 @@ std::string PlanShortfall(const KvPlan& plan, const KvCacheOptions& o) {
 }
 
 /*! The layout's description of group \p index with the shape-dependent figures added. */
-KvCacheGroupInfo DescribeGroup(const KvPlan& plan, size_t index) {
-  const KvCacheGroupSpec& g = plan.layout->grouping.groups[index];
-  KvCacheGroupInfo info = plan.layout->group_infos[index];
-  info.max_memory_per_request_bytes = MaxMemoryUsageBytes(g.spec, plan.shape);
-  info.blocks_per_request = CeilDiv(GroupMaxMemoryUsageBytes(g, plan.shape), GroupPageSizeBytes(g));
+KvCacheGroupInfo DescribeGroup(const KvCacheLayout& layout, const KvRequestShape& shape, size_t index) {
+  const KvCacheGroupSpec& g = layout.grouping.groups[index];
+  KvCacheGroupInfo info = layout.group_infos[index];
+  info.max_memory_per_request_bytes = MaxMemoryUsageBytes(g.spec, shape);
+  info.blocks_per_request = CeilDiv(GroupMaxMemoryUsageBytes(g, shape), GroupPageSizeBytes(g));
   return info;
 }
 
-/*! The hybrid-model figures (mamba_state.h), and the token count of releases that printed
- *  num_blocks // len(groups) * min block size (KvCacheOptions::kv_tokens_from_concurrency). */
-void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout, const KvCacheOptions& options) {
+/*! The hybrid-model figures (mamba_state.h). */
+void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout) {
   cap.mamba_state_bytes = layout.mamba_state_bytes;
   if (layout.hybrid_alignment) {
     cap.mamba_page_size_padded_bytes = layout.hybrid_alignment->mamba_page_size_padded_bytes;
@@ -274,6 +321,11 @@ void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout, const K
     cap.attention_block_size = layout.hybrid_alignment->attention_block_size_tokens;
     cap.hybrid_log_lines = layout.hybrid_alignment->log_lines;
   }
+}
+
+/*! The token count of releases that printed num_blocks // len(groups) * min block size
+ *  (KvCacheOptions::kv_tokens_from_concurrency). */
+void UseGroupedTokenCount(KvCacheCapacity& cap, const KvCacheOptions& options) {
   if (!options.kv_tokens_from_concurrency && !cap.groups.empty()) {
     cap.num_tokens = CheckedMul(cap.num_blocks / static_cast<int64_t>(cap.groups.size()), cap.block_size, "num_tokens");
     // "Multiplying the GPU KV cache size by the dcp_world_size N." (the concurrency-based count
@@ -285,23 +337,41 @@ void AddHybridFigures(KvCacheCapacity& cap, const KvCacheLayout& layout, const K
 }
 
 /*! The smallest block size over the groups (a Mamba group in mode "none" has vLLM's
- *  mamba_block_size = max_model_len), and the groups described at the plan's shape. */
-int64_t DescribeGroups(const KvPlan& plan, const KvCacheOptions& options, std::vector<KvCacheGroupInfo>& groups) {
-  const KvCacheLayout& layout = *plan.layout;
+ *  mamba_block_size = max_model_len), and the groups described at \p shape. */
+int64_t DescribeGroups(const KvCacheLayout& layout, const KvRequestShape& shape, const KvCacheOptions& options,
+                       std::vector<KvCacheGroupInfo>& groups) {
   int64_t block_size =
       layout.grouping.groups.empty() ? layout.default_block_size : std::numeric_limits<int64_t>::max();
   groups.reserve(layout.grouping.groups.size());
   for (size_t i = 0; i < layout.grouping.groups.size(); ++i) {
-    groups.push_back(DescribeGroup(plan, i));
+    groups.push_back(DescribeGroup(layout, shape, i));
     if (groups.back().block_size == 0) groups.back().block_size = options.max_model_len;
     block_size = std::min(block_size, groups.back().block_size);
   }
   return block_size;
 }
 
+/*! The capacity's fields no budget changes: what the layout resolved and the groups at \p shape. */
+KvCacheCapacity DescribedCapacity(const KvCacheLayout& layout, const KvRequestShape& shape,
+                                  const KvCacheOptions& options) {
+  KvCacheCapacity cap;
+  cap.max_model_len = options.max_model_len;
+  cap.kv_cache_dtype = layout.dtype.name;
+  cap.num_padding_layers = layout.grouping.num_padding_layers;
+  cap.block_size = DescribeGroups(layout, shape, options, cap.groups);
+  AddHybridFigures(cap, layout);
+  return cap;
+}
+
 KvCacheGeometry GeometryOf(const KvPlan& plan, const KvCacheOptions& options) {
   KvCacheGeometry g;
-  g.block_size = DescribeGroups(plan, options, g.groups);
+  if (plan.figures != nullptr) {
+    const KvCacheCapacity& described = plan.figures->described.get();
+    g.block_size = described.block_size;
+    g.groups = described.groups;
+  } else {
+    g.block_size = DescribeGroups(*plan.layout, plan.shape, options, g.groups);
+  }
   for (const KvCacheGroupInfo& info : g.groups) g.blocks_per_request += info.blocks_per_request;
   g.bytes_per_block.reserve(plan.layout->ranks.size());
   // What one block id costs a rank's worker; KvCacheWorkerBlocks refuses a grouped rank whose
@@ -314,39 +384,47 @@ KvCacheGeometry GeometryOf(const KvPlan& plan, const KvCacheOptions& options) {
 
 KvCacheCapacity CapacityOf(const KvPlan& plan, const KvCacheOptions& options) {
   const KvCacheLayout& layout = *plan.layout;
-  KvCacheCapacity cap;
-  cap.max_model_len = options.max_model_len;
-  cap.kv_cache_dtype = layout.dtype.name;
-  cap.num_padding_layers = layout.grouping.num_padding_layers;
-
-  // Per worker: the admission check, then its own block count (get_kv_cache_configs).
-  std::vector<KvCacheWorkerConfig> configs;
+  const KvQueryFigures* figures = plan.figures;
+  // Per worker: the admission check, then its own block count (get_kv_cache_configs). The
+  // engine keeps the smallest block count of all workers (the first of equals): a min over
+  // blocks, not bytes.
   std::vector<int64_t> distinct_blocks;
-  configs.reserve(plan.workers.size());
   distinct_blocks.reserve(plan.workers.size());
-  for (const Worker& w : plan.workers) {
+  size_t tightest = 0;
+  KvCacheWorkerConfig cfg;
+  for (size_t i = 0; i < plan.workers.size(); ++i) {
+    const Worker& w = plan.workers[i];
     const std::string shortfall = WorkerShortfall(w, plan, options);
     if (!shortfall.empty()) throw InsufficientMemory(shortfall);
-    configs.push_back(KvCacheWorkerBlocks(w.groups(), w.available_bytes, options.num_gpu_blocks_override));
-    distinct_blocks.push_back(configs.back().num_blocks);
+    KvCacheWorkerConfig config = KvCacheWorkerBlocks(w.groups(), w.available_bytes, options.num_gpu_blocks_override);
+    distinct_blocks.push_back(config.num_blocks);
+    if (i == 0 || config.num_blocks < cfg.num_blocks) {
+      tightest = i;
+      cfg = std::move(config);
+    }
   }
-  cap.num_blocks_per_worker.reserve(plan.worker_of.size());
-  for (size_t index : plan.worker_of) cap.num_blocks_per_worker.push_back(distinct_blocks[index]);
-  // The engine keeps the smallest block count of all workers: a min over blocks, not bytes.
-  const auto tightest =
-      std::min_element(distinct_blocks.begin(), distinct_blocks.end()) - distinct_blocks.begin();
-  const Worker& worker = plan.workers[static_cast<size_t>(tightest)];
-  const KvCacheWorkerConfig& cfg = configs[static_cast<size_t>(tightest)];
+  const Worker& worker = plan.workers[tightest];
+  const int64_t kv_cache_bytes = CheckedMul(cfg.num_blocks, cfg.bytes_per_block, "kv_cache_bytes");
+  const int64_t available_bytes = PlannedBytes(worker, options);
+  const size_t rank = static_cast<size_t>(worker.rank - layout.ranks.data());
+  const int64_t bytes_per_request = figures != nullptr ? figures->request_bytes_per_rank[rank].get()
+                                                       : MaxMemoryUsageBytesFromGroups(worker.groups(), plan.shape);
+  const double max_concurrency = MaxConcurrencyOf(
+      cfg.num_blocks, figures != nullptr ? figures->blocks_per_request.get()
+                                         : BlocksPerRequest(layout.grouping.groups, plan.shape));
+  const int64_t num_tokens = KvCacheNumTokens(max_concurrency, options.max_model_len);
+
+  KvCacheCapacity cap = figures != nullptr ? figures->described.get() : DescribedCapacity(layout, plan.shape, options);
   cap.num_blocks = cfg.num_blocks;
   cap.bytes_per_block = cfg.bytes_per_block;
-  cap.kv_cache_bytes = CheckedMul(cap.num_blocks, cap.bytes_per_block, "kv_cache_bytes");
-  cap.available_bytes = PlannedBytes(worker, options);
-  cap.bytes_per_request = MaxMemoryUsageBytesFromGroups(worker.groups(), plan.shape);
-
-  cap.max_concurrency = MaxConcurrency(cap.num_blocks, layout.grouping.groups, plan.shape);
-  cap.num_tokens = KvCacheNumTokens(cap.max_concurrency, options.max_model_len);
-  cap.block_size = DescribeGroups(plan, options, cap.groups);
-  AddHybridFigures(cap, layout, options);
+  cap.kv_cache_bytes = kv_cache_bytes;
+  cap.available_bytes = available_bytes;
+  cap.bytes_per_request = bytes_per_request;
+  cap.max_concurrency = max_concurrency;
+  cap.num_tokens = num_tokens;
+  cap.num_blocks_per_worker.reserve(plan.worker_of.size());
+  for (size_t index : plan.worker_of) cap.num_blocks_per_worker.push_back(distinct_blocks[index]);
+  UseGroupedTokenCount(cap, options);
   return cap;
 }
 
@@ -439,16 +517,38 @@ KvCacheQuery::KvCacheQuery(const KvCacheLayoutCache& cache, const KvCacheOptions
   ValidateCallOptions(options_);
   ValidateDecodeContextParallel(cache.spec(), options_);
   layout_ = cache.Get(options_, num_available);
+  figures_ = FiguresOf(*layout_, options_);
+}
+
+std::shared_ptr<const KvQueryFigures> KvCacheQuery::FiguresOf(const KvCacheLayout& layout,
+                                                               const KvCacheOptions& options) {
+  const KvRequestShape shape = ShapeOf(options);
+  using Ahead = KvQueryFigures::Ahead<int64_t>;
+  std::vector<Ahead> request_bytes;
+  request_bytes.reserve(layout.ranks.size());
+  for (const KvRankLayout& rank : layout.ranks) {
+    request_bytes.emplace_back([&] { return MaxMemoryUsageBytesFromGroups(rank.groups, shape); });
+  }
+  return std::make_shared<const KvQueryFigures>(KvQueryFigures{
+      shape,
+      KvQueryFigures::Ahead<std::vector<int64_t>>([&] { return NeededPerRank(layout, shape); }),
+      std::move(request_bytes),
+      Ahead([&] { return BlocksPerRequest(layout.grouping.groups, shape); }),
+      KvQueryFigures::Ahead<KvCacheCapacity>([&] { return DescribedCapacity(layout, shape, options); }),
+  });
 }
 
 namespace {
 
-/*! The query's layout with \p available's workers (their count checked, as Get checks it). */
+/*! The query's layout with \p available's workers (their count checked, as Get checks it), at
+ *  the query's shape (\p figures) or at \p o's (null figures). */
 KvPlan QueryPlan(const std::shared_ptr<const KvCacheLayout>& layout, const std::vector<int64_t>& available,
-                 const KvCacheOptions& o) {
+                 const KvCacheOptions& o, const KvQueryFigures* figures) {
   CheckAvailableCount(available.size(), o.tensor_parallel_size, o.pipeline_parallel_size);
   KvPlan plan;
   plan.layout = layout;
+  plan.figures = figures;
+  plan.shape = figures != nullptr ? figures->shape : ShapeOf(o);
   AddWorkers(plan, available, o);
   return plan;
 }
@@ -458,22 +558,23 @@ KvPlan QueryPlan(const std::shared_ptr<const KvCacheLayout>& layout, const std::
 KvCacheGeometry KvCacheQuery::Geometry() const {
   // A budget per pipeline rank: the geometry looks at none of them.
   const std::vector<int64_t> no_budget(layout_->ranks.size(), 0);
-  return GeometryOf(QueryPlan(layout_, no_budget, options_), options_);
+  return GeometryOf(QueryPlan(layout_, no_budget, options_, figures_.get()), options_);
 }
 
 std::string KvCacheQuery::Shortfall(const std::vector<int64_t>& available) const {
-  return PlanShortfall(QueryPlan(layout_, available, options_), options_);
+  return PlanShortfall(QueryPlan(layout_, available, options_, figures_.get()), options_);
 }
 
 KvCacheCapacity KvCacheQuery::Capacity(const std::vector<int64_t>& available) const {
-  return CapacityOf(QueryPlan(layout_, available, options_), options_);
+  return CapacityOf(QueryPlan(layout_, available, options_, figures_.get()), options_);
 }
 
 int64_t KvCacheQuery::EstimateMaxModelLen(const std::vector<int64_t>& available, int64_t max_model_len) const {
   KvCacheOptions at = options_;
   at.max_model_len = max_model_len;
   ValidateCallOptions(at);  // the new length's bound; the other settings passed in the constructor
-  return EstimateOf(QueryPlan(layout_, available, at), at);
+  // Another length, another shape: the query's figures do not apply.
+  return EstimateOf(QueryPlan(layout_, available, at, nullptr), at);
 }
 
 void CheckEnoughKvCacheMemory(const ModelSpec& spec, const std::vector<int64_t>& available,

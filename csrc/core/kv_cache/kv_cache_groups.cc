@@ -275,7 +275,10 @@ int64_t BlocksPerRequest(const std::vector<KvCacheGroupSpec>& groups, const KvRe
 }
 
 double MaxConcurrency(int64_t num_blocks, const std::vector<KvCacheGroupSpec>& groups, const KvRequestShape& shape) {
-  const int64_t blocks_per_request = BlocksPerRequest(groups, shape);
+  return MaxConcurrencyOf(num_blocks, BlocksPerRequest(groups, shape));
+}
+
+double MaxConcurrencyOf(int64_t num_blocks, int64_t blocks_per_request) {
   if (blocks_per_request == 0) return 0.0;  // attention-free: no KV bound on concurrency
   return static_cast<double>(num_blocks) / static_cast<double>(blocks_per_request);
 }

@@ -128,12 +128,20 @@ std::string ClosestSettingName(const std::string& name) {
 
 void ValidateSetting(const SettingRow& row, int64_t value, const std::string& field) {
   if (row.unset[0] != '\0' && value == row.unset_int) return;
+  ValidateExplicitSetting(row, value, field);
+}
+
+void ValidateExplicitSetting(const SettingRow& row, int64_t value, const std::string& field) {
   if (row.auto_int != 0 && value == row.auto_int) return;
   IntInRange(row, value, field);
 }
 
 void ValidateSetting(const SettingRow& row, double value, const std::string& field) {
   if (row.unset[0] != '\0' && value == 0.0) return;
+  ValidateExplicitSetting(row, value, field);
+}
+
+void ValidateExplicitSetting(const SettingRow& row, double value, const std::string& field) {
   const bool above_low = row.low_exclusive ? value > row.low : value >= row.low;
   if (!(above_low && value <= row.high)) {  // also false for NaN
     throw InvalidArgument(FieldName(row, field),

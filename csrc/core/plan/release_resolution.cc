@@ -109,6 +109,17 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   return in;
 }
 
+void RefuseUnresolvedMambaCacheMode(const ModelSpec& spec, const KvCacheSettings& settings) {
+  if (!settings.enable_prefix_caching.value_or(false) || settings.mamba_cache_mode != "none") return;
+  if (spec.CountLayers(AttentionKind::kNone) == 0) return;
+  throw InvalidArgument(
+      "enable_prefix_caching",
+      "on a hybrid (Mamba / linear-attention) model vLLM then sets mamba_cache_mode to 'all' when the model class "
+      "supports Mamba prefix caching, else 'align' ('align' with speculative decoding in later releases; "
+      "MambaModelConfig.verify_and_update_config); which one this model gets is not modelled: pass "
+      "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')");
+}
+
 void BoundAutoMaxModelLen(const ModelSpec& spec, KvCacheOptions& options) {
   if (options.max_model_len == kMaxModelLenAuto) options.max_model_len = DerivedMaxModelLen(spec);
 }

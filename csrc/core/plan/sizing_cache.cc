@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "vllm_mem/plan/release_resolution.h"
+
 namespace vllm_mem {
 namespace {
 
@@ -44,21 +46,46 @@ bool SamePlanRequest(const PlanRequest& a, const PlanRequest& b) {
 
 #undef VLLM_MEM_SAME_FIELD
 
-std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettings& settings,
-                                                             int64_t num_speculative_tokens) const {
+SizingCache::KvFound SizingCache::FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const KvEntry* hit = FindToFront(kv_options_, [&](const KvEntry& e) {
       return e.num_speculative_tokens == num_speculative_tokens && SameKvCacheSettings(e.settings, settings);
     });
-    if (hit != nullptr) return hit->options;
+    if (hit != nullptr) return {hit->options, hit->query};
   }
   // Resolved outside the lock (it may throw); a racing caller with the same settings only
   // repeats the work.
   auto options = std::make_shared<const KvCacheOptions>(KvOptionsForRelease(settings, num_speculative_tokens));
   std::lock_guard<std::mutex> lock(mutex_);
-  InsertFront(kv_options_, KvEntry{settings, num_speculative_tokens, options});
-  return options;
+  InsertFront(kv_options_, KvEntry{settings, num_speculative_tokens, options, nullptr});
+  return {options, nullptr};
+}
+
+std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettings& settings,
+                                                             int64_t num_speculative_tokens) const {
+  return FindKv(settings, num_speculative_tokens).options;
+}
+
+KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
+                                        const std::vector<int64_t>& available_bytes) const {
+  KvFound entry = FindKv(settings, num_speculative_tokens);
+  RefuseUnresolvedMambaCacheMode(spec(), settings);
+  if (entry.options->max_model_len == kMaxModelLenAuto) {
+    KvCacheOptions fitted = *entry.options;  // the length each call's budgets fit
+    AutoFitKvOptions(layouts_, available_bytes, fitted);
+    return ComputeKvCacheCapacity(layouts_, available_bytes, fitted);
+  }
+  if (entry.query == nullptr) {
+    // Built outside the lock (it checks the options and may throw); kept on the entry if it is
+    // still there.
+    entry.query = std::make_shared<const KvCacheQuery>(layouts_, *entry.options, available_bytes.size());
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (KvEntry& e : kv_options_) {
+      if (e.options == entry.options) e.query = entry.query;
+    }
+  }
+  return entry.query->Capacity(available_bytes);
 }
 
 std::shared_ptr<const WeightBreakdown> SizingCache::Weights(const WeightOptions& options) const {

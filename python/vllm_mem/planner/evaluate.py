@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _C
-from ..errors import InvalidArgumentError
-from ..kv_cache import PREFIX_CACHING_HYBRID
 from .inputs import SpecSource, plan_inputs, prepared_call, resolved_environment, spec_of
 from .result import StartupPlan
 from .speculative import speculative_config as speculative
@@ -81,11 +79,7 @@ def plan(
         ``max_model_len`` above the model's maximum (vLLM's message), an unknown version form.
     """
     s = spec_of(spec)
-    r, total, name, asked_version, prefix_caching = prepared_call(gpu, request, settings)
-    if prefix_caching and any(layer.attention == _C.AttentionKind.NONE for layer in s.layers):
-        # Hybrid (state-space) layers: vLLM picks the Mamba cache mode by a per-model flag (kv_cache.py).
-        if r.mamba_cache_mode == "none":
-            raise InvalidArgumentError(PREFIX_CACHING_HYBRID, "enable_prefix_caching")
+    r, total, name, asked_version = prepared_call(gpu, request, settings)
     if speculative_config is None and s._checkpoint is None:
         # The one entrance: the request object and the model's cached KV layouts.
         version, source, allow_long = resolved_environment(asked_version, allow_long_max_model_len)

@@ -52,9 +52,9 @@ def plan_request(request: Any = None, **settings: Any) -> Any:
     return request.replace(**settings) if settings else request
 
 
-def prepared_call(gpu: Any, request: Any, settings: dict[str, Any]) -> tuple[Any, int, str, Any, bool]:
+def prepared_call(gpu: Any, request: Any, settings: dict[str, Any]) -> tuple[Any, int, str, Any]:
     """What plan()'s arguments give before the environment is read: ``(request object, device
-    total, GPU name, asked vllm_version or None, prefix caching asked)``. Each is a function of
+    total, GPU name, asked vllm_version or None)``. Each is a function of
     the arguments alone (the catalog is compiled in; request objects are never changed in
     place), so keywords alone are remembered by their typed values, like :func:`_cached_request`:
     a plan() loop pays one dict look-up for them. Bounded: keywords are user input."""
@@ -70,13 +70,13 @@ def prepared_call(gpu: Any, request: Any, settings: dict[str, Any]) -> tuple[Any
             return known
     r = plan_request(request, **settings)
     total, name = gpu_total(gpu, r.total_memory_bytes)
-    prepared = (r, total, name, r.vllm_version or None, bool(r.enable_prefix_caching))
+    prepared = (r, total, name, r.vllm_version or None)
     if key is not None and len(_PREPARED) < _CATALOG_TOTALS_KEPT:
         _PREPARED[key] = prepared
     return prepared
 
 
-_PREPARED: dict[Any, tuple[Any, int, str, Any, bool]] = {}
+_PREPARED: dict[Any, tuple[Any, int, str, Any]] = {}
 
 
 def resolved_environment(asked_version: Any, allow_long_max_model_len: Any) -> tuple[str, str, bool]:

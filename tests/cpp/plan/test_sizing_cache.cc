@@ -1,7 +1,9 @@
 // The per-model memos (plan/sizing_cache.h), the KV query (kv_cache/kv_cache_query.h) and the
 // sweep's column reuse: each remembered or shared answer equals the one computed afresh.
+#include <functional>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/plan_sweep.h"
+#include "vllm_mem/plan/release_resolution.h"
 #include "vllm_mem/plan/sizing_cache.h"
 
 namespace vllm_mem {
@@ -64,6 +67,46 @@ void ExpectSamePlan(const StartupPlan& a, const StartupPlan& b) {
     EXPECT_EQ(a.ranks[i].weights_bytes, b.ranks[i].weights_bytes);
     EXPECT_EQ(a.ranks[i].num_blocks, b.ranks[i].num_blocks);
   }
+}
+
+// Every field of two capacities (the groups by their figures).
+void ExpectSameCapacity(const KvCacheCapacity& a, const KvCacheCapacity& b) {
+  EXPECT_EQ(a.num_blocks, b.num_blocks);
+  EXPECT_EQ(a.num_tokens, b.num_tokens);
+  EXPECT_EQ(a.max_concurrency, b.max_concurrency);
+  EXPECT_EQ(a.block_size, b.block_size);
+  EXPECT_EQ(a.bytes_per_block, b.bytes_per_block);
+  EXPECT_EQ(a.bytes_per_request, b.bytes_per_request);
+  EXPECT_EQ(a.kv_cache_bytes, b.kv_cache_bytes);
+  EXPECT_EQ(a.available_bytes, b.available_bytes);
+  EXPECT_EQ(a.max_model_len, b.max_model_len);
+  EXPECT_EQ(a.num_blocks_per_worker, b.num_blocks_per_worker);
+  EXPECT_EQ(a.kv_cache_dtype, b.kv_cache_dtype);
+  EXPECT_EQ(a.num_padding_layers, b.num_padding_layers);
+  EXPECT_EQ(a.mamba_state_bytes, b.mamba_state_bytes);
+  EXPECT_EQ(a.mamba_page_size_padded_bytes, b.mamba_page_size_padded_bytes);
+  EXPECT_EQ(a.attention_block_size, b.attention_block_size);
+  EXPECT_EQ(a.hybrid_log_lines, b.hybrid_log_lines);
+  ASSERT_EQ(a.groups.size(), b.groups.size());
+  for (size_t i = 0; i < a.groups.size(); ++i) {
+    EXPECT_EQ(a.groups[i].kind, b.groups[i].kind);
+    EXPECT_EQ(a.groups[i].layer_indices, b.groups[i].layer_indices);
+    EXPECT_EQ(a.groups[i].block_size, b.groups[i].block_size);
+    EXPECT_EQ(a.groups[i].page_size_bytes, b.groups[i].page_size_bytes);
+    EXPECT_EQ(a.groups[i].max_memory_per_request_bytes, b.groups[i].max_memory_per_request_bytes);
+    EXPECT_EQ(a.groups[i].blocks_per_request, b.groups[i].blocks_per_request);
+  }
+}
+
+// What a call raises: its type and message ("" when it returns).
+template <typename Call>
+std::string Raised(Call&& call) {
+  try {
+    call();
+  } catch (const std::exception& e) {
+    return std::string(typeid(e).name()) + ": " + e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -178,13 +221,84 @@ TEST(KvCacheQuery, AnswersEqualTheEntryPoints) {
         return EstimateMaxModelLen(cache, available, upper);
       }());
       if (KvCacheMemoryShortfall(cache, available, o).empty()) {
-        EXPECT_EQ(q.Capacity(available).num_blocks, ComputeKvCacheCapacity(cache, available, o).num_blocks);
+        ExpectSameCapacity(q.Capacity(available), ComputeKvCacheCapacity(cache, available, o));
       } else {
         EXPECT_THROW(q.Capacity(available), InsufficientMemory);
       }
     }
     EXPECT_THROW(q.Shortfall({kGiB, kGiB, kGiB}), InvalidArgument);  // neither 1, pp nor tp x pp budgets
     EXPECT_THROW(q.EstimateMaxModelLen({kGiB}, 0), InvalidArgument);
+  }
+}
+
+// kv_cache_capacity() on the model's cache (its query kept with the request's options) equals
+// the entry point on the release's options, first and again, whatever the budgets: a fit, not one
+// request, no memory at all, the wrong number of budgets, and a length of auto fitted to each.
+TEST(SizingCache, KvCapacityEqualsTheEntryPoint) {
+  for (const char* model : kModels) {
+    SCOPED_TRACE(model);
+    const ModelSpec spec = testing::BundledModel(model);
+    const SizingCache cache(spec);
+    for (const int64_t length : {int64_t{8192}, int64_t{131072}, kMaxModelLenAuto}) {
+      for (const int64_t tp : {int64_t{1}, int64_t{2}}) {
+        KvCacheSettings s;
+        s.max_model_len = length;
+        s.tensor_parallel_size = tp;
+        s.vllm_version = "0.19.0";
+        for (const std::vector<int64_t>& available :
+             {std::vector<int64_t>{20 * kGiB}, std::vector<int64_t>{kGiB / 16}, std::vector<int64_t>{0},
+              std::vector<int64_t>{20 * kGiB, 19 * kGiB}, std::vector<int64_t>{kGiB, kGiB, kGiB}}) {
+          SCOPED_TRACE(std::to_string(length) + " tokens, TP " + std::to_string(tp) + ", " +
+                       std::to_string(available.size()) + " budgets of " + std::to_string(available[0]));
+          const auto fresh = [&] {
+            KvCacheOptions o = KvOptionsForRelease(s, 0);
+            AutoFitKvOptions(cache.kv_layouts(), available, o);
+            return ComputeKvCacheCapacity(spec, available, o);
+          };
+          const std::string error = Raised(fresh);
+          for (int pass = 0; pass < 2; ++pass) {  // the memos filled, then read
+            EXPECT_EQ(Raised([&] { cache.KvCapacity(s, 0, available); }), error);
+            if (error.empty()) ExpectSameCapacity(cache.KvCapacity(s, 0, available), fresh());
+          }
+        }
+      }
+    }
+  }
+}
+
+// enable_prefix_caching on a hybrid model needs the Mamba cache mode spelled out (vLLM picks
+// it by a flag of the model class): refused by name with mode "none", on the KV question and
+// the plan alike; an attention-only model, or a mode given, plans as before.
+TEST(SizingCache, PrefixCachingOnAHybridNeedsTheMambaMode) {
+  // nvidia/NVIDIA-Nemotron-Nano-9B-v2's dimensions and layer pattern as published
+  // (https://huggingface.co/nvidia/NVIDIA-Nemotron-Nano-9B-v2/blob/main/config.json).
+  const ModelSpec hybrid = ModelSpec::FromHfConfigText(
+      R"({"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "torch_dtype": "bfloat16",
+    "hidden_size": 4480, "num_hidden_layers": 56, "num_attention_heads": 40, "num_key_value_heads": 8,
+    "head_dim": 128, "intermediate_size": 15680, "vocab_size": 131072, "mamba_num_heads": 128,
+    "mamba_head_dim": 80, "n_groups": 8, "ssm_state_size": 128, "conv_kernel": 4, "chunk_size": 128,
+    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"})");
+  const ModelSpec dense = testing::BundledModel("meta-llama--Llama-3.1-8B-Instruct.json");
+  for (const ModelSpec* spec : {&hybrid, &dense}) {
+    const SizingCache cache(*spec);
+    PlanRequest r = Request(1);
+    r.enable_prefix_caching = true;
+    const auto kv = [&] { cache.KvCapacity(r, 0, {20 * kGiB}); };
+    const auto plan = [&] { EvaluateRequest(cache, r, H100()); };
+    if (spec == &hybrid) {
+      for (const auto& call : {std::function<void()>(kv), std::function<void()>(plan)}) {
+        try {
+          call();
+          ADD_FAILURE() << "planned a hybrid with prefix caching and no Mamba cache mode";
+        } catch (const InvalidArgument& e) {
+          EXPECT_EQ(e.field(), "enable_prefix_caching");
+          EXPECT_NE(std::string(e.what()).find("mamba_cache_mode='all' or 'align'"), std::string::npos) << e.what();
+        }
+      }
+      r.mamba_cache_mode = "align";
+    }
+    EXPECT_NO_THROW(kv());
+    EXPECT_NO_THROW(plan());
   }
 }
 

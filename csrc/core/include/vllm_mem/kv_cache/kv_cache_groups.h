@@ -88,6 +88,8 @@ int64_t BlocksPerRequest(const std::vector<KvCacheGroupSpec>& groups, const KvRe
 
 /*! \brief num_blocks / BlocksPerRequest, a float as vLLM prints it with %.2f. */
 double MaxConcurrency(int64_t num_blocks, const std::vector<KvCacheGroupSpec>& groups, const KvRequestShape& shape);
+/*! \brief MaxConcurrency with BlocksPerRequest already known (0: attention-free, no bound). */
+double MaxConcurrencyOf(int64_t num_blocks, int64_t blocks_per_request);
 
 /*! \brief "GPU KV cache size: N tokens": int(max_concurrency * max_model_len), not
  *  num_blocks * block_size. */

@@ -20,7 +20,12 @@
 
 namespace vllm_mem {
 
-/*! \brief One layout of \p cache at \p options. The cache must outlive the query. */
+struct KvQueryFigures;  // kv_cache_capacity.cc: what the options fix whatever the budgets
+
+/*! \brief One layout of \p cache at \p options, with what the options fix whatever the budgets
+ *  (each rank's need, the groups described) computed once: a capacity then only divides the
+ *  budgets. An error computing one of those figures is raised where the entry point raises it.
+ *  The cache must outlive the query; a query is immutable, so threads may share one. */
 class KvCacheQuery {
  public:
   /*! Checks \p options and looks the layout up as the entry points do for \p num_available
@@ -37,8 +42,11 @@ class KvCacheQuery {
   int64_t EstimateMaxModelLen(const std::vector<int64_t>& available, int64_t max_model_len) const;
 
  private:
+  static std::shared_ptr<const KvQueryFigures> FiguresOf(const KvCacheLayout& layout, const KvCacheOptions& options);
+
   KvCacheOptions options_;
   std::shared_ptr<const KvCacheLayout> layout_;
+  std::shared_ptr<const KvQueryFigures> figures_;
 };
 
 }  // namespace vllm_mem

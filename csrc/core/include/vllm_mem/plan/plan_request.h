@@ -188,6 +188,10 @@ std::string ClosestSettingName(const std::string& name);
 // One value against its row; InvalidArgument naming the field (\p field, else the row's name).
 void ValidateSetting(const SettingRow& row, int64_t value, const std::string& field = "");
 void ValidateSetting(const SettingRow& row, double value, const std::string& field = "");
+/*! \brief ValidateSetting of a value the caller gave: the row's "unset" spelling (0, -1) is a
+ *  value then, refused unless it is in bounds (the caller's None is how to leave a row unset). */
+void ValidateExplicitSetting(const SettingRow& row, int64_t value, const std::string& field);
+void ValidateExplicitSetting(const SettingRow& row, double value, const std::string& field);
 void ValidateSetting(const SettingRow& row, const std::string& value, const std::string& field = "");
 void ValidateSetting(const SettingRow& row, const std::vector<int64_t>& value, const std::string& field = "");
 inline void ValidateSetting(const SettingRow&, bool, const std::string& = "") {}

@@ -26,6 +26,13 @@ namespace vllm_mem {
  *  a release without it. */
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs inputs);
 
+/*! \brief enable_prefix_caching on a hybrid (Mamba / linear-attention) model with
+ *  mamba_cache_mode "none": vLLM then picks "all" or "align" itself, by a flag of the model class
+ *  (MambaModelConfig.verify_and_update_config) that is not modelled, so the question is refused
+ *  (InvalidArgument naming enable_prefix_caching) until the mode is passed. Nothing otherwise:
+ *  prefix caching changes no memory of an attention-only model. */
+void RefuseUnresolvedMambaCacheMode(const ModelSpec& spec, const KvCacheSettings& settings);
+
 /*! \brief vLLM's ValueError when --max-model-len auto finds not one token that fits
  *  (kv_cache_utils._auto_fit_max_model_len). */
 inline constexpr const char* kCannotAutoFitMessage =

@@ -20,6 +20,7 @@
 
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/kv_cache/kv_cache_layout.h"
+#include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
 #include "vllm_mem/plan/plan_request.h"
@@ -60,6 +61,12 @@ class SizingCache {
    *  the release's KV rules and what the user set. Raises what it raises (nothing is kept then). */
   std::shared_ptr<const KvCacheOptions> KvOptions(const KvCacheSettings& settings,
                                                   int64_t num_speculative_tokens) const;
+  /*! kv_cache_capacity(): ComputeKvCacheCapacity at KvOptions(settings, num_speculative_tokens),
+   *  max_model_len auto first fitted to \p available_bytes (AutoFitKvOptions). A fixed length's
+   *  query (kv_cache_query.h) is remembered with its options, so a call in a loop only divides
+   *  the budgets. Raises what those raise (nothing is kept then). */
+  KvCacheCapacity KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
+                             const std::vector<int64_t>& available_bytes) const;
   /*! ComputeWeights(spec(), options) (weights.h). Raises what it raises. */
   std::shared_ptr<const WeightBreakdown> Weights(const WeightOptions& options) const;
   /*! \p resolve()'s answer for (request, environment): the plan's release resolution, a pure
@@ -76,6 +83,7 @@ class SizingCache {
     KvCacheSettings settings;
     int64_t num_speculative_tokens = 0;
     std::shared_ptr<const KvCacheOptions> options;
+    std::shared_ptr<const KvCacheQuery> query;  //!< at options; null until a capacity asks (or auto length)
   };
   struct WeightsEntry {
     WeightOptions options;
@@ -88,6 +96,12 @@ class SizingCache {
   };
   std::shared_ptr<const ResolvedRelease> FindRelease(const PlanRequest& request,
                                                      const PlanEnvironment& environment) const;
+  /*! What the entry of (settings, tokens) holds: its options (built and kept when new) and its query. */
+  struct KvFound {
+    std::shared_ptr<const KvCacheOptions> options;
+    std::shared_ptr<const KvCacheQuery> query;
+  };
+  KvFound FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const;
   void KeepRelease(const PlanRequest& request, const PlanEnvironment& environment,
                    std::shared_ptr<const ResolvedRelease> release) const;
 
