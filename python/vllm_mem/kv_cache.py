@@ -142,6 +142,10 @@ class KvCacheCapacity:
         P% ..." lines, worded as vLLM words them (empty for non-hybrids).
     """
 
+    # The core's result in a slot (no instance dict to build per call); the fields converted
+    # from it on first read live in the instance dict, made then.
+    __slots__ = ("_native", "__dict__")
+
     num_blocks: int
     num_tokens: int
     max_concurrency: float
@@ -168,13 +172,13 @@ class KvCacheCapacity:
         a sizing call in a loop pays for the fields it reads, not for fourteen conversions,
         the groups' tuples and two formatted log lines (docs/performance.md)."""
         self = object.__new__(cls)
-        self.__dict__["_native"] = c  # frozen: no __setattr__ (the same store object.__setattr__ makes)
+        _set_native(self, c)  # the slot's own setter: frozen, so no __setattr__
         return self
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for a field not converted yet (or an unknown name).
-        convert = _CAPACITY_FIELDS.get(name)
-        native = self.__dict__.get("_native")
+        convert = _CAPACITY_FIELDS.get(name)  # None for "_native" itself, unset on a dataclass-built one
+        native = _get_native(self, None) if convert is not None else None
         if convert is None or native is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         value = convert(native)
@@ -215,6 +219,18 @@ for _field in fields(KvCacheCapacity):
     if _field.name in KvCacheCapacity.__dict__:
         delattr(KvCacheCapacity, _field.name)
 del _field
+
+_set_native = KvCacheCapacity._native.__set__  # type: ignore[attr-defined]
+_native_slot = KvCacheCapacity._native  # type: ignore[attr-defined]
+
+
+def _get_native(capacity: KvCacheCapacity, default: Any) -> Any:
+    """The core's result in ``capacity``'s slot; ``default`` when it was built field by field."""
+    try:
+        return _native_slot.__get__(capacity, KvCacheCapacity)
+    except AttributeError:
+        return default
+
 
 #: How each field is read from the core's result, on first access.
 _CAPACITY_FIELDS: dict[str, Any] = {
@@ -403,12 +419,12 @@ def kv_cache_capacity(
     """
     tokens = num_speculative_tokens
     if (settings is None and spec.__class__ is ModelSpec and tokens.__class__ is int
-            and 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS and max_model_len is not None
-            and given.get("vllm_version") != ""):
+            and 0 <= tokens <= _MAX_SPECULATIVE_TOKENS and max_model_len is not None
+            and ("vllm_version" not in given or given["vllm_version"])):
         # The common call, keywords on a loaded model: the table converts them in C++ and the call
         # crosses once (the same conversion, checks and errors as the request object's).
-        native = _C.kv_cache_capacity_from_keywords(spec._sizing, available_bytes, max_model_len, tokens,
-                                                    _INSTALLED or _installed_version(), given)
+        native = _from_keywords(spec._sizing, available_bytes, max_model_len, tokens,
+                                _INSTALLED if _INSTALLED is not None else _installed_version(), given)
     else:
         request = _kv_request(max_model_len, settings, given)
         if tokens.__class__ is not int or not 0 <= tokens <= L.MAX_NUM_SPECULATIVE_TOKENS:
@@ -416,11 +432,13 @@ def kv_cache_capacity(
         native = _C.kv_cache_capacity_for(_sizing(spec), available_bytes, request, tokens)
     # KvCacheCapacity._from_native without its call: a sizing call in a loop pays two stores.
     capacity = _new_object(KvCacheCapacity)
-    capacity.__dict__["_native"] = native
+    _set_native(capacity, native)
     return capacity
 
 
 _new_object = object.__new__
+_from_keywords = _C.kv_cache_capacity_from_keywords
+_MAX_SPECULATIVE_TOKENS = L.MAX_NUM_SPECULATIVE_TOKENS
 
 
 def estimate_max_model_len(

@@ -46,20 +46,20 @@ bool SamePlanRequest(const PlanRequest& a, const PlanRequest& b) {
 
 #undef VLLM_MEM_SAME_FIELD
 
-SizingCache::KvFound SizingCache::FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const {
+SizingCache::KvEntry SizingCache::FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const KvEntry* hit = FindToFront(kv_options_, [&](const KvEntry& e) {
       return e.num_speculative_tokens == num_speculative_tokens && SameKvCacheSettings(e.settings, settings);
     });
-    if (hit != nullptr) return {hit->options, hit->query};
+    if (hit != nullptr) return KvEntry{{}, 0, hit->options, hit->query};  // the settings are the caller's
   }
   // Resolved outside the lock (it may throw); a racing caller with the same settings only
   // repeats the work.
   auto options = std::make_shared<const KvCacheOptions>(KvOptionsForRelease(settings, num_speculative_tokens));
   std::lock_guard<std::mutex> lock(mutex_);
   InsertFront(kv_options_, KvEntry{settings, num_speculative_tokens, options, nullptr});
-  return {options, nullptr};
+  return KvEntry{{}, 0, options, nullptr};
 }
 
 std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettings& settings,
@@ -67,9 +67,21 @@ std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettin
   return FindKv(settings, num_speculative_tokens).options;
 }
 
+std::shared_ptr<const KvCacheQuery> SizingCache::KvQuery(const KvCacheOptions& options, size_t num_available) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const QueryEntry* hit = FindToFront(kv_queries_, [&](const QueryEntry& e) { return e.options == options; });
+    if (hit != nullptr) return hit->query;
+  }
+  auto query = std::make_shared<const KvCacheQuery>(layouts_, options, num_available);  // may throw
+  std::lock_guard<std::mutex> lock(mutex_);
+  InsertFront(kv_queries_, QueryEntry{options, query});
+  return query;
+}
+
 KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
                                         const std::vector<int64_t>& available_bytes) const {
-  KvFound entry = FindKv(settings, num_speculative_tokens);
+  KvEntry entry = FindKv(settings, num_speculative_tokens);
   RefuseUnresolvedMambaCacheMode(spec(), settings);
   if (entry.options->max_model_len == kMaxModelLenAuto) {
     KvCacheOptions fitted = *entry.options;  // the length each call's budgets fit
@@ -77,9 +89,8 @@ KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t
     return ComputeKvCacheCapacity(layouts_, available_bytes, fitted);
   }
   if (entry.query == nullptr) {
-    // Built outside the lock (it checks the options and may throw); kept on the entry if it is
-    // still there.
-    entry.query = std::make_shared<const KvCacheQuery>(layouts_, *entry.options, available_bytes.size());
+    // Kept on the request's entry too, so the next call skips the options' look-up.
+    entry.query = KvQuery(*entry.options, available_bytes.size());
     std::lock_guard<std::mutex> lock(mutex_);
     for (KvEntry& e : kv_options_) {
       if (e.options == entry.options) e.query = entry.query;

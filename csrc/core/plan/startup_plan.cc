@@ -102,7 +102,7 @@ struct PlanRun {
   std::string auto_fit_refusal;  //!< vLLM's "Cannot auto-fit max_model_len" ValueError, when it raises
   /*! The KV pool's layout at kv_options, checked and looked up once for every KV question (made
    *  again when the auto-fit changes the length). */
-  std::optional<KvCacheQuery> kv;
+  std::shared_ptr<const KvCacheQuery> kv;
   RequestedMemory request;
   WeightOptions weight_options;
   std::vector<int64_t> available;  //!< the KV budget per pipeline rank
@@ -334,8 +334,11 @@ void CudaGraphs(const PlanRun& run, StartupPlan& plan) {
  *  holds, from the layout's bytes per block. */
 void SizeKvCache(PlanRun& run, StartupPlan& plan) {
   const PlanInputs& in = plan.inputs;
-  const KvCacheGeometry geometry =
-      run.kv.emplace(*run.kv_layouts, run.kv_options, static_cast<size_t>(in.pipeline_parallel_size)).Geometry();
+  const size_t num_budgets = static_cast<size_t>(in.pipeline_parallel_size);
+  run.kv = run.sizing != nullptr && run.kv_layouts == &run.sizing->kv_layouts()
+               ? run.sizing->KvQuery(run.kv_options, num_budgets)  // remembered by the model
+               : std::make_shared<const KvCacheQuery>(*run.kv_layouts, run.kv_options, num_budgets);
+  const KvCacheGeometry geometry = run.kv->Geometry();
   std::optional<KvCacheGeometry> target;  // without the drafter: the drafter's share of a block
   if (run.kv_layouts != run.target_layouts) target = ComputeKvCacheGeometry(*run.target_layouts, run.kv_options);
   plan.kv_block_size = geometry.block_size;

@@ -74,6 +74,8 @@ struct KvCacheOptions {
    *  kv_cache_utils.py, the gpt-oss + eagle comment). 0: always the smallest (earlier releases,
    *  release unverified). */
   double group_size_max_ratio = 1.5;
+
+  bool operator==(const KvCacheOptions&) const = default;
 };
 
 /*! \brief One KV-cache group (layers sharing a block table). */

@@ -61,10 +61,14 @@ class SizingCache {
    *  the release's KV rules and what the user set. Raises what it raises (nothing is kept then). */
   std::shared_ptr<const KvCacheOptions> KvOptions(const KvCacheSettings& settings,
                                                   int64_t num_speculative_tokens) const;
+  /*! A KvCacheQuery (kv_cache_query.h) of kv_layouts() at \p options, remembered by the options:
+   *  a plan or a KV question in a loop looks its layout up, checks its options and describes its
+   *  groups once. \p num_available: the first caller's budget count (each answer checks its own).
+   *  Raises what the query's constructor raises (nothing is kept then). */
+  std::shared_ptr<const KvCacheQuery> KvQuery(const KvCacheOptions& options, size_t num_available) const;
   /*! kv_cache_capacity(): ComputeKvCacheCapacity at KvOptions(settings, num_speculative_tokens),
-   *  max_model_len auto first fitted to \p available_bytes (AutoFitKvOptions). A fixed length's
-   *  query (kv_cache_query.h) is remembered with its options, so a call in a loop only divides
-   *  the budgets. Raises what those raise (nothing is kept then). */
+   *  max_model_len auto first fitted to \p available_bytes (AutoFitKvOptions), on the options'
+   *  KvQuery for a fixed length. Raises what those raise (nothing is kept then). */
   KvCacheCapacity KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
                              const std::vector<int64_t>& available_bytes) const;
   /*! ComputeWeights(spec(), options) (weights.h). Raises what it raises. */
@@ -83,7 +87,11 @@ class SizingCache {
     KvCacheSettings settings;
     int64_t num_speculative_tokens = 0;
     std::shared_ptr<const KvCacheOptions> options;
-    std::shared_ptr<const KvCacheQuery> query;  //!< at options; null until a capacity asks (or auto length)
+    std::shared_ptr<const KvCacheQuery> query;  //!< KvQuery(*options), once a capacity asked (fixed lengths)
+  };
+  struct QueryEntry {
+    KvCacheOptions options;
+    std::shared_ptr<const KvCacheQuery> query;
   };
   struct WeightsEntry {
     WeightOptions options;
@@ -96,18 +104,15 @@ class SizingCache {
   };
   std::shared_ptr<const ResolvedRelease> FindRelease(const PlanRequest& request,
                                                      const PlanEnvironment& environment) const;
-  /*! What the entry of (settings, tokens) holds: its options (built and kept when new) and its query. */
-  struct KvFound {
-    std::shared_ptr<const KvCacheOptions> options;
-    std::shared_ptr<const KvCacheQuery> query;
-  };
-  KvFound FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const;
+  /*! The entry of (settings, tokens), built and kept when new. */
+  KvEntry FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const;
   void KeepRelease(const PlanRequest& request, const PlanEnvironment& environment,
                    std::shared_ptr<const ResolvedRelease> release) const;
 
   KvCacheLayoutCache layouts_;
   mutable std::mutex mutex_;
   mutable std::vector<KvEntry> kv_options_;
+  mutable std::vector<QueryEntry> kv_queries_;
   mutable std::vector<WeightsEntry> weights_;
   mutable std::vector<ReleaseEntry> releases_;
 };
