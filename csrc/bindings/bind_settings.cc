@@ -432,6 +432,23 @@ void BindSettings(py::module_& m) {
                                            allow_long_max_model_len});
   }, py::arg("cache"), py::arg("request"), py::arg("total_memory_bytes"), py::arg("gpu_name"),
      py::arg("vllm_version"), py::arg("vllm_version_source"), py::arg("allow_long_max_model_len"));
+  // plan(spec, gpu, **keywords) on a loaded model with no release asked: the keywords converted by
+  // the table as PlanRequest(**keywords) converts them, then evaluate_request, in one crossing.
+  // The device is total_memory_bytes when given, else the catalog GPU the caller looked up
+  // (gpu_total, gpu_name). None when neither or both are given: the caller's request path then
+  // raises or names the device as it does.
+  m.def("evaluate_keywords", [](const SizingCache& cache, const py::dict& keywords, bool gpu_given,
+                                int64_t gpu_total, const std::string& gpu_name, const std::string& vllm_version,
+                                const std::string& vllm_version_source, bool allow_long_max_model_len) -> py::object {
+    PlanRequest request;
+    SetKeywords(request, PlanSetters(), keywords, "PlanRequest");
+    const bool total_given = request.total_memory_bytes > 0;
+    if (total_given == gpu_given) return py::none();
+    PlanEnvironment env{total_given ? request.total_memory_bytes : gpu_total, total_given ? "" : gpu_name,
+                        vllm_version, vllm_version_source, allow_long_max_model_len};
+    return py::cast(EvaluateRequest(cache, request, env));
+  }, py::arg("cache"), py::arg("keywords"), py::arg("gpu_given"), py::arg("gpu_total"), py::arg("gpu_name"),
+     py::arg("vllm_version"), py::arg("vllm_version_source"), py::arg("allow_long_max_model_len"));
 }
 
 }  // namespace vllm_mem::bindings

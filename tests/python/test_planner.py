@@ -211,3 +211,61 @@ def test_catalog_lookup_spellings() -> None:
     assert vllm_mem.lookup_gpu("MI300X").vendor == "amd"
     names = {g.name for g in vllm_mem.gpu_catalog()}
     assert {"A100-80GB", "A100-40GB", "L4", "L40S", "H200-141GB", "MI300X"} <= names
+
+
+PLAN_KEYWORDS = [
+    {},
+    {"max_model_len": 8192, "gpu_memory_utilization": 0.92, "max_num_seqs": 256, "max_num_batched_tokens": 8192},
+    {"max_model_len": "auto", "tensor_parallel_size": 2, "kv_cache_dtype": "fp8"},
+    {"max_model_len": 131072, "gpu_memory_utilization": 0.3},
+    {"total_memory_bytes": H100, "enforce_eager": True},
+    {"total_memory_bytes": 8 * GiB_bytes},
+    {"max_model_len": 8192.0},
+    {"tensor_parallel_size": True},
+    {"gpu_memory_utilization": 1.5},
+    {"max_num_seqs": -1},
+    {"enforce_eagre": True},
+    {"vllm_version": ""},
+]
+
+
+def _plan_or_error(call):  # noqa: ANN001, ANN202
+    try:
+        return call().to_dict()
+    except Exception as exc:  # noqa: BLE001 - the error itself is compared
+        return (type(exc), str(exc), getattr(exc, "field", None))
+
+
+@pytest.mark.parametrize("gpu", [None, "H100-80GB", "h100", "L40S", "no-such-gpu"])
+@pytest.mark.parametrize("keywords", PLAN_KEYWORDS, ids=repr)
+def test_keywords_on_a_loaded_model_plan_as_the_request_path(
+        gpu: str | None, keywords: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # plan(ModelSpec, gpu, **keywords) converts the keywords in C++ and crosses once; an explicit
+    # allow_long_max_model_len (False, as the unset variable reads) sends the same call down the
+    # request path. Same plan, same errors (field included), on the first call (the GPU name not
+    # looked up yet) and the next (looked up).
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    spec = vllm_mem.ModelSpec.from_hf_config(LLAMA)
+    for _ in range(2):
+        fast = _plan_or_error(lambda: vllm_mem.plan(spec, gpu, **keywords))
+        by_request = _plan_or_error(lambda: vllm_mem.plan(spec, gpu, allow_long_max_model_len=False, **keywords))
+        assert fast == by_request
+
+
+def test_the_common_plan_call_takes_the_keyword_crossing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The equivalence above is only worth something if the keyword crossing is taken: a catalog
+    # GPU already looked up, or a byte total; a GPU name beside a total keeps the request path
+    # (the name is then the caller's text, not the catalog's).
+    from vllm_mem.planner import evaluate
+
+    answered: list[bool] = []
+    crossing = evaluate._evaluate_keywords
+    monkeypatch.setattr(evaluate, "_evaluate_keywords", lambda *a: answered.append(crossing(*a) is not None) or
+                        crossing(*a))
+    spec = vllm_mem.ModelSpec.from_hf_config(LLAMA)
+    vllm_mem.plan(spec, "H100-80GB")  # looks the name up if no plan has yet
+    answered.clear()
+    vllm_mem.plan(spec, "H100-80GB", max_model_len=8192)
+    vllm_mem.plan(spec, total_memory_bytes=H100)
+    vllm_mem.plan(spec, "H100-80GB", total_memory_bytes=H100)
+    assert answered == [True, True, False]

@@ -99,6 +99,18 @@ KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t
   return entry.query->Capacity(available_bytes);
 }
 
+std::shared_ptr<const CudagraphEstimate> SizingCache::Cudagraphs(const CudagraphOptions& options) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const GraphsEntry* hit = FindToFront(graphs_, [&](const GraphsEntry& e) { return e.options == options; });
+    if (hit != nullptr) return hit->estimate;
+  }
+  auto estimate = std::make_shared<const CudagraphEstimate>(EstimateCudagraphMemory(spec(), options));
+  std::lock_guard<std::mutex> lock(mutex_);
+  InsertFront(graphs_, GraphsEntry{options, estimate});
+  return estimate;
+}
+
 std::shared_ptr<const WeightBreakdown> SizingCache::Weights(const WeightOptions& options) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -325,7 +325,7 @@ void CudaGraphs(const PlanRun& run, StartupPlan& plan) {
     co.dtype = run.weight_options.dtype;
     co.constants = in.cudagraph_constants;
     co.activation_constants = in.activation_constants;
-    rank.cudagraph = EstimateCudagraphMemory(run.spec, co);
+    rank.cudagraph = run.sizing != nullptr ? *run.sizing->Cudagraphs(co) : EstimateCudagraphMemory(run.spec, co);
     rank.cudagraph_bytes = rank.cudagraph.total_bytes;
   }
 }

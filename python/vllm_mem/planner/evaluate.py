@@ -6,9 +6,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _C
-from .inputs import SpecSource, plan_inputs, prepared_call, resolved_environment, spec_of
+from ..model_spec import ModelSpec
+from .inputs import (
+    NO_GPU,
+    SpecSource,
+    catalog_entry,
+    plan_inputs,
+    prepared_call,
+    resolved_environment,
+    spec_of,
+)
 from .result import StartupPlan
 from .speculative import speculative_config as speculative
+from .versions import allow_long_from_env, choose_vllm_version
+
+_evaluate_keywords = _C.evaluate_keywords
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -78,6 +90,18 @@ def plan(
         non-positive lengths, a TP larger than ``gpu_count`` or not dividing the heads, a
         ``max_model_len`` above the model's maximum (vLLM's message), an unknown version form.
     """
+    if (request is None and speculative_config is None and allow_long_max_model_len is None
+            and spec.__class__ is ModelSpec and spec._checkpoint is None and "vllm_version" not in settings):
+        # The common call, keywords on a loaded model for a catalog GPU or a byte total: the table
+        # converts them in C++ and the plan crosses once (the request path's conversion, checks
+        # and errors; None sends the rarer device spellings down that path).
+        device = NO_GPU if gpu is None else catalog_entry(gpu) if gpu.__class__ is str else None
+        if device is not None:
+            version, source = choose_vllm_version(None)  # the installed release, else the newest
+            native = _evaluate_keywords(spec._sizing, settings, gpu is not None, device[0], device[1], version,
+                                        source, allow_long_from_env())
+            if native is not None:
+                return StartupPlan(native, spec)
     s = spec_of(spec)
     r, total, name, asked_version = prepared_call(gpu, request, settings)
     if speculative_config is None and s._checkpoint is None:

@@ -79,6 +79,16 @@ def prepared_call(gpu: Any, request: Any, settings: dict[str, Any]) -> tuple[Any
 _PREPARED: dict[Any, tuple[Any, int, str, Any]] = {}
 
 
+def catalog_entry(gpu: str) -> tuple[int, str] | None:
+    """``(total, name)`` of a GPU name :func:`gpu_total` has already looked up, else None (the
+    look-up, and its refusal of an unknown name, stay :func:`gpu_total`'s)."""
+    return _CATALOG_TOTALS.get(gpu)
+
+
+#: The device of a plan that gives total_memory_bytes and no GPU name.
+NO_GPU: tuple[int, str] = (0, "")
+
+
 def resolved_environment(asked_version: Any, allow_long_max_model_len: Any) -> tuple[str, str, bool]:
     """``(vllm_version, source, allow_long)``: the release asked (the request's ``vllm_version``,
     None when unset), else the installed one, else the newest profile;

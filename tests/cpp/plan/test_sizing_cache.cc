@@ -195,6 +195,28 @@ TEST(SizingCache, WeightsEqualComputeWeights) {
   }
 }
 
+// The graph estimate remembered per options equals the one computed afresh, first and again,
+// for options that differ in one field each (a hit must not answer for a neighbour).
+TEST(SizingCache, CudagraphsEqualTheEstimate) {
+  const ModelSpec spec = testing::BundledModel("Qwen--Qwen3-30B-A3B.json");
+  const SizingCache cache(spec);
+  std::vector<CudagraphOptions> all(5);
+  all[1].max_num_seqs = 512;
+  all[2].tensor_parallel_size = 2;
+  all[3].capture_sizes = {1, 2, 4, 8};
+  all[4].constants.bytes_per_graph_node = 12288.0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const CudagraphOptions& o : all) {
+      const CudagraphEstimate fresh = EstimateCudagraphMemory(spec, o);
+      const CudagraphEstimate kept = *cache.Cudagraphs(o);
+      EXPECT_EQ(kept.total_bytes, fresh.total_bytes);
+      EXPECT_EQ(kept.capture_sizes, fresh.capture_sizes);
+      EXPECT_EQ(kept.per_graph_bytes, fresh.per_graph_bytes);
+    }
+  }
+  EXPECT_NE(cache.Cudagraphs(all[0])->total_bytes, cache.Cudagraphs(all[4])->total_bytes);
+}
+
 // Every answer of a KvCacheQuery equals the cached entry point's, for budgets that fit, that do
 // not, per rank and per worker.
 TEST(KvCacheQuery, AnswersEqualTheEntryPoints) {

@@ -41,6 +41,8 @@ struct ActivationConstants {
   /*! VLLM_FUSED_MOE_CHUNK_SIZE (vllm/envs.py, default 16 * 1024 tokens): the fused-MoE modular
    *  kernel sizes its workspaces for at most this many tokens per chunk. */
   int64_t fused_moe_chunk_tokens = 16384;
+
+  bool operator==(const ActivationConstants&) const = default;
 };
 
 /*! \brief The serving settings the profile run depends on. */

@@ -42,6 +42,8 @@ struct CudagraphConstants {
    *  not follow the hidden size; kept for callers that model heavier graphs. */
   double per_graph_bytes_per_layer_hidden = 0.0;
   int64_t per_graph_floor_bytes = int64_t{1} << 20;  //!< vLLM's 1 MiB floor per extra graph
+
+  bool operator==(const CudagraphConstants&) const = default;
 };
 
 struct CudagraphOptions {
@@ -60,6 +62,8 @@ struct CudagraphOptions {
   std::string dtype = "auto";
   CudagraphConstants constants;
   ActivationConstants activation_constants;
+
+  bool operator==(const CudagraphOptions&) const = default;
 };
 
 struct CudagraphEstimate {

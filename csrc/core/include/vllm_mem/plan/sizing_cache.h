@@ -23,6 +23,7 @@
 #include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/weights.h"
+#include "vllm_mem/plan/cudagraph_estimate.h"
 #include "vllm_mem/plan/plan_request.h"
 #include "vllm_mem/plan/startup_plan.h"
 
@@ -71,6 +72,9 @@ class SizingCache {
    *  KvQuery for a fixed length. Raises what those raise (nothing is kept then). */
   KvCacheCapacity KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
                              const std::vector<int64_t>& available_bytes) const;
+  /*! EstimateCudagraphMemory(spec(), options) (cudagraph_estimate.h), remembered by the options:
+   *  a plan in a loop over GPUs or utilizations captures the same graphs. Raises what it raises. */
+  std::shared_ptr<const CudagraphEstimate> Cudagraphs(const CudagraphOptions& options) const;
   /*! ComputeWeights(spec(), options) (weights.h). Raises what it raises. */
   std::shared_ptr<const WeightBreakdown> Weights(const WeightOptions& options) const;
   /*! \p resolve()'s answer for (request, environment): the plan's release resolution, a pure
@@ -93,6 +97,10 @@ class SizingCache {
     KvCacheOptions options;
     std::shared_ptr<const KvCacheQuery> query;
   };
+  struct GraphsEntry {
+    CudagraphOptions options;
+    std::shared_ptr<const CudagraphEstimate> estimate;
+  };
   struct WeightsEntry {
     WeightOptions options;
     std::shared_ptr<const WeightBreakdown> weights;
@@ -114,6 +122,7 @@ class SizingCache {
   mutable std::vector<KvEntry> kv_options_;
   mutable std::vector<QueryEntry> kv_queries_;
   mutable std::vector<WeightsEntry> weights_;
+  mutable std::vector<GraphsEntry> graphs_;
   mutable std::vector<ReleaseEntry> releases_;
 };
 
