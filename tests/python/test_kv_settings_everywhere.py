@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import vllm_mem
+from outcome import outcome
 from vllm_mem import _C
 
 GiB = 1 << 30
@@ -179,13 +180,6 @@ BAD_KEYWORDS = [
 ]
 
 
-def _capacity_or_error(call):  # noqa: ANN001, ANN202
-    try:
-        return call().to_dict()
-    except Exception as exc:  # noqa: BLE001 - the error itself is compared
-        return (type(exc), str(exc), getattr(exc, "field", None))
-
-
 @pytest.mark.parametrize("length", [8192, "auto", 131072])
 @pytest.mark.parametrize("keywords", KEYWORD_CASES + BAD_KEYWORDS, ids=repr)
 def test_keywords_on_a_loaded_model_equal_the_request_object(keywords: dict, length: object) -> None:
@@ -195,14 +189,14 @@ def test_keywords_on_a_loaded_model_equal_the_request_object(keywords: dict, len
     spec = vllm_mem.ModelSpec.from_hf_config("google/gemma-3-27b-it")
     path = CONFIGS / "google--gemma-3-27b-it.json"
     for available in (40 * GiB, GiB // 8, [20 * GiB, 19 * GiB]):
-        fast = _capacity_or_error(lambda a=available: vllm_mem.kv_cache_capacity(spec, a, length, **keywords))
-        by_path = _capacity_or_error(lambda a=available: vllm_mem.kv_cache_capacity(path, a, length, **keywords))
+        fast = outcome(lambda a=available: vllm_mem.kv_cache_capacity(spec, a, length, **keywords))
+        by_path = outcome(lambda a=available: vllm_mem.kv_cache_capacity(path, a, length, **keywords))
         assert fast == by_path, (available, fast, by_path)
         try:
             request = vllm_mem.kv_cache._kv_request(length, None, dict(keywords))
         except Exception as exc:  # noqa: BLE001 - the request's own refusal is the fast path's too
             assert fast == (type(exc), str(exc), getattr(exc, "field", None))
             continue
-        by_object = _capacity_or_error(
+        by_object = outcome(
             lambda a=available, r=request: vllm_mem.kv_cache_capacity(spec, a, settings=r))
         assert fast == by_object, (available, fast, by_object)

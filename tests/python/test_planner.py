@@ -7,6 +7,7 @@ import math
 
 import pytest
 import vllm_mem
+from outcome import outcome
 from vllm_mem import GiB_bytes
 
 # The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
@@ -229,13 +230,6 @@ PLAN_KEYWORDS = [
 ]
 
 
-def _plan_or_error(call):  # noqa: ANN001, ANN202
-    try:
-        return call().to_dict()
-    except Exception as exc:  # noqa: BLE001 - the error itself is compared
-        return (type(exc), str(exc), getattr(exc, "field", None))
-
-
 @pytest.mark.parametrize("gpu", [None, "H100-80GB", "h100", "L40S", "no-such-gpu"])
 @pytest.mark.parametrize("keywords", PLAN_KEYWORDS, ids=repr)
 def test_keywords_on_a_loaded_model_plan_as_the_request_path(
@@ -247,8 +241,8 @@ def test_keywords_on_a_loaded_model_plan_as_the_request_path(
     monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
     spec = vllm_mem.ModelSpec.from_hf_config(LLAMA)
     for _ in range(2):
-        fast = _plan_or_error(lambda: vllm_mem.plan(spec, gpu, **keywords))
-        by_request = _plan_or_error(lambda: vllm_mem.plan(spec, gpu, allow_long_max_model_len=False, **keywords))
+        fast = outcome(lambda: vllm_mem.plan(spec, gpu, **keywords))
+        by_request = outcome(lambda: vllm_mem.plan(spec, gpu, allow_long_max_model_len=False, **keywords))
         assert fast == by_request
 
 

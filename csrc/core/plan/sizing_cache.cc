@@ -67,16 +67,21 @@ std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettin
   return FindKv(settings, num_speculative_tokens).options;
 }
 
-std::shared_ptr<const KvCacheQuery> SizingCache::KvQuery(const KvCacheOptions& options, size_t num_available) const {
+template <typename Key, typename Value, typename Compute>
+std::shared_ptr<const Value> SizingCache::Remembered(Memo<Key, Value>& memo, const Key& key, Compute&& compute) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const QueryEntry* hit = FindToFront(kv_queries_, [&](const QueryEntry& e) { return e.options == options; });
-    if (hit != nullptr) return hit->query;
+    const auto* hit = FindToFront(memo, [&](const auto& entry) { return entry.first == key; });
+    if (hit != nullptr) return hit->second;
   }
-  auto query = std::make_shared<const KvCacheQuery>(layouts_, options, num_available);  // may throw
+  auto value = std::make_shared<const Value>(compute());
   std::lock_guard<std::mutex> lock(mutex_);
-  InsertFront(kv_queries_, QueryEntry{options, query});
-  return query;
+  InsertFront(memo, {key, value});
+  return value;
+}
+
+std::shared_ptr<const KvCacheQuery> SizingCache::KvQuery(const KvCacheOptions& options, size_t num_available) const {
+  return Remembered(kv_queries_, options, [&] { return KvCacheQuery(layouts_, options, num_available); });
 }
 
 KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
@@ -100,27 +105,11 @@ KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t
 }
 
 std::shared_ptr<const CudagraphEstimate> SizingCache::Cudagraphs(const CudagraphOptions& options) const {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const GraphsEntry* hit = FindToFront(graphs_, [&](const GraphsEntry& e) { return e.options == options; });
-    if (hit != nullptr) return hit->estimate;
-  }
-  auto estimate = std::make_shared<const CudagraphEstimate>(EstimateCudagraphMemory(spec(), options));
-  std::lock_guard<std::mutex> lock(mutex_);
-  InsertFront(graphs_, GraphsEntry{options, estimate});
-  return estimate;
+  return Remembered(graphs_, options, [&] { return EstimateCudagraphMemory(spec(), options); });
 }
 
 std::shared_ptr<const WeightBreakdown> SizingCache::Weights(const WeightOptions& options) const {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const WeightsEntry* hit = FindToFront(weights_, [&](const WeightsEntry& e) { return e.options == options; });
-    if (hit != nullptr) return hit->weights;
-  }
-  auto weights = std::make_shared<const WeightBreakdown>(ComputeWeights(spec(), options));
-  std::lock_guard<std::mutex> lock(mutex_);
-  InsertFront(weights_, WeightsEntry{options, weights});
-  return weights;
+  return Remembered(weights_, options, [&] { return ComputeWeights(spec(), options); });
 }
 
 std::shared_ptr<const ResolvedRelease> SizingCache::FindRelease(const PlanRequest& request,

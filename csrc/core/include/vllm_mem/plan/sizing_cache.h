@@ -93,18 +93,13 @@ class SizingCache {
     std::shared_ptr<const KvCacheOptions> options;
     std::shared_ptr<const KvCacheQuery> query;  //!< KvQuery(*options), once a capacity asked (fixed lengths)
   };
-  struct QueryEntry {
-    KvCacheOptions options;
-    std::shared_ptr<const KvCacheQuery> query;
-  };
-  struct GraphsEntry {
-    CudagraphOptions options;
-    std::shared_ptr<const CudagraphEstimate> estimate;
-  };
-  struct WeightsEntry {
-    WeightOptions options;
-    std::shared_ptr<const WeightBreakdown> weights;
-  };
+  /*! A memo of answers by a key compared with ==, most recent first. */
+  template <typename Key, typename Value>
+  using Memo = std::vector<std::pair<Key, std::shared_ptr<const Value>>>;
+  /*! \p memo's answer for \p key, else compute() (outside the lock: it may throw, and nothing
+   *  is kept then) kept. */
+  template <typename Key, typename Value, typename Compute>
+  std::shared_ptr<const Value> Remembered(Memo<Key, Value>& memo, const Key& key, Compute&& compute) const;
   struct ReleaseEntry {
     PlanRequest request;
     PlanEnvironment environment;
@@ -120,9 +115,9 @@ class SizingCache {
   KvCacheLayoutCache layouts_;
   mutable std::mutex mutex_;
   mutable std::vector<KvEntry> kv_options_;
-  mutable std::vector<QueryEntry> kv_queries_;
-  mutable std::vector<WeightsEntry> weights_;
-  mutable std::vector<GraphsEntry> graphs_;
+  mutable Memo<KvCacheOptions, KvCacheQuery> kv_queries_;
+  mutable Memo<WeightOptions, WeightBreakdown> weights_;
+  mutable Memo<CudagraphOptions, CudagraphEstimate> graphs_;
   mutable std::vector<ReleaseEntry> releases_;
 };
 
