@@ -21,7 +21,7 @@ TYPES = ROOT / "python" / "vllm_mem" / "_settings.py"
 DOCS = ROOT / "docs" / "settings.md"
 
 _PY_TYPES = {"int": "int", "float": "float", "bool": "bool", "optional bool": "bool", "str": "str",
-             "enum": "str", "int list": "Sequence[int]"}
+             "enum": "str", "int list": "Sequence[int]", "text list": "Sequence[str]"}
 
 
 def _py_type(row: dict[str, Any]) -> str:
@@ -60,6 +60,8 @@ def types_text(rows: list[dict[str, Any]]) -> str:
 def _bounds(row: dict[str, Any]) -> str:
     if row["choices"]:
         return "one of " + row["choices"]
+    if row["kind"] == "text list":
+        return f"at most {row['max_items']} values"
     if row["kind"] in ("int", "float", "int list"):
         def show(v: float) -> str:
             return str(int(v)) if float(v).is_integer() else repr(v)

@@ -26,6 +26,7 @@ KIND_TYPES = {
     "str": "str",
     "enum": "str",
     "int list": "list[int] | tuple[int, ...] | None",
+    "text list": "list[str] | tuple[str, ...] | None",
 }
 CLASSES = ("KvCacheSettings", "PlanRequest")
 

@@ -99,6 +99,8 @@ py::dict GpuDict(const GpuInfo& g) {
   d["aliases"] = g.aliases;
   d["compute_capability"] = g.compute_capability;
   d["supports_bfloat16"] = g.supports_bfloat16;
+  d["sm_count"] = g.sm_count;
+  d["sm_source"] = g.sm_source;
   return d;
 }
 

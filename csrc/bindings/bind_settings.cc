@@ -165,6 +165,29 @@ struct Setting<std::vector<int64_t>> {
   static const std::vector<int64_t>& To(const std::vector<int64_t>& v) { return v; }
 };
 
+template <>
+struct Setting<std::vector<std::string>> {
+  /*! A list or tuple of str (a bare str is refused: vLLM's CacheConfig field is list[str]). */
+  static std::vector<std::string> From(py::handle v, const SettingRow& row, const std::string& field) {
+    if (v.is_none()) return {};
+    if (!PyList_Check(v.ptr()) && !PyTuple_Check(v.ptr())) RaiseType(field, "a list of strings", v);
+    const py::sequence items = py::reinterpret_borrow<py::sequence>(v);
+    if (static_cast<int64_t>(items.size()) > row.max_items) {
+      ValidateSetting(row, std::vector<std::string>(static_cast<size_t>(row.max_items) + 1), field);  // by count
+    }
+    std::vector<std::string> out;
+    out.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string item_field = field + "[" + std::to_string(i) + "]";
+      if (!PyUnicode_Check(items[i].ptr())) RaiseType(item_field, "a string", items[i]);
+      out.push_back(items[i].cast<std::string>());
+    }
+    ValidateSetting(row, out, field);
+    return out;
+  }
+  static const std::vector<std::string>& To(const std::vector<std::string>& v) { return v; }
+};
+
 /*! Keyword -> setter of one request class, built from the table once. */
 /*! Looked up by a keyword's UTF-8 view, with no std::string built per keyword. */
 struct KeywordHash {
@@ -418,6 +441,7 @@ void BindSettings(py::module_& m) {
       .def_readonly("hybrid_kv_cache_manager", &PlanInputs::hybrid_kv_cache_manager)
       .def_property_readonly("kv_log_format", [](const PlanInputs& p) { return static_cast<int>(p.kv_log_format); })
       .def_readonly("dtype_note", &PlanInputs::dtype_note)
+      .def_readonly("sampler_programs_note", &PlanInputs::sampler_programs_note)
       .def_readwrite("activation_constants", &PlanInputs::activation_constants)
       .def_readwrite("non_torch_constants", &PlanInputs::non_torch_constants)
       .def_readwrite("cudagraph_constants", &PlanInputs::cudagraph_constants)

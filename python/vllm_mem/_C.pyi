@@ -758,6 +758,14 @@ class KvCacheSettings:
     def kv_cache_dtype(self, value: str) -> None:
         ...
     @property
+    def kv_cache_dtype_skip_layers(self) -> list[str]:
+        """
+        Layers whose KV cache stays in the model dtype beside a quantized one (indices, sliding_window)
+        """
+    @kv_cache_dtype_skip_layers.setter
+    def kv_cache_dtype_skip_layers(self, value: list[str] | tuple[str, ...] | None) -> None:
+        ...
+    @property
     def mamba_cache_dtype(self) -> str:
         """
         Hybrid models: the conv state's dtype
@@ -1022,6 +1030,9 @@ class PlanInputs(PlanRequest):
         ...
     @property
     def dtype_note(self) -> str:
+        ...
+    @property
+    def sampler_programs_note(self) -> str:
         ...
     @property
     def hybrid_kv_cache_manager(self) -> bool:

@@ -20,6 +20,8 @@ class KvCacheSettingsArgs(TypedDict, total=False):
     """Tokens per KV-cache block."""
     kv_cache_dtype: str
     """KV storage dtype (auto follows the served model dtype)."""
+    kv_cache_dtype_skip_layers: Sequence[str] | None
+    """Layers whose KV cache stays in the model dtype beside a quantized one (indices, sliding_window)."""
     dtype: str
     """Served model dtype (auto: the checkpoint's, float32 served as bfloat16)."""
     tensor_parallel_size: int

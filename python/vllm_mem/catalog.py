@@ -45,6 +45,11 @@ class GpuInfo:
     supports_bfloat16 : bool
         False below compute capability 8.0 (V100, T4): vLLM serves bfloat16 checkpoints there
         as float16.
+    sm_count : int
+        Streaming multiprocessors (AMD: compute units), what ``multi_processor_count`` reports:
+        the rows of vLLM's Triton top-k/top-p sampler buffer in the profile run.
+    sm_source : str
+        The published specification (or measured property) ``sm_count`` comes from.
     """
 
     name: str
@@ -59,6 +64,8 @@ class GpuInfo:
     aliases: tuple[str, ...]
     compute_capability: str = ""
     supports_bfloat16: bool = True
+    sm_count: int = 0
+    sm_source: str = ""
 
     @property
     def total_memory_gib(self) -> float:
@@ -80,6 +87,7 @@ class GpuInfo:
             "figure_uncertainty_bytes": self.figure_uncertainty_bytes,
             "source_note": self.source_note, "aliases": list(self.aliases),
             "compute_capability": self.compute_capability or None, "supports_bfloat16": self.supports_bfloat16,
+            "sm_count": self.sm_count, "sm_source": self.sm_source,
         }
 
 

@@ -68,6 +68,7 @@ _MODELLED = (
     _f("max_num_seqs", "int"),
     _f("max_num_batched_tokens", "hint"),
     _f("kv_cache_dtype", "str"),
+    _f("kv_cache_dtype_skip_layers", "many"),
     _f("block_size", "int"),
     _f("enforce_eager", "bool"),
     _f("speculative_config", "json"),
@@ -136,8 +137,6 @@ _NOT_MODELLED = {
     # thread with its own CUDA graphs (UBatchWrapper); for data + expert parallel MoE deployments.
     "enable_dbo": "dual-batch overlap's per-microbatch CUDA graphs",
     "dbo_decode_token_threshold": "dual-batch overlap", "dbo_prefill_token_threshold": "dual-batch overlap",
-    "kv_cache_dtype_skip_layers": "layers left unquantized beside a quantized KV cache (two page sizes "
-    "vLLM unifies)",
 }
 
 #: -O / --compilation-config keys: planned, no memory effect, or anything else refused.
@@ -416,7 +415,8 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
     kw: dict[str, Any] = {}
     direct = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
               "gpu_memory_utilization",
-              "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager",
+              "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "block_size",
+              "enforce_eager",
               "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb",
               "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb")
     for name in direct:

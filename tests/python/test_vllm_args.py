@@ -178,7 +178,6 @@ def test_unknown_flag_refused_by_name() -> None:
     (["-O", '{"full_cuda_graph": true}'], "full_cuda_graph"),
     (["--no-enable-chunked-prefill"], "--enable-chunked-prefill"),
     (["--enable-dbo"], "--enable-dbo"),  # dual-batch overlap: per-microbatch CUDA graphs (PR #23693)
-    (["--kv-cache-dtype-skip-layers", "sliding_window"], "--kv-cache-dtype-skip-layers"),
 ])
 def test_memory_flags_not_modelled_are_refused(args: list[str], flag: str) -> None:
     with pytest.raises(vllm_mem.NotModelledError, match="not modelled yet") as info:

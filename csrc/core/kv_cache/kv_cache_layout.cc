@@ -30,12 +30,29 @@ std::string SparseMlaKvCacheDType(const ModelSpec& spec, const std::string& requ
   return requested;
 }
 
+/*! Skipped layers' larger pages are unified with the others' by scaling block sizes. With the
+ *  default block size the rule of the releases that added the flag and the later one (PR #42890:
+ *  the smallest page per token is the primary, the others scale or pad to a multiple of it) give
+ *  the same groups; with an explicit --block-size they differ (#42890 applies it to the primary
+ *  only), and the release that changed it was not read: refused by name, not guessed. */
+void RefuseSkipWithScaledUserBlockSize(const KvSkipLayers& skip, int64_t user_block_size,
+                                       const KvCacheGrouping& grouping) {
+  if (skip.empty() || user_block_size == 0) return;
+  for (const KvCacheGroupSpec& g : grouping.groups) {
+    if (BlockSizeTokens(g.spec) == user_block_size) continue;
+    throw Unsupported("kv_cache_dtype_skip_layers with block_size=" + std::to_string(user_block_size) +
+                      " is not modelled: the skipped layers' pages are unified by scaling block sizes, which vLLM "
+                      "releases do differently with an explicit --block-size (PR #42890); leave block_size unset");
+  }
+}
+
 }  // namespace
 
 KvCacheLayoutKey KvCacheLayoutKeyOf(const KvCacheOptions& o) {
   KvCacheLayoutKey k;
   k.block_size = o.block_size;
   k.kv_cache_dtype = o.kv_cache_dtype;
+  k.kv_cache_dtype_skip_layers = o.kv_cache_dtype_skip_layers;
   k.model_dtype = o.model_dtype;
   k.tensor_parallel_size = o.tensor_parallel_size;
   k.pipeline_parallel_size = o.pipeline_parallel_size;
@@ -82,6 +99,8 @@ std::shared_ptr<const KvCacheLayout> BuildKvCacheLayout(const ModelSpec& spec, c
   build.dtype = layout->dtype;
   build.tensor_parallel_size = tp;
   build.hybrid = HybridKvOptionsOf(o);
+  build.skip = ParseKvSkipLayers(o.kv_cache_dtype_skip_layers, spec);
+  build.skip_dtype = ResolveKvCacheDType("auto", model_dtype, "dtype");  // vLLM: the layer's dtype "auto"
   if (spec.hybrid) {
     const HybridLayerPlan hybrid = PlanHybridLayers(spec, build, build.block_size_tokens);
     layout->hybrid_alignment = hybrid.alignment;
@@ -94,6 +113,7 @@ std::shared_ptr<const KvCacheLayout> BuildKvCacheLayout(const ModelSpec& spec, c
   });
   const bool disable_hybrid = o.disable_hybrid_kv_cache_manager || (chunked && !o.allow_chunked_local_with_hybrid);
   layout->grouping = GetKvCacheGroups(all, disable_hybrid, build.hybrid.group_size_max_ratio);
+  RefuseSkipWithScaledUserBlockSize(build.skip, o.block_size, layout->grouping);
 
   layout->ranks.resize(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {

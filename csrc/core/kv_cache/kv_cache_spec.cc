@@ -293,6 +293,9 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
       out.push_back({i, hybrid->mamba});
       continue;
     }
+    // A skipped layer keeps the model dtype beside the quantized others (kv_cache_skip_layers.h).
+    AttentionPageLayout page = base;
+    if (options.skip.Skips(i, layer.attention == AttentionKind::kSlidingWindow)) page.dtype = options.skip_dtype;
     switch (layer.attention) {
       case AttentionKind::kNone:
         continue;  // no KV cache (linear attention / Mamba layers are sized elsewhere)
@@ -303,13 +306,13 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
         break;
       case AttentionKind::kSlidingWindow:
         RequirePositive(layer.sliding_window_tokens, "sliding_window");
-        out.push_back({i, SlidingWindowKvSpec{base, layer.sliding_window_tokens}});
+        out.push_back({i, SlidingWindowKvSpec{page, layer.sliding_window_tokens}});
         break;
       case AttentionKind::kFull:
         if (layer.attention_chunk_size_tokens > 0) {
-          out.push_back({i, ChunkedLocalKvSpec{base, layer.attention_chunk_size_tokens}});
+          out.push_back({i, ChunkedLocalKvSpec{page, layer.attention_chunk_size_tokens}});
         } else {
-          out.push_back({i, FullAttentionKvSpec{base, 0, 0}});
+          out.push_back({i, FullAttentionKvSpec{page, 0, 0}});
         }
         break;
     }

@@ -128,6 +128,9 @@ std::vector<GpuInfo> BuildCatalog() {
     g.total_memory_bytes = FigureBytes(figure, g.nominal_memory_gb, g.name);
     g.figure_uncertainty_bytes = Uncertainty(g.figure_source, g.nominal_memory_gb);
     g.source_note = StringField(e, "note");
+    g.sm_count = IntField(e, "sm_count");
+    g.sm_source = StringField(e, "sm_source");
+    if (g.sm_count <= 0) throw std::logic_error("gpu_catalog.json: entry " + g.name + " has sm_count <= 0");
     // bfloat16 needs compute capability 8.0 on NVIDIA (vLLM's CudaPlatform supported_dtypes);
     // every AMD entry here is MI200 or later, which has it.
     if (const JsonValue* cc = e.Find("compute_capability"); cc != nullptr && cc->IsString()) {
@@ -309,6 +312,15 @@ const GpuInfo& LookupGpu(std::string_view name) {
   }
   msg += "; pass total_memory_bytes for a GPU not in the catalog (vllm-mem gpus lists it)";
   throw InvalidArgument("gpu", msg);
+}
+
+const GpuInfo* FindCatalogGpu(std::string_view name) {
+  if (name.empty()) return nullptr;
+  try {
+    return &LookupGpu(name);
+  } catch (const InvalidArgument&) {
+    return nullptr;  // not a catalog GPU: its facts are unknown
+  }
 }
 
 std::string MemoryFigureSourceName(MemoryFigureSource source) {

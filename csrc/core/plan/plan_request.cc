@@ -84,6 +84,8 @@ std::string SettingKindName(SettingKind kind) {
     case SettingKind::kText: return "str";
     case SettingKind::kEnum: return "enum";
     case SettingKind::kIntList: return "int list";
+    case SettingKind::kTextList:
+      return "text list";
   }
   return "";
 }
@@ -173,6 +175,16 @@ void ValidateSetting(const SettingRow& row, const std::vector<int64_t>& value, c
   for (size_t i = 0; i < value.size(); ++i) IntInRange(row, value[i], name + "[" + std::to_string(i) + "]");
 }
 
+void ValidateSetting(const SettingRow& row, const std::vector<std::string>& value, const std::string& field) {
+  const std::string name = FieldName(row, field);
+  if (static_cast<int64_t>(value.size()) > row.max_items) {
+    throw InvalidArgument(name, "must be a list of at most " + std::to_string(row.max_items) + " items; got " +
+                                    std::to_string(value.size()) + Why(row));
+  }
+  // Each item as a string of the row (length, NUL, choices); what the items mean is the area's.
+  for (size_t i = 0; i < value.size(); ++i) ValidateSetting(row, value[i], name + "[" + std::to_string(i) + "]");
+}
+
 // The rows are in the structs' order (BuildRows), so field i is checked against rows[i].
 #define VLLM_MEM_CHECK_FIELD(type, name, init, ...) ValidateSetting(rows[i++], s.name);
 
@@ -197,6 +209,7 @@ KvCacheOptions KvCacheOptionsFrom(const KvCacheSettings& s) {
   k.max_model_len = s.max_model_len;
   k.block_size = s.block_size;
   k.kv_cache_dtype = s.kv_cache_dtype.empty() ? "auto" : s.kv_cache_dtype;
+  k.kv_cache_dtype_skip_layers = s.kv_cache_dtype_skip_layers;
   k.model_dtype = s.dtype.empty() ? "auto" : s.dtype;
   k.tensor_parallel_size = s.tensor_parallel_size;
   k.pipeline_parallel_size = s.pipeline_parallel_size;
@@ -222,6 +235,9 @@ KvCacheOptions KvOptionsForRelease(const KvCacheSettings& settings, int64_t num_
   }
   if (k.max_model_len == kMaxModelLenAuto) {
     if (const std::string r = MaxModelLenAutoRefusal(profile); !r.empty()) throw InvalidArgument("max_model_len", r);
+  }
+  if (const std::string r = KvSkipLayersRefusal(profile, k.kv_cache_dtype_skip_layers); !r.empty()) {
+    throw InvalidArgument("kv_cache_dtype_skip_layers", r);
   }
   ApplyVersionKvRules(profile, "", k);
   // What the user asked wins over the release's rule; the release may only turn the manager off.

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/kv_cache/kv_cache_groups.h"
 #include "vllm_mem/memory/memory_budget.h"
+#include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/plan_verdict.h"
 #include "vllm_mem/plan/sizing_cache.h"
 #include "vllm_mem/plan/vllm_version_profile.h"
@@ -119,6 +121,7 @@ RowResult FromPlan(const StartupPlan& p) {
 struct Grid {
   std::vector<int64_t> totals;
   std::vector<std::string> names;
+  std::vector<int64_t> sm_counts;  //!< per GPU: the catalog's SM count, 0 when unknown (the plan's fallback)
   std::vector<double> utils;
   std::vector<int64_t> lens, tps, pps, seqs, tokens, blocks, eagers;
   std::vector<std::string> dtypes, kvs, quants;
@@ -135,6 +138,10 @@ Grid ResolveGrid(const SweepAxes& axes) {
     g.names = {base.gpu_name};
   }
   g.names.resize(g.totals.size());
+  for (const std::string& name : g.names) {
+    const GpuInfo* gpu = FindCatalogGpu(name);
+    g.sm_counts.push_back(gpu != nullptr ? gpu->sm_count : base.gpu_sm_count);
+  }
   for (int64_t t : g.totals) RequirePositive(t, "total_memory_bytes");
   g.utils = OrBase(axes.gpu_memory_utilization, base.gpu_memory_utilization);
   for (double u : g.utils) ValidateUtilization(u);
@@ -297,14 +304,18 @@ RowResult FastRow(const Shape& shape, int64_t total, int64_t requested, const Pl
  *  evaluated once per distinct pair of resolved scheduler sizes. */
 void RunSetting(const SweepContext& ctx, const Setting& s, SweepColumns& c) {
   const PlanInputs& base = ctx.axes.base;
-  std::map<std::pair<int64_t, int64_t>, std::pair<PlanInputs, Shape>> shapes;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<PlanInputs, Shape>> shapes;
   for (size_t gi = 0; gi < ctx.grid.totals.size(); ++gi) {
-    const std::pair<int64_t, int64_t> key = BatchKey(ctx, s, gi);
+    const std::pair<int64_t, int64_t> batch = BatchKey(ctx, s, gi);
+    // The profile run's sampler keeps one row per SM (0.17+): GPUs of other SM counts differ.
+    const int64_t sm_count = ctx.grid.sm_counts[gi];
+    const auto key = std::make_tuple(batch.first, batch.second, sm_count);
     auto it = shapes.find(key);
     if (it == shapes.end()) {
       PlanInputs at = s.in;
-      at.max_num_seqs = key.first;
-      at.max_num_batched_tokens = key.second;
+      at.max_num_seqs = batch.first;
+      at.max_num_batched_tokens = batch.second;
+      at.gpu_sm_count = sm_count;
       it = shapes.emplace(key, std::make_pair(at, MakeShape(at, ctx.sizing))).first;
     }
     const PlanInputs& at = it->second.first;

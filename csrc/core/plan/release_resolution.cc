@@ -35,6 +35,32 @@ VllmModelRunner ResolveModelRunner(const VllmVersionProfile& profile, const Mode
   return runner.runner;
 }
 
+/*! What the planned GPU's catalog entry decides (none for a GPU outside the catalog). */
+void ResolveGpuFacts(const VllmVersionProfile& profile, VllmModelRunner runner, const ModelSpec& spec, PlanInputs& in) {
+  const GpuInfo* gpu = FindCatalogGpu(in.gpu_name);
+  // The Triton top-k/top-p kernel of the profile run's sampler keeps one float32 vocabulary row
+  // per program, min(num_compute_units, rows) of them: the GPU's SM count. Model Runner V2 samples
+  // the dummy batch without it (no rows), and releases before it have none (rule value 0).
+  const int64_t release_programs = runner == VllmModelRunner::kV2 ? 0 : profile.sampler_kernel_programs;
+  const int64_t sm_count = in.gpu_sm_count > 0 ? in.gpu_sm_count : (gpu != nullptr ? gpu->sm_count : 0);
+  in.activation_constants.sampler_kernel_programs =
+      release_programs == 0 ? 0 : (sm_count > 0 ? sm_count : kUnknownGpuSmCount);
+  if (release_programs > 0 && sm_count == 0) {
+    in.sampler_programs_note = "sampler: the top-k/top-p kernel's rows are sized for " +
+                               std::to_string(kUnknownGpuSmCount) +
+                               " SMs (an H100's): the GPU's SM count is unknown "
+                               "(give a catalog GPU name for its own)";
+  }
+  // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16
+  // checkpoint in float16 (CudaPlatform.supported_dtypes; _resolve_auto_dtype).
+  if ((in.dtype.empty() || in.dtype == "auto") && spec.dtype == DType::kBFloat16 && gpu != nullptr &&
+      !gpu->supports_bfloat16) {
+    in.dtype = "float16";
+    in.dtype_note = "dtype auto: the bfloat16 checkpoint is served as float16 on " + gpu->name +
+                    " (compute capability " + gpu->compute_capability + " < 8.0 has no bfloat16), as vLLM does";
+  }
+}
+
 }  // namespace
 
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs in) {
@@ -43,6 +69,9 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   // A KV-cache dtype a later release added is refused as this release's vLLM refuses it.
   if (const std::string r = KvCacheDTypeRefusal(profile, in.kv_cache_dtype); !r.empty()) {
     throw InvalidArgument("kv_cache_dtype", r);
+  }
+  if (const std::string r = KvSkipLayersRefusal(profile, in.kv_cache_dtype_skip_layers); !r.empty()) {
+    throw InvalidArgument("kv_cache_dtype_skip_layers", r);
   }
   ValidateUsageContext(in.usage_context);
   in.engine = EngineFor(profile, in.vllm_engine);
@@ -77,8 +106,6 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
       runner == VllmModelRunner::kV2 ? profile.v2_sampler_bytes_per_logit : profile.sampler_bytes_per_logit;
   in.activation_constants.sampler_bytes_per_logit =
       in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : release_sampler;
-  // Model Runner V2 samples the dummy batch without the Triton top-k/top-p kernel: none of its rows.
-  in.activation_constants.sampler_kernel_programs = runner == VllmModelRunner::kV2 ? 0 : profile.sampler_kernel_programs;
   in.activation_constants.sampler_fixed_bytes = profile.sampler_fixed_bytes;
   // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
   if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {
@@ -91,21 +118,7 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.text_only_skips_vision_tower = profile.text_only_skips_vision_tower;
   if (!in.cap_sliding_window_at_full) in.cap_sliding_window_at_full = profile.sliding_window_capped_at_full;
   in.kv_log_format = !v1 ? KvLogFormat::kV0Blocks : profile.kv_log_format;
-  // dtype "auto" on a GPU without bfloat16 (compute capability < 8.0): vLLM serves a bfloat16
-  // checkpoint in float16 (CudaPlatform.supported_dtypes; _resolve_auto_dtype).
-  if ((in.dtype.empty() || in.dtype == "auto") && spec.dtype == DType::kBFloat16 && !in.gpu_name.empty()) {
-    const GpuInfo* gpu = nullptr;
-    try {
-      gpu = &LookupGpu(in.gpu_name);
-    } catch (const InvalidArgument&) {
-      gpu = nullptr;  // not a catalog GPU: its capability is unknown, keep the checkpoint's dtype
-    }
-    if (gpu != nullptr && !gpu->supports_bfloat16) {
-      in.dtype = "float16";
-      in.dtype_note = "dtype auto: the bfloat16 checkpoint is served as float16 on " + gpu->name +
-                      " (compute capability " + gpu->compute_capability + " < 8.0 has no bfloat16), as vLLM does";
-    }
-  }
+  ResolveGpuFacts(profile, runner, spec, in);
   return in;
 }
 

@@ -215,6 +215,9 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   } else if (rule == "max_model_len_auto") {
     if (!v.IsBool()) Bad(rule + " must be a boolean");
     p.max_model_len_auto = v.AsBool();
+  } else if (rule == "kv_cache_dtype_skip_layers") {
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.kv_cache_dtype_skip_layers = v.AsBool();
   } else if (rule == "kv_cache_dtypes_added") {
     ApplyKvCacheDTypesAdded(p, Str(v, rule));
   } else if (rule == "model_runner") {
@@ -600,6 +603,19 @@ std::string MaxModelLenAutoRefusal(const VllmVersionProfile& profile) {
   return "-1 (auto) is vLLM's auto-fit from " + since + "; vLLM " + profile.version +
          " has none: its parser refuses auto (\"argument --max-model-len: invalid human_readable_int value: "
          "'auto'\") and takes -1 as a length no check refuses, which is not modelled; give a length";
+}
+
+std::string KvSkipLayersRefusal(const VllmVersionProfile& profile, const std::vector<std::string>& skip_layers) {
+  if (skip_layers.empty() || profile.kv_cache_dtype_skip_layers) return "";
+  const auto& all = VllmVersionProfiles();
+  const auto first =
+      std::find_if(all.begin(), all.end(), [](const VllmVersionProfile& p) { return p.kv_cache_dtype_skip_layers; });
+  const std::string since = first == all.end() ? std::string("no release known here") : first->version;
+  std::string args;  // argparse echoes the flag and its values (nargs="+"), a few at most here
+  for (size_t i = 0; i < skip_layers.size() && i < 4; ++i) args.append(" ").append(EchoValue(skip_layers[i]));
+  if (skip_layers.size() > 4) args += " ...";
+  return "vllm serve: error: unrecognized arguments: --kv-cache-dtype-skip-layers" + args + " (vLLM " +
+         profile.version + " has no --kv-cache-dtype-skip-layers; it is accepted from vLLM " + since + ")";
 }
 
 void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options) {

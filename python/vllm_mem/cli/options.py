@@ -273,6 +273,20 @@ def _setting_help(row: dict[str, Any], extra: str | None) -> str:
     return f"{text}; {extra}" if extra else text
 
 
+class _TextListAction(argparse.Action):
+    """A text-list row's values as vLLM's nargs="+" reads them (commas also split, as the int
+    lists' values do), checked by the row: a bad item exits as a bad --flag value does."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        flag = option_string or self.option_strings[0]
+        items = [x.strip() for value in values for x in str(value).split(",") if x.strip()]
+        try:
+            setattr(namespace, self.dest, V.setting(self.dest, items, flag))
+        except (ValueError, TypeError) as exc:
+            parser.error(f"argument {flag}: {exc}")
+
+
 def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | None = None) -> None:
     """One row of the settings table as a flag: vLLM's spelling, its type, its bounds (the row's
     check, through :func:`vllm_mem._validate.setting`) and its help. Unset flags are left out
@@ -283,6 +297,8 @@ def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | No
     common: dict[str, Any] = {"dest": name, "default": None, "help": _setting_help(row, help)}
     if kind in ("bool", "optional bool"):
         parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), action="store_true", **common)
+    elif kind == "text list":  # vLLM's nargs="+" (--kv-cache-dtype-skip-layers sliding_window 0)
+        parser.add_argument(flag, nargs="+", metavar="NAME", action=_TextListAction, **common)
     else:
         read: dict[str, Any] = {
             # A row with an auto word (--max-model-len auto) hands the word to the row's check.
@@ -291,7 +307,7 @@ def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | No
             "int list": lambda t, f: V.setting(name, [parse_int(x, f) for x in t.split(",") if x.strip()], f),
         }
         convert = read.get(kind, lambda t, f: V.setting(name, t, f))
-        metavar = {"int": "N", "float": "X", "int list": "N[,N...]"}.get(kind, "NAME")
+        metavar = {"int": "N", "float": "X", "int list": "N[,N...]", "text list": "NAME"}.get(kind, "NAME")
         parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), metavar=metavar, type=typed(flag, convert), **common)
     _fields(parser)[name] = flag
     parser.set_defaults(**{TABLE_KEY: [*(parser.get_default(TABLE_KEY) or []), name]})

@@ -108,7 +108,10 @@ def _header(plan: StartupPlan) -> str:
         f"max_num_seqs={i.max_num_seqs} max_num_batched_tokens={i.max_num_batched_tokens}",
         f"          dtype={dtype}"
         + (f" quantization={i.quantization}" if i.quantization else "")
-        + f" kv_cache_dtype={i.kv_cache_dtype} cudagraphs="
+        + f" kv_cache_dtype={i.kv_cache_dtype}"
+        + (f" kv_cache_dtype_skip_layers={','.join(i.kv_cache_dtype_skip_layers)}" if i.kv_cache_dtype_skip_layers
+           else "")
+        + " cudagraphs="
         + ("off (enforce_eager)" if i.enforce_eager else i.cudagraph_mode)
         + (f" kv_cache_memory_bytes={i.kv_cache_memory_bytes}" if i.kv_cache_memory_bytes > 0 else ""),
         f"vLLM {i.resolved_vllm_version} rules ({source}): {i.vllm_version_note}; engine {i.vllm_engine}, "
@@ -117,6 +120,8 @@ def _header(plan: StartupPlan) -> str:
     ]
     if i.dtype_note:
         lines.append(i.dtype_note)
+    if i.sampler_programs_note:
+        lines.append(i.sampler_programs_note)
     # A figure without exact rules behind it says so before anyone reads a number.
     if spec.generic_estimate_reason:
         lines.append(f"GENERIC ESTIMATE (allow_unknown): {spec.generic_estimate_reason}")
@@ -314,6 +319,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
             "dtype": i.dtype,
             "quantization": i.quantization or None,
             "kv_cache_dtype": i.kv_cache_dtype,
+            "kv_cache_dtype_skip_layers": list(i.kv_cache_dtype_skip_layers) or None,
             "block_size": i.block_size or None,
             "enforce_eager": i.enforce_eager,
             "cudagraph_mode": i.cudagraph_mode,
@@ -337,6 +343,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
             "model_runner_note": i.model_runner_note,
         },
         "dtype_note": i.dtype_note or None,
+        "sampler_programs_note": i.sampler_programs_note or None,
         # What a reader must know before trusting a figure (a vision encoder's profiling run not
         # modelled, ...): the same lines the text report prints as "caveat:".
         "caveats": list(plan._spec.caveats),

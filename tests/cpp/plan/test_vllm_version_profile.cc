@@ -334,6 +334,27 @@ TEST(VllmVersion, BfloatCheckpointsServedAsHalfWithoutBfloatSupport) {
   EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.dtype, "bfloat16");
 }
 
+// The Triton top-k/top-p sampler's rows (rule sampler_kernel_programs, from 0.17): min(SMs, rows)
+// programs, the GPU's SM count (gpu_catalog.json), 132 with a note for a GPU outside the catalog.
+TEST(VllmVersion, SamplerRowsAreTheGpusSmCount) {
+  EXPECT_EQ(LookupGpu("A100-80GB").sm_count, 108);
+  EXPECT_EQ(LookupGpu("H100-80GB").sm_count, 132);
+  PlanInputs in;
+  in.total_memory_bytes = Total("A100-80GB");
+  in.gpu_name = "A100-80GB";
+  in.max_model_len = 4096;
+  in.vllm_version = "0.19";
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.activation_constants.sampler_kernel_programs, 108);
+  EXPECT_TRUE(EvaluatePlan(Llama(), in).inputs.sampler_programs_note.empty());
+  in.gpu_name = "";
+  const StartupPlan unknown = EvaluatePlan(Llama(), in);
+  EXPECT_EQ(unknown.inputs.activation_constants.sampler_kernel_programs, kUnknownGpuSmCount);
+  EXPECT_NE(unknown.inputs.sampler_programs_note.find("132 SMs"), std::string::npos);
+  in.vllm_version = "0.16";  // no Triton sampler yet: no rows, no note
+  EXPECT_EQ(EvaluatePlan(Llama(), in).inputs.activation_constants.sampler_kernel_programs, 0);
+  EXPECT_TRUE(EvaluatePlan(Llama(), in).inputs.sampler_programs_note.empty());
+}
+
 }  // namespace vllm_mem
 
 namespace vllm_mem {

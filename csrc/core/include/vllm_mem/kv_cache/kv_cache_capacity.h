@@ -19,6 +19,9 @@ struct KvCacheOptions {
   int64_t max_model_len = 0;           //!< required, > 0
   int64_t block_size = 0;              //!< tokens per block; 0: vLLM's default (16; 64 for MLA)
   std::string kv_cache_dtype = "auto"; //!< vLLM --kv-cache-dtype
+  /*! --kv-cache-dtype-skip-layers: layer indices ("7") or "sliding_window" whose KV cache keeps
+   *  the model dtype (kv_cache_skip_layers.h); empty: every layer stores kv_cache_dtype. */
+  std::vector<std::string> kv_cache_dtype_skip_layers;
   std::string model_dtype = "auto";    //!< vLLM --dtype, which "auto" KV dtype follows
   int64_t tensor_parallel_size = 1;
   int64_t pipeline_parallel_size = 1;

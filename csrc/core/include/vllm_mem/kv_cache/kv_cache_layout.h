@@ -57,6 +57,7 @@ struct KvCacheLayout {
 struct KvCacheLayoutKey {
   int64_t block_size = 0;
   std::string kv_cache_dtype;
+  std::vector<std::string> kv_cache_dtype_skip_layers;
   std::string model_dtype;
   int64_t tensor_parallel_size = 1;
   int64_t pipeline_parallel_size = 1;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "vllm_mem/kv_cache/kv_cache_dtype.h"
+#include "vllm_mem/kv_cache/kv_cache_skip_layers.h"
 #include "vllm_mem/model/model_spec.h"
 
 namespace vllm_mem {
@@ -163,6 +164,8 @@ struct KvSpecBuildOptions {
   KvCacheDType dtype;
   int64_t tensor_parallel_size = 1;
   HybridKvOptions hybrid;  //!< read only for models with ModelSpec::hybrid
+  KvSkipLayers skip;       //!< --kv-cache-dtype-skip-layers: these layers store skip_dtype
+  KvCacheDType skip_dtype;  //!< "auto" resolved: the model dtype (read only when skip is not empty)
 };
 
 /*! \brief One attention layer's page layout on one tensor-parallel rank at \p options' block size:

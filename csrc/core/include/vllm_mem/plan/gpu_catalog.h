@@ -42,7 +42,19 @@ struct GpuInfo {
   std::vector<std::string> aliases;  //!< other spellings (matched after normalisation)
   std::string compute_capability;  //!< NVIDIA "8.0", "9.0"; "" for AMD
   bool supports_bfloat16 = true;   //!< false below compute capability 8.0 (V100, T4)
+  /*! Streaming multiprocessors (AMD: compute units), torch's multi_processor_count: the
+   *  programs of the Triton top-k/top-p sampler (rule sampler_kernel_programs). */
+  int64_t sm_count = 0;
+  std::string sm_source;  //!< the published spec (or measured property) it is taken from
 };
+
+/*! \brief The H100 SXM's SM count: the sampler's programs where the GPU is not in the catalog
+ *  (a total memory given without a catalog name). */
+inline constexpr int64_t kUnknownGpuSmCount = 132;
+
+/*! \brief The catalog entry of \p name, or nullptr when \p name is empty or not a catalog GPU
+ *  (an unknown or ambiguous name: a runtime's device name the catalog does not list). */
+const GpuInfo* FindCatalogGpu(std::string_view name);
 
 /*! \brief All catalog entries, NVIDIA first, in a stable order. */
 const std::vector<GpuInfo>& GpuCatalog();

@@ -29,8 +29,8 @@
 namespace vllm_mem {
 
 /*! \brief How a setting is typed (Python, CLI and docs read it). */
-enum class SettingKind { kInt, kFloat, kBool, kOptionalBool, kText, kEnum, kIntList };
-std::string SettingKindName(SettingKind kind);  //!< "int", "float", "bool", ...
+enum class SettingKind { kInt, kFloat, kBool, kOptionalBool, kText, kEnum, kIntList, kTextList };
+std::string SettingKindName(SettingKind kind);  //!< "int", "float", "bool", ..., "text list"
 
 /*! \brief One row of the settings table. Bounds apply to a set value (not to "unset"). */
 struct SettingRow {
@@ -40,7 +40,7 @@ struct SettingRow {
   double high = 0.0;           //!< largest value
   bool low_exclusive = false;  //!< (low, high] instead of [low, high]
   std::string choices = "";    //!< comma-separated allowed values (text, enum, int); "": any
-  int64_t max_items = 0;       //!< int lists: most items
+  int64_t max_items = 0;       //!< lists: most items
   int64_t unset_int = 0;       //!< the int that means "unset" (0; -1 for a byte count where 0 is a value)
   int64_t auto_int = 0;        //!< an int outside the bounds that is vLLM's "auto" value (0: none)
   const char* auto_text = "";  //!< the word vLLM reads as auto_int, any case ("auto" for --max-model-len)
@@ -73,6 +73,11 @@ inline constexpr int64_t kMaxModelLenAuto = -1;
   X(std::string, kv_cache_dtype, "auto", .kind = SettingKind::kText, .choices = AllowedKvCacheDTypes(),              \
     .why = "vLLM's CacheDType", .flag = "--kv-cache-dtype",                                                          \
     .help = "KV storage dtype (auto follows the served model dtype)")                                                \
+  X(std::vector<std::string>, kv_cache_dtype_skip_layers, {}, .kind = SettingKind::kTextList,                        \
+    .max_items = kMaxNumLayers, .unset = "no layer skipped",                                                         \
+    .why = "vLLM's CacheConfig: layer indices or sliding_window; at most one per layer (limits.h)",                  \
+    .flag = "--kv-cache-dtype-skip-layers",                                                                          \
+    .help = "Layers whose KV cache stays in the model dtype beside a quantized one (indices, sliding_window)")       \
   X(std::string, dtype, "auto", .kind = SettingKind::kText, .why = "a dtype name (the model area checks it)",        \
     .flag = "--dtype", .help = "Served model dtype (auto: the checkpoint's, float32 served as bfloat16)")             \
   X(int64_t, tensor_parallel_size, 1, .kind = SettingKind::kInt, .low = 1, .high = kMaxTensorParallelSize,           \
@@ -194,6 +199,7 @@ void ValidateExplicitSetting(const SettingRow& row, int64_t value, const std::st
 void ValidateExplicitSetting(const SettingRow& row, double value, const std::string& field);
 void ValidateSetting(const SettingRow& row, const std::string& value, const std::string& field = "");
 void ValidateSetting(const SettingRow& row, const std::vector<int64_t>& value, const std::string& field = "");
+void ValidateSetting(const SettingRow& row, const std::vector<std::string>& value, const std::string& field = "");
 inline void ValidateSetting(const SettingRow&, bool, const std::string& = "") {}
 inline void ValidateSetting(const SettingRow&, std::optional<bool>, const std::string& = "") {}
 inline void ValidateSetting(const SettingRow&, CudagraphMode, const std::string& = "") {}

@@ -58,6 +58,9 @@ struct PlanInputs : PlanRequest {
    *  to the derived maximum; EvaluatePlan's auto-fit phase then shortens it to what fits). */
   bool max_model_len_auto = false;
   double sampler_bytes_per_logit = 0.0;   //!< 0: the release's (Triton top-k/top-p or not)
+  /*! The GPU's SM count (the sampler's Triton rows); 0: gpu_name's catalog entry's, else an
+   *  H100's 132 with a note. A sweep sets it per GPU swept. */
+  int64_t gpu_sm_count = 0;
   // ---- filled by ResolveForVersion (inputs of EvaluatePlan's result) ----
   std::string resolved_vllm_version;  //!< the profile used ("0.19.0")
   std::string vllm_version_note;      //!< which profile and why, one line
@@ -71,6 +74,7 @@ struct PlanInputs : PlanRequest {
   // cap_sliding_window_at_full (PlanRequest): set here to the release's rule when not asked.
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   std::string dtype_note;             //!< set when "auto" resolved differently than the checkpoint
+  std::string sampler_programs_note;  //!< set when the sampler's rows assume an H100's SM count
   /*! The checkpoint's weight bytes read from its safetensors headers (vllm_mem.hub); 0: from
    *  the config. Split over TP/PP ranks in the config path's proportions (EvaluatePlan). */
   int64_t checkpoint_weights_bytes = 0;  // 0: from the config

@@ -96,6 +96,7 @@ struct VllmVersionProfile {
   bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
   bool max_model_len_auto = true;          //!< --max-model-len -1 / auto is vLLM's auto-fit
+  bool kv_cache_dtype_skip_layers = true;  //!< --kv-cache-dtype-skip-layers exists (KvSkipLayersRefusal)
   /*! The versioned --kv-cache-dtype names this release accepts (rule kv_cache_dtypes_added);
    *  names no change lists are accepted on every release (KvCacheDTypeRefusal). */
   std::vector<std::string> kv_cache_dtypes_added;
@@ -141,6 +142,12 @@ std::string KvCacheDTypeRefusal(const VllmVersionProfile& profile, std::string_v
  *  no check refused (ModelConfig's max_model_len skips validation; _get_and_verify_max_len only
  *  bounds a length above the derived one), so what such a start-up did is not modelled. */
 std::string MaxModelLenAutoRefusal(const VllmVersionProfile& profile);
+
+/*! \brief "" when \p skip_layers is empty or \p profile's release has --kv-cache-dtype-skip-layers
+ *  (rule kv_cache_dtype_skip_layers), else vLLM's own refusal of a flag its parser does not know
+ *  (argparse: "unrecognized arguments: --kv-cache-dtype-skip-layers ...") with the first release
+ *  that has it. */
+std::string KvSkipLayersRefusal(const VllmVersionProfile& profile, const std::vector<std::string>& skip_layers);
 
 /*! \brief The scheduler defaults vLLM picks: V1 by GPU tier and usage context ("server" for
  *  `vllm serve` / the API server, "offline" for the LLM class), V0 from max_model_len; then
