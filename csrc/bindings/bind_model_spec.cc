@@ -23,7 +23,8 @@ void BindModelSpec(py::module_& m) {
   py::class_<LayerSpec>(m, "LayerSpec")
       .def_readonly("attention", &LayerSpec::attention)
       .def_readonly("sliding_window_tokens", &LayerSpec::sliding_window_tokens)
-      .def_readonly("moe", &LayerSpec::moe);
+      .def_readonly("moe", &LayerSpec::moe)
+      .def_readonly("kv_shared", &LayerSpec::kv_shared);
 
   py::class_<MlaSpec>(m, "MlaSpec")
       .def_readonly("kv_lora_rank", &MlaSpec::kv_lora_rank)

@@ -61,6 +61,9 @@ class LayerSpec:
     def attention(self) -> AttentionKind:
         ...
     @property
+    def kv_shared(self) -> bool:
+        ...
+    @property
     def moe(self) -> bool:
         ...
     @property

@@ -371,8 +371,8 @@ def test_lfm2_layer_types_from_full_attn_idxs() -> None:
 # Families vLLM serves that vllm_mem still refuses by name (NotImplementedError with the reason).
 
 @pytest.mark.parametrize(("model_type", "words"), [
-    ("gemma3n", "per-layer embeddings"),
-    ("gemma3n_text", "num_kv_shared_layers"),
+    ("plamo2", "per-request state"),
+    ("minimax_m1", "lightning"),
 ])
 def test_unmodelled_families_are_refused_with_the_reason(model_type: str, words: str) -> None:
     config = {"model_type": model_type, "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 8,

@@ -288,6 +288,9 @@ std::vector<LayerKvSpec> BuildLayerKvSpecs(const ModelSpec& model, const KvSpecB
   std::vector<LayerKvSpec> out;
   for (int64_t i = first_layer; i < last_layer; ++i) {
     const LayerSpec& layer = model.layers[static_cast<size_t>(i)];
+    // vLLM's get_kv_cache_spec skips a layer with a kv_sharing_target_layer_name (Gemma-3n's last
+    // layers): it reads its target's cache, so it is in no KV cache group and allocates nothing.
+    if (layer.kv_shared) continue;
     // Falcon-H1 layers hold both: the attention layer's spec first, then the Mamba mixer's.
     if (hybrid && layer.recurrent_state && layer.attention == AttentionKind::kNone) {
       out.push_back({i, hybrid->mamba});

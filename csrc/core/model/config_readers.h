@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "vllm_mem/base/json.h"
 #include "vllm_mem/model/model_spec.h"
@@ -40,6 +41,16 @@ void ResolveAttentionKinds(ModelSpec& spec, const JsonValue& text);
 
 /*! \brief Which layers have the MoE block (first_k_dense_replace, decoder_sparse_step, ...). */
 void ResolveMoeLayers(ModelSpec& spec, const JsonValue& text);
+
+/*! \brief The MLP width of each layer when the family may list one per layer (model_families.json
+ *  per_layer_intermediate_size) and the config does: num_layers entries, each in range, else an
+ *  InvalidArgument naming intermediate_size; empty otherwise. */
+std::vector<int64_t> PerLayerIntermediateSizes(const ModelSpec& spec, const JsonValue& text);
+
+/*! \brief Gemma-3n's per-layer embeddings, AltUp, LAuReL, its model class's per-layer-embedding
+ *  buffer and the layers that reuse an earlier layer's KV cache (per_layer_extras.cc), from the
+ *  fields model_families.json names; after the layer pattern, which the KV sharing reads. */
+void ReadPerLayerExtras(ModelSpec& spec, const JsonValue& text);
 
 }  // namespace vllm_mem
 

@@ -21,7 +21,8 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
                         "embeddings_on_every_pp_rank", "qkv_bias", "attention_out_bias", "mlp_bias", "lm_head_bias",
                         "qk_norm", "parallel_block", "attention_sinks", "router_bias", "attn_output_gate",
                         "moe_experts_use_intermediate_size", "mamba_dt_norms", "router_score_bias", "attention_free",
-                        "moe_per_layer_lists", "moe_needs_two_experts", "sparse_indexer"}) {
+                        "moe_per_layer_lists", "moe_needs_two_experts", "sparse_indexer",
+                        "per_layer_intermediate_size", "lm_head_is_embedding"}) {
     if (key == b) return value.IsBool();
   }
   for (const char* s :
@@ -29,7 +30,10 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
         "local_rope_base_field", "rotary_type_field", "single_kv_head_unless_field", "attention_out_bias_field",
         "rotary_dim_field", "router_score_bias_field", "dense_intermediate_size_field", "shared_mlp_field",
         "ssm_dtype_field", "mamba_cache_mode_all_refusal", "qk_norm_field", "rope_positions_field", "moe_top_k_field",
-        "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat", "pipeline_parallel_refusal"}) {
+        "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat", "pipeline_parallel_refusal",
+        "per_layer_input_size_field", "per_layer_input_vocab_field", "altup_inputs_field", "laurel_rank_field",
+        "kv_shared_layers_field", "per_layer_embedding_buffer_architecture", "required_hidden_activation",
+        "hidden_activation_refusal", "multimodal_caveat"}) {
     if (key == s) return value.IsString() && !value.AsString().empty();
   }
   const auto small_int = [&](int64_t lo, int64_t hi) {

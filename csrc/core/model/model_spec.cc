@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/base/checked_math.h"
 #include "core/model/config_defaults.h"
@@ -93,7 +94,9 @@ void CheckModelFamily(ModelSpec& spec, const JsonValue& config, const ModelReadO
   const JsonValue* vision = config.Find("vision_config");
   const JsonValue* text_config = config.Find("text_config");
   if ((vision != nullptr && !vision->IsNull()) || (text_config != nullptr && text_config->IsObject())) {
-    spec.caveats.push_back(MultimodalCaveat());
+    // A family whose towers are known to have no rules says which (model_families.json multimodal_caveat).
+    const JsonValue* own = FamilyTrait(spec.model_type, "multimodal_caveat");
+    spec.caveats.push_back(own != nullptr ? own->AsString() : MultimodalCaveat());
   }
 }
 
@@ -230,12 +233,16 @@ void ReadSparseIndexer(ModelSpec& spec, const JsonValue& text) {
   spec.mla->index_topk = RequiredPositiveInt(text, {"index_topk"}, kMaxModelLenTokens);
 }
 
-/*! The MLP width (GPT-2 style configs leave n_inner null meaning 4 * hidden), the length and
+/*! The MLP width (GPT-2 style configs leave n_inner null meaning 4 * hidden; Gemma-3n's MatFormer
+ *  configs list one per layer, whose widest sizes the activations), the length and
  *  whether the LM head is the embedding (transformers' default is tied, most decoder families
  *  override it to False; model_families.json tie_word_embeddings_default). */
 void ReadMlpPositionsAndTying(ModelSpec& spec, const JsonValue& text, const JsonValue& config) {
-  spec.intermediate_size = OptionalInt(text, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"})
-                               .value_or(CheckedMul(4, spec.hidden_size, "intermediate_size"));
+  const std::vector<int64_t> widths = PerLayerIntermediateSizes(spec, text);
+  spec.intermediate_size = !widths.empty()
+                               ? *std::max_element(widths.begin(), widths.end())
+                               : OptionalInt(text, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"})
+                                     .value_or(CheckedMul(4, spec.hidden_size, "intermediate_size"));
   RequirePositiveAtMost(spec.intermediate_size, kMaxIntermediateSize, "intermediate_size",
                         "vllm_mem/base/limits.h: 100x beyond real models");
   // 0 is no length (vLLM would derive a max_model_len of 0); absent is vLLM's 2048 default.
@@ -441,6 +448,7 @@ ModelSpec ModelSpec::FromHfConfig(const JsonValue& raw_config, const ModelReadOp
   ReadMoe(spec, text);
   spec.quantization = ReadQuantization(text, config);
   ReadLayers(spec, text, config);
+  ReadPerLayerExtras(spec, text);
   ReadVision(spec, config);
   return spec;
 }

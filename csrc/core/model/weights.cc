@@ -204,6 +204,38 @@ void DescribeKimiDelta(const ModelSpec& spec, int64_t tp, Tensors& out) {
   out.vectors.push_back({Component::kAttention, k.head_dim});       // o_norm
 }
 
+/*! Gemma-3n's additions to a decoder layer (vLLM gemma3n.py Gemma3nDecoderLayer), reported with the
+ *  MLP (RankWeights has no slot of their own): AltUp's replicated correction_coefs (n x n),
+ *  prediction_coefs (n x n^2) and modality_router (hidden x n), its router_norm and float32
+ *  correct_output_scale; LAuReL's column-parallel linear_left and row-parallel linear_right of
+ *  laurel_rank and its post_laurel_norm; the replicated per_layer_input_gate and
+ *  per_layer_projection (post_per_layer_input_norm is one of the family's norms_per_layer). */
+void DescribeLayerExtras(const ModelSpec& spec, int64_t tp, Tensors& out) {
+  constexpr int64_t kFloat32Bytes = 4;
+  const ArchitectureTraits& t = spec.traits;
+  const int64_t h = spec.hidden_size;
+  auto& lin = out.linears;
+  if (t.altup_num_inputs > 0) {
+    const int64_t n = t.altup_num_inputs;
+    lin.push_back({Component::kMlp, n, n, false, true, false, false, 1, 0, "altup.correction_coefs"});
+    lin.push_back({Component::kMlp, n, Mul(n, n), false, true, false, false, 1, 0, "altup.prediction_coefs"});
+    lin.push_back({Component::kMlp, h, n, false, true, false, false, 1, 0, "altup.modality_router"});
+    out.vectors.push_back({Component::kNorm, h});                 // altup.router_norm
+    out.vectors.push_back({Component::kNorm, h, kFloat32Bytes});  // altup.correct_output_scale
+  }
+  if (t.laurel_rank > 0) {
+    const int64_t rank = SplitEvenly(t.laurel_rank, tp, "laurel_rank");
+    lin.push_back({Component::kMlp, h, rank, false, true, false, false, 1, 0, "laurel.linear_left"});
+    lin.push_back({Component::kMlp, rank, h, false, true, false, false, 1, 0, "laurel.linear_right"});
+    out.vectors.push_back({Component::kNorm, h});  // laurel.post_laurel_norm
+  }
+  if (t.per_layer_input_size > 0) {
+    const int64_t p = t.per_layer_input_size;
+    lin.push_back({Component::kMlp, h, p, false, true, false, false, 1, 0, "per_layer_input_gate"});
+    lin.push_back({Component::kMlp, p, h, false, true, false, false, 1, 0, "per_layer_projection"});
+  }
+}
+
 /*! Everything one decoder layer holds on one tensor-parallel rank: its token mixer (attention, or
  *  a recurrent mixer where the layer keeps a state), its MLP or MoE, its norms. */
 Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp, const ExpertPadding& pad = {}) {
@@ -216,10 +248,12 @@ Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp,
   if (layer.moe && spec.moe) {
     DescribeMoe(spec, tp, out, pad);
   } else {
-    DescribeMlp(spec, spec.intermediate_size, tp, 1, false, "intermediate_size", kDenseMlpNames, out);
+    const int64_t width = layer.intermediate_size > 0 ? layer.intermediate_size : spec.intermediate_size;
+    DescribeMlp(spec, width, tp, 1, false, "intermediate_size", kDenseMlpNames, out);
   }
   const int64_t norm_elements = Mul(spec.traits.norms_per_layer, spec.hidden_size);
   out.vectors.push_back({Component::kNorm, spec.traits.norm_bias ? 2 * norm_elements : norm_elements});
+  DescribeLayerExtras(spec, tp, out);
   return out;
 }
 
@@ -242,6 +276,13 @@ std::array<int64_t, kLayerKinds> CountKinds(const ModelSpec& spec, int64_t begin
   std::array<int64_t, kLayerKinds> counts{};
   for (int64_t i = begin; i < end; ++i) ++counts[KindOf(spec, spec.layers[static_cast<size_t>(i)])];
   return counts;
+}
+
+/*! Whether some layer's MLP width is its own (Gemma-3n MatFormer sub-models): such a model is
+ *  described layer by layer, the kinds above not knowing widths. */
+bool LayersDifferInWidth(const ModelSpec& spec) {
+  return std::any_of(spec.layers.begin(), spec.layers.end(),
+                     [](const LayerSpec& l) { return l.intermediate_size > 0; });
 }
 
 int64_t CountElements(const Tensors& tensors) {
@@ -426,6 +467,17 @@ Mxfp4Layout Mxfp4LayoutOf(const std::string& backend) {
                                              "triton_rocm, triton_rocm_gfx950");
 }
 
+/*! Layers [begin, end) described one by one into \p r (LayersDifferInWidth), each with the
+ *  checkpoint's unquantized modules decided for its own index. */
+void AddLayersOneByOne(const ModelSpec& spec, int64_t tp, int64_t begin, int64_t end,
+                       const std::optional<QuantizationSpec>& quant, int64_t dtype_bytes, RankWeights& r) {
+  for (int64_t i = begin; i < end; ++i) {
+    Tensors layer = DescribeLayer(spec, spec.layers[static_cast<size_t>(i)], tp);
+    ApplyUnquantizedModules(layer.linears, quant, {i});
+    AddBytes(r, layer, quant, dtype_bytes, 1);
+  }
+}
+
 /*! The indices of the layers of \p kind (KindOf). */
 std::vector<int64_t> LayersOfKind(const ModelSpec& spec, int kind) {
   std::vector<int64_t> out;
@@ -433,6 +485,22 @@ std::vector<int64_t> LayersOfKind(const ModelSpec& spec, int kind) {
     if (KindOf(spec, spec.layers[i]) == kind) out.push_back(static_cast<int64_t>(i));
   }
   return out;
+}
+
+/*! Each layer kind the model has, described once for one rank; the checkpoint's unquantized modules
+ *  are decided once per kind over its layers. */
+std::array<std::optional<Tensors>, kLayerKinds> DescribeKinds(const ModelSpec& spec, int64_t tp,
+                                                              const std::optional<QuantizationSpec>& quant,
+                                                              const ExpertPadding& pad) {
+  const std::array<int64_t, kLayerKinds> model_kinds = CountKinds(spec, 0, spec.num_layers);
+  std::array<std::optional<Tensors>, kLayerKinds> kinds;
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    if (model_kinds[kind] > 0) {
+      kinds[kind] = DescribeLayer(spec, LayerOfKind(kind), tp, IsMoeKind(kind) ? pad : ExpertPadding{});
+      ApplyUnquantizedModules(kinds[kind]->linears, quant, LayersOfKind(spec, kind));
+    }
+  }
+  return kinds;
 }
 
 /*! The MXFP4 layout \p options ask for (none when the checkpoint is not mxfp4). */
@@ -449,10 +517,36 @@ Mxfp4Layout Mxfp4LayoutFor(bool mxfp4, const WeightOptions& options) {
 /*! The token embedding's width: hidden_size, or OPT's word_embed_proj_dim (traits.embed_dim). */
 int64_t EmbedDim(const ModelSpec& spec) { return spec.traits.embed_dim > 0 ? spec.traits.embed_dim : spec.hidden_size; }
 
-/*! Replicated tensors beside the token embedding (vLLM's OPTDecoder): the learned position table
- *  and, when the embedding width differs from hidden_size, project_in and project_out (no bias). */
-Tensors EmbeddingExtras(const ModelSpec& spec) {
+/*! Gemma-3n's model-level tensors beside embed_tokens (vLLM gemma3n.py Gemma3nSelfDecoder and
+ *  Gemma3nTextModel): the vocab-parallel per-layer embedding table of \p table_rows rows (the
+ *  caller's: the config's for a count, padded and split for one rank's bytes) x num_layers x
+ *  per_layer_input_size, the column-parallel per_layer_model_projection (hidden -> num_layers x
+ *  per_layer_input_size, split over TP) and its per_layer_projection_norm, and altup_num_inputs - 1
+ *  column-parallel altup_projections and as many altup_unembed_projections (hidden -> hidden). */
+Tensors PerLayerEmbeddingTensors(const ModelSpec& spec, int64_t tp, int64_t table_rows) {
+  const ArchitectureTraits& t = spec.traits;
+  const int64_t h = spec.hidden_size;
   Tensors out;
+  if (t.per_layer_input_size > 0) {
+    const int64_t width = Mul(spec.num_layers, t.per_layer_input_size);
+    out.vectors.push_back({Component::kEmbedding, Mul(table_rows, width)});  // embed_tokens_per_layer
+    out.linears.push_back(
+        {Component::kEmbedding, h, SplitEvenly(width, tp, "num_hidden_layers x hidden_size_per_layer_input")});
+    out.vectors.push_back({Component::kNorm, t.per_layer_input_size});  // per_layer_projection_norm
+  }
+  if (t.altup_num_inputs > 1) {
+    Linear projection{Component::kEmbedding, h, SplitEvenly(h, tp, "hidden_size")};
+    projection.copies = Mul(2, t.altup_num_inputs - 1);  // altup_projections + altup_unembed_projections
+    out.linears.push_back(projection);
+  }
+  return out;
+}
+
+/*! Tensors beside the token embedding: OPTDecoder's replicated learned position table and, when the
+ *  embedding width differs from hidden_size, project_in and project_out (no bias); Gemma-3n's
+ *  per-layer embeddings and AltUp projections (PerLayerEmbeddingTensors, \p per_layer_rows rows). */
+Tensors EmbeddingExtras(const ModelSpec& spec, int64_t tp, int64_t per_layer_rows) {
+  Tensors out = PerLayerEmbeddingTensors(spec, tp, per_layer_rows);
   if (spec.traits.learned_position_rows > 0) {
     out.vectors.push_back({Component::kEmbedding, Mul(spec.traits.learned_position_rows, spec.hidden_size)});
   }
@@ -519,7 +613,7 @@ int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
   if (!DecoderLayerWeights(spec)) return HybridNumParameters(spec);  // hybrid_weights.cc
   const int64_t embedding = Mul(spec.vocab_size, EmbedDim(spec));
-  int64_t n = Add(embedding, CountElements(EmbeddingExtras(spec)));
+  int64_t n = Add(embedding, CountElements(EmbeddingExtras(spec, 1, spec.traits.per_layer_input_vocab_size)));
   if (!spec.tie_word_embeddings) {
     n = Add(n, embedding);
     if (spec.traits.lm_head_bias) n = Add(n, spec.vocab_size);
@@ -532,7 +626,7 @@ int64_t NumParameters(const ModelSpec& spec) {
     if (counts[kind] == 0) continue;
     layers_total += static_cast<__int128>(CountElements(DescribeLayer(spec, LayerOfKind(kind), 1))) * counts[kind];
   }
-  if (layers_total <= std::numeric_limits<int64_t>::max()) {
+  if (layers_total <= std::numeric_limits<int64_t>::max() && !LayersDifferInWidth(spec)) {
     n = static_cast<int64_t>(layers_total);
   } else {
     for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
@@ -574,18 +668,8 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
       Add(embedding_bytes, spec.traits.lm_head_bias ? Mul(vocab_rows, dt) : 0);
   const int64_t final_norm_bytes = Mul(FinalNormElements(spec), dt);
   const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
-  const Tensors extras = EmbeddingExtras(spec);
-
-  // Each layer kind the model has, described once; the checkpoint's unquantized modules are
-  // decided once per kind over its layers.
-  const std::array<int64_t, kLayerKinds> model_kinds = CountKinds(spec, 0, spec.num_layers);
-  std::array<std::optional<Tensors>, kLayerKinds> kinds;
-  for (int kind = 0; kind < kLayerKinds; ++kind) {
-    if (model_kinds[kind] > 0) {
-      kinds[kind] = DescribeLayer(spec, LayerOfKind(kind), tp, IsMoeKind(kind) ? pad : ExpertPadding{});
-      ApplyUnquantizedModules(kinds[kind]->linears, quant, LayersOfKind(spec, kind));
-    }
-  }
+  const Tensors extras = EmbeddingExtras(spec, tp, VocabRowsPerRank(spec.traits.per_layer_input_vocab_size, tp));
+  const std::array<std::optional<Tensors>, kLayerKinds> kinds = DescribeKinds(spec, tp, quant, pad);
 
   for (int64_t rank = 0; rank < pp; ++rank) {
     RankWeights r;
@@ -600,13 +684,14 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     // Tied: one tensor serves both on a single rank; under PP the last rank builds its own
     // embed_tokens to serve as the LM head.
     if (last && (!spec.tie_word_embeddings || (!first && !every))) r.lm_head_bytes = lm_head_bytes;
-    if (last) r.norm_bytes = final_norm_bytes;
+    if (last) r.norm_bytes = Add(r.norm_bytes, final_norm_bytes);  // beside Gemma-3n's per_layer_projection_norm
 
     const auto [begin, end] = PipelineLayerRange(spec.num_layers, rank, pp);
     r.first_layer = begin;
     r.end_layer = end;
     const std::array<int64_t, kLayerKinds> counts = CountKinds(spec, begin, end);
-    for (int kind = 0; kind < kLayerKinds; ++kind) {
+    if (LayersDifferInWidth(spec)) AddLayersOneByOne(spec, tp, begin, end, quant, dt, r);
+    for (int kind = 0; kind < kLayerKinds && !LayersDifferInWidth(spec); ++kind) {
       if (counts[kind] == 0) continue;
       const bool mx_experts = mxfp4 && IsMoeKind(kind);
       AddBytes(r, *kinds[kind], quant, dt, counts[kind], mx_experts ? &mx : nullptr);

@@ -218,6 +218,24 @@ int64_t IndexerTopkBufferBytes(const ModelSpec& spec, int64_t max_num_batched_to
   return CheckedMul(CheckedMul(max_num_batched_tokens, spec.mla->index_topk, "index_topk"), kInt32Bytes, "index_topk");
 }
 
+/*! Gemma-3n: Gemma3nForConditionalGeneration allocates per_layer_embeddings (max_num_batched_tokens x
+ *  num_layers x hidden_size_per_layer_input, the model dtype) while it is built (vLLM gemma3n_mm.py),
+ *  so "Model loading took" counts it beside the weights. */
+int64_t PerLayerEmbeddingBufferBytes(const ModelSpec& spec, int64_t max_num_batched_tokens, const std::string& dtype) {
+  if (!spec.traits.per_layer_embedding_buffer) return 0;
+  const char* field = "hidden_size_per_layer_input";
+  const int64_t per_token = CheckedMul(spec.num_layers, spec.traits.per_layer_input_size, field);
+  return CheckedMul(CheckedMul(max_num_batched_tokens, per_token, field), DTypeSizeBytes(ParseDType(dtype, "dtype")),
+                    field);
+}
+
+/*! Buffers the model class allocates while it is built, counted by "Model loading took" with the
+ *  weights: DeepSeek-V3.2's indexer top-k buffer, Gemma-3n's per-layer-embedding buffer. */
+int64_t ModelBuildBufferBytes(const ModelSpec& spec, int64_t max_num_batched_tokens, const std::string& dtype) {
+  return CheckedAdd(IndexerTopkBufferBytes(spec, max_num_batched_tokens),
+                    PerLayerEmbeddingBufferBytes(spec, max_num_batched_tokens, dtype), "weights_bytes");
+}
+
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model
  *  loading took" includes it). */
 void SizeWeights(PlanRun& run, StartupPlan& plan) {
@@ -259,8 +277,8 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
       rank.weights_bytes = CheckpointShare(rw, whole_model_param_bytes, in.checkpoint_weights_bytes);
     }
     rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
-    rank.weights_bytes =
-        CheckedAdd(rank.weights_bytes, IndexerTopkBufferBytes(run.spec, in.max_num_batched_tokens), "index_topk");
+    rank.weights_bytes = CheckedAdd(
+        rank.weights_bytes, ModelBuildBufferBytes(run.spec, in.max_num_batched_tokens, weights.dtype), "weights_bytes");
     if (TextOnly(in) && in.text_only_skips_vision_tower) {
       // Every modality limited to 0: the release builds no tower (vllm_versions.json).
       rank.weights_bytes -= rank.vision_encoder_bytes;

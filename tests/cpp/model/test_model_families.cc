@@ -246,7 +246,7 @@ TEST(ModelFamilies, TraitsBelongToSupportedFamilies) {
   for (const char* type : {"opt", "phi3", "qwen3_5_moe", "qwen3_5_moe_text", "mamba", "falcon_mamba", "lfm2",
                            "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4", "internlm2", "nemotron", "ernie4_5",
                            "ernie4_5_moe", "seed_oss", "starcoder2", "gpt_bigcode", "minimax_m2", "hunyuan_v1_dense",
-                           "hunyuan_v1_moe", "deepseek_v32"}) {
+                           "hunyuan_v1_moe", "deepseek_v32", "gemma3n", "gemma3n_text"}) {
     EXPECT_EQ(ClassifyModelType(type).support, ModelSupport::kSupported) << type;
     const JsonValue* traits = FamilyTraits(type);
     ASSERT_NE(traits, nullptr) << type;

@@ -324,4 +324,34 @@ TEST(Weights, Mxfp4ExpertPaddingPerBackend) {
   EXPECT_NO_THROW(ComputeWeights(ModelSpec::FromHfConfigText(TinyLlama()), bad));
 }
 
+// Gemma-3n (vLLM gemma3n.py) with every tensor written down: H=64, 4 layers (3 sliding, 1 full), 8 heads x 8
+// over 2 KV heads, MatFormer widths [128, 128, 96, 128], vocab 1000 (1024 rows once padded to 64), per-layer
+// embeddings 16 wide over 500 rows (512 padded), LAuReL rank 8, 4 AltUp streams, the last layer KV-shared.
+TEST(Weights, Gemma3nTensorByTensor) {
+  const ModelSpec spec = ModelSpec::FromHfConfigText(R"({"model_type": "gemma3n_text", "num_hidden_layers": 4,
+    "hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8,
+    "intermediate_size": [128, 128, 96, 128], "vocab_size": 1000, "vocab_size_per_layer_input": 500,
+    "hidden_size_per_layer_input": 16, "laurel_rank": 8, "altup_num_inputs": 4, "num_kv_shared_layers": 1,
+    "sliding_window": 32, "max_position_embeddings": 128, "torch_dtype": "bfloat16",
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]})");
+  const int64_t h = 64;
+  const int64_t attention = h * (8 + 2 * 2) * 8 + 8 * 8 * h + 2 * 8;  // qkv_proj, o_proj, q_norm + k_norm
+  const int64_t altup = 4 * 4 + 4 * 16 + h * 4 + h + h;  // coefs, modality_router, router_norm, output scale
+  const int64_t laurel = 2 * h * 8 + h;                  // linear_left, linear_right, post_laurel_norm
+  const int64_t per_layer = 2 * h * 16 + 5 * h;          // per_layer_input_gate / projection, five norms
+  int64_t layers = 0;
+  for (int64_t width : {128, 128, 96, 128}) layers += attention + 3 * h * width + altup + laurel + per_layer;
+  // embed_tokens (the LM head too), the per-layer table, per_layer_model_projection and its norm, three
+  // altup_projections and three altup_unembed_projections, the final norm.
+  const int64_t model = 1000 * h + 500 * 4 * 16 + h * 4 * 16 + 16 + 2 * 3 * h * h + h;
+  EXPECT_EQ(NumParameters(spec), layers + model);
+  // bf16, plus 2 more bytes for each float32 correct_output_scale element and the padded rows of both tables.
+  const RankWeights r = ComputeWeights(spec, Opts()).per_pp_rank.at(0);
+  EXPECT_EQ(r.total_bytes - r.buffer_bytes, (layers + model) * 2 + 4 * h * 2 + 24 * h * 2 + 12 * 4 * 16 * 2);
+  // Layer 3 (full) reads layer 4 - 1 - 1 = 2's KV cache (Gemma3nAttention's kv_sharing_target_layer_name).
+  EXPECT_FALSE(spec.layers[2].kv_shared);
+  EXPECT_TRUE(spec.layers[3].kv_shared);
+  EXPECT_EQ(spec.layers[2].intermediate_size, 96);
+}
+
 }  // namespace vllm_mem

@@ -50,6 +50,12 @@ struct LayerSpec {
    *  (Mamba / linear attention: vLLM's MambaSpec), alone or beside attention (Falcon-H1). */
   bool recurrent_state = false;
   bool mlp = true;                    //!< has an MLP / MoE block (Nemotron-H's M and * layers do not)
+  /*! Attends with an earlier layer's keys and values (vLLM's kv_sharing_target_layer_name: Gemma-3n's
+   *  last num_kv_shared_layers layers): the layer allocates no KV cache of its own. */
+  bool kv_shared = false;
+  /*! This layer's MLP width when the config lists one per layer and they differ (Gemma-3n
+   *  MatFormer sub-models); 0: ModelSpec::intermediate_size. */
+  int64_t intermediate_size = 0;
 };
 
 /*! \brief Multi-head latent attention dimensions (DeepSeek-V2/V3 family). */
@@ -151,6 +157,19 @@ struct ArchitectureTraits {
   /*! The embedding side (token and position tables, projections, final norm, an untied LM head)
    *  is built on every pipeline rank, not only the first / last (vLLM's OPTDecoder). */
   bool embeddings_on_every_pp_rank = false;
+  /*! Gemma-3n's per-layer embeddings (vLLM gemma3n.py): a vocab-parallel table of
+   *  per_layer_input_vocab_size rows x (num_layers x per_layer_input_size), the column-parallel
+   *  per_layer_model_projection and its norm, and in each layer the replicated per_layer_input_gate /
+   *  per_layer_projection. 0: none. */
+  int64_t per_layer_input_size = 0;
+  int64_t per_layer_input_vocab_size = 0;
+  /*! Gemma-3n's AltUp streams (altup_num_inputs): each layer's router and coefficient matrices, the
+   *  model's altup_num_inputs - 1 projections in and out. 0: none. */
+  int64_t altup_num_inputs = 0;
+  int64_t laurel_rank = 0;  //!< Gemma-3n's LAuReL low-rank residual per layer; 0: none
+  /*! The model class allocates a buffer of max_num_batched_tokens x num_layers x per_layer_input_size
+   *  in the model dtype while it is built (vLLM gemma3n_mm.py per_layer_embeddings). */
+  bool per_layer_embedding_buffer = false;
 };
 
 /*! \brief A model as the sizing code sees it. */
