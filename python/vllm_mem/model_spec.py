@@ -367,6 +367,9 @@ class ModelSpec:
                       if layer.attention == _C.AttentionKind.SLIDING_WINDOW)
         if sliding:
             extra.append(f"{sliding}/{self.num_layers} sliding-window layers")
+        shared = sum(1 for layer in self._spec.layers if layer.kv_shared)
+        if shared:
+            extra.append(f"{shared} KV-shared layers")  # Gemma-3n's: no KV cache of their own
         if not self.has_exact_rules:
             extra.append("GENERIC ESTIMATE")
         if self.caveats:

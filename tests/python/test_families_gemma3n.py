@@ -154,6 +154,7 @@ def test_e2b_kv_cache_by_hand() -> None:
     # per token: 20 x 2048 = 40,960 bytes per token instead of 30 x 2048.
     spec = vllm_mem.ModelSpec.from_hf_config(E2B_TEXT)
     assert [layer.kv_shared for layer in spec.layers] == [False] * 20 + [True] * 10
+    assert "24/30 sliding-window layers, 10 KV-shared layers" in repr(spec)
     cap = vllm_mem.kv_cache_capacity(spec, 8 * GIB, max_model_len=32768)
     held = sorted(i for g in cap.groups for i in g.layer_indices)
     assert held == list(range(20))
