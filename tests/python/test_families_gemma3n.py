@@ -260,11 +260,16 @@ def test_malformed_gemma3n_fields_are_value_errors_naming_the_field(field: str, 
     assert e.value.field == field
 
 
-def test_missing_gemma3n_fields_are_named() -> None:
-    without = {k: v for k, v in E2B_TEXT.items() if k != "hidden_size_per_layer_input"}
-    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
-        vllm_mem.ModelSpec.from_hf_config(without)
-    assert e.value.field == "hidden_size_per_layer_input"
+def test_absent_fields_take_transformers_class_defaults() -> None:
+    # A published file omits every field equal to Gemma3nTextConfig's default, and those defaults are
+    # E4B's (35 layers, MLP 16384 as one int, 15 KV-shared layers, layer_types every 5th full, ...): a file
+    # with only model_type and dtype is E4B's language model, not a model without KV sharing.
+    bare = vllm_mem.ModelSpec.from_hf_config({"model_type": "gemma3n_text", "torch_dtype": "bfloat16"})
+    assert bare.num_parameters() == _hand_parameters(E4B_TEXT)
+    assert [layer.kv_shared for layer in bare.layers] == [False] * 20 + [True] * 15
+    # The same inside the wrapper (Gemma3nConfig builds text_config with Gemma3nTextConfig).
+    wrapped = vllm_mem.ModelSpec.from_hf_config(_wrapper({"torch_dtype": "bfloat16"}))
+    assert wrapped.num_parameters() == _hand_parameters(E4B_TEXT)
 
 
 def test_other_activations_are_refused_with_vllms_message() -> None:
