@@ -277,3 +277,7 @@ def test_other_activations_are_refused_with_vllms_message() -> None:
     with pytest.raises(ValueError, match="Gemma3 uses `gelu_pytorch_tanh` as the hidden activation") as e:
         vllm_mem.ModelSpec.from_hf_config({**E2B_TEXT, "hidden_activation": "gelu"})
     assert e.value.field == "hidden_activation"  # type: ignore[attr-defined]
+    # Gemma3nDecoderLayer reads hidden_activation only: a hidden_act beside it changes nothing.
+    assert vllm_mem.ModelSpec.from_hf_config({**E2B_TEXT, "hidden_act": "silu"}).num_parameters() == (
+        _hand_parameters(E2B_TEXT)
+    )

@@ -30,11 +30,12 @@ int64_t TraitField(const ModelSpec& spec, const JsonValue& text, const char* tra
 void CheckActivation(const ModelSpec& spec, const JsonValue& text) {
   const JsonValue* required = FamilyTrait(spec.model_type, "required_hidden_activation");
   if (required == nullptr) return;
-  const auto [key, value] = FindFirstKey(text, {"hidden_activation", "hidden_act"});
+  // Gemma3nDecoderLayer passes config.hidden_activation (hidden_act is not read).
+  const JsonValue* value = text.Find("hidden_activation");
   if (value == nullptr) return;  // transformers' class default is the required one
-  if (!value->IsString()) throw InvalidArgument(key, "must be a string, got " + value->KindName());
+  if (!value->IsString()) throw InvalidArgument("hidden_activation", "must be a string, got " + value->KindName());
   if (value->AsString() != required->AsString()) {
-    throw InvalidArgument(key, FamilyTrait(spec.model_type, "hidden_activation_refusal")->AsString());
+    throw InvalidArgument("hidden_activation", FamilyTrait(spec.model_type, "hidden_activation_refusal")->AsString());
   }
 }
 
