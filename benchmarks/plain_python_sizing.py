@@ -50,7 +50,13 @@ NO_MEMORY = ("No available memory for the cache blocks. Try increasing `gpu_memo
              "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
 # The planner's calibrated constants (csrc/core/include/vllm_mem/plan/*_estimate.h, startup_plan.h).
 HIDDEN_TENSORS = 4.5
-SAMPLER_BYTES_PER_LOGIT = 13.0
+# The profile run's sampler on the default release (vllm_versions.json, 0.25-0.28): an MoE model
+# runs the V1 model runner, 12 B per logit plus the Triton top-k/top-p kernel's float32 row per
+# program (132 programs: the H100's SMs, which a plan given only a byte total assumes); a dense
+# model runs Model Runner V2, 4 B per logit and no kernel rows; both keep the phase's fixed bytes.
+SAMPLER_BYTES_PER_LOGIT = {"v1": 12.0, "v2": 4.0}
+SAMPLER_KERNEL_PROGRAMS = {"v1": 132, "v2": 0}
+SAMPLER_FIXED_BYTES = 50331648
 NON_TORCH_SINGLE, NON_TORCH_MULTI = 263066746, 75161927
 TP_NCCL, TP_PEER = 2115271393, 32212254
 FIRST_CAPTURE_FIXED, BYTES_PER_GRAPH_NODE, PER_GRAPH_FLOOR = 268435456, 16384.0, 1 << 20
@@ -536,8 +542,12 @@ def _activation(m: dict[str, Any], tokens: int, seqs: int, tp: int, pp: int, ran
     buffers = 2 * out if pp > 1 else 0
     sampler_phase = 0
     if rank == pp - 1:
-        logits = min(seqs, tokens) * m["vocab"]
-        sampler_phase = out + logits * dt + _round(SAMPLER_BYTES_PER_LOGIT * logits) + workspace
+        runner = "v1" if m["moe"] is not None else "v2"
+        rows = min(seqs, tokens)
+        logits = rows * m["vocab"]
+        kernel = min(SAMPLER_KERNEL_PROGRAMS[runner], rows) * m["vocab"] * 4
+        sampler_phase = (out + logits * dt + _round(SAMPLER_BYTES_PER_LOGIT[runner] * logits) + kernel
+                         + SAMPLER_FIXED_BYTES + workspace)
     return max(forward, sampler_phase) + buffers
 
 

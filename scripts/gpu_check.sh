@@ -9,6 +9,7 @@
 #   bash scripts/gpu_check.sh                 # a bare GPU host: makes build/gpu-check-venv
 #   PYTHON=/path/venv/bin/python bash scripts/gpu_check.sh   # an environment you already have
 #   REPORT=/tmp/r.md bash scripts/gpu_check.sh
+#   GPU_CHECK_PYTEST_ARGS="-n 8" PYTHON=python3 bash scripts/gpu_check.sh   # the suite on 8 workers
 #   GPU_CHECK_FAKE_DRIVER=1 PYTHON=.venv/bin/python REPORT=/tmp/r.md bash scripts/gpu_check.sh
 #
 # Environment: without PYTHON=, `scripts/setup.sh --test --system-site-packages` makes a virtual
@@ -82,10 +83,14 @@ if [[ -n ${PYTHON:-} ]]; then
   if [[ $FAKE == 1 ]]; then
     skip build "fake-driver mode: the vllm_mem that PYTHON imports is checked, nothing is built"
   else
-    # Build requirements from PyPI into PYTHON's environment; torch stays the host's.
-    step build bash -c "'$PYTHON' -m pip install -q --disable-pip-version-check 'scikit-build-core>=0.10' \
-      'pybind11>=2.12' 'nlohmann-json>=3.11' 'cmake>=3.22' ninja && \
-      '$PYTHON' -m pip install -v --disable-pip-version-check --no-build-isolation --force-reinstall '.[test]'"
+    # Build requirements from PyPI into PYTHON's environment only where one is missing (a GPU
+    # image without network has them, or gets them as wheels); vllm_mem alone is (re)installed,
+    # with no dependency touched: torch, numpy and the test tools stay the environment's.
+    step build bash -c "{ '$PYTHON' -c 'import scikit_build_core, pybind11, nlohmann_json, cmake, ninja' 2>/dev/null || \
+      '$PYTHON' -m pip install -q --disable-pip-version-check 'scikit-build-core>=0.10' \
+      'pybind11>=2.12' 'nlohmann-json>=3.11' 'cmake>=3.22' ninja; } && \
+      CMAKE_BUILD_PARALLEL_LEVEL=\$(nproc) '$PYTHON' -m pip install -v --disable-pip-version-check --no-build-isolation \
+      --no-deps --force-reinstall ."
   fi
 else
   venv=${GPU_CHECK_VENV:-build/gpu-check-venv}
@@ -142,7 +147,9 @@ if [[ $FAKE == 1 ]]; then
   step pytest "$PYTHON" -m pytest -q -c pyproject.toml --rootdir . -p no:cacheprovider -ra \
     tests/python/test_fake_driver.py tests/python/test_import_no_cuda.py -k "not gpu_check"
 else
-  step pytest "$PYTHON" -m pytest -c pyproject.toml --rootdir . tests/python -ra -p no:cacheprovider
+  # GPU_CHECK_PYTEST_ARGS: e.g. "-n 8" (pytest-xdist) where the host has cores to spare.
+  # shellcheck disable=SC2086
+  step pytest "$PYTHON" -m pytest -c pyproject.toml --rootdir . tests/python -ra -p no:cacheprovider ${GPU_CHECK_PYTEST_ARGS:-}
 fi
 # The GPU tests alone: a skipped GPU test on a GPU host is a failure of the acceptance run.
 gpu_tests() {

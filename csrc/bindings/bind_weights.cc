@@ -12,6 +12,7 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/model/approximations.h"
 #include "vllm_mem/model/weights.h"
+#include "vllm_mem/plan/sizing_cache.h"
 
 namespace py = pybind11;
 
@@ -76,6 +77,16 @@ void BindWeights(py::module_& m) {
       py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
       py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1, py::arg("mxfp4_backend") = "triton",
       "Weight bytes of the fullest GPU (vLLM's 'Model loading took')");
+  // ModelSpec.weight_bytes(): the model's SizingCache remembers the breakdown per weight settings.
+  m.def(
+      "weight_bytes_for",
+      [](const SizingCache& cache, const std::string& dtype, const std::optional<std::string>& quantization,
+         int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
+        return cache.Weights(MakeOptions(dtype, quantization, tp, pp, mxfp4_backend))->fullest_rank_bytes;
+      },
+      py::arg("cache"), py::arg("dtype"), py::arg("quantization"), py::arg("tensor_parallel_size"),
+      py::arg("pipeline_parallel_size"), py::arg("mxfp4_backend"),
+      "weight_bytes on the model's SizingCache (each weight setting computed once)");
   m.def(
       "weight_breakdown",
       [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,

@@ -2476,6 +2476,10 @@ def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None 
     """
     Weight bytes of the fullest GPU (vLLM's 'Model loading took')
     """
+def weight_bytes_for(cache: SizingCache, dtype: str, quantization: str | None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, mxfp4_backend: str) -> int:
+    """
+    weight_bytes on the model's SizingCache (each weight setting computed once)
+    """
 KV_SUGGESTION_BUFFER_BYTES: int = 157286400
 SAMPLER_MAX_INTERVAL_S: float = 60.0
 SAMPLER_MIN_INTERVAL_S: float = 1e-05

@@ -338,9 +338,9 @@ class ModelSpec:
         "marlin" on Ampere, Ada and RTX 50xx): it sets how an MXFP4 checkpoint's expert weights
         are padded and what the kernel's layout adds after loading, and nothing else.
         """
-        return int(_C.weight_bytes(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
-                                                             pipeline_parallel_size),
-                                   mxfp4_backend=_mxfp4_backend(mxfp4_backend)))
+        return int(_C.weight_bytes_for(self._sizing, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                                   pipeline_parallel_size),
+                                       _mxfp4_backend(mxfp4_backend)))
 
     def weight_breakdown(
         self,

@@ -62,8 +62,13 @@ def test_worker_flow_on_a_real_model() -> None:
                 del logits
         # The logits alone are 2048 x vocab bf16 values; the peak holds at least them.
         assert result.torch_peak_increase >= 2048 * cfg["vocab_size"] * 2, result
-        assert result.non_kv_cache_memory == (result.weights_memory + result.torch_peak_increase
-                                              + result.non_torch_increase)
+        # The release's formula (the newest profile's by default: total consumed plus the transient
+        # peak headroom from 0.26; the components before), each identity exact.
+        components = result.weights_memory + result.torch_peak_increase + result.non_torch_increase
+        consumed = result.total_consumed + result.transient_peak_headroom
+        assert result.non_kv_cache_memory == (components if result.formula == "components" else consumed), result
+        assert {result.non_kv_cache_memory_components, result.non_kv_cache_memory_total_consumed} == {
+            components, consumed}, result
 
         static = torch.randint(0, cfg["vocab_size"], (8,), device="cuda")
 
@@ -84,8 +89,8 @@ def test_worker_flow_on_a_real_model() -> None:
         avail = determine_available_kv_cache_memory(
             init, requested, utilization, profile_result=result,
             cudagraph_memory_estimate=graphs.free_delta_bytes, log=False)
-        assert avail.available_kv_cache_bytes == (requested - result.non_kv_cache_memory
-                                                  - graphs.free_delta_bytes)
+        # determine_available_kv_cache_memory takes the three profile terms (its documented arithmetic).
+        assert avail.available_kv_cache_bytes == requested - components - graphs.free_delta_bytes, avail
         cap = vllm_mem.kv_cache_capacity(spec, avail.available_kv_cache_bytes, max_model_len=4096)
         assert cap.num_blocks > 0 and cap.max_concurrency > 1
 
