@@ -32,8 +32,9 @@ struct ActivationConstants {
   double sampler_bytes_per_logit = 12.0;
   /*! Rows of the Triton top-k/top-p kernel's per-program float32 buffer, one vocabulary row per
    *  program, min(SMs, rows) programs (vllm/v1/sample/ops/topk_topp_triton.py, PR #33538:
-   *  _TRITON_BUFFER_CACHE); 0 where the release's sampler has none. 132: the SM count of the
-   *  H100 SXM / H200 every checking log ran on (the plan has no per-GPU SM count). */
+   *  _TRITON_BUFFER_CACHE); 0 where the release's sampler has none. A plan sets the planned
+   *  GPU's SM count (gpu_catalog.json sm_count; release_resolution.cc ResolveGpuFacts); 132, the
+   *  H100 SXM / H200 count every checking log ran on, is the default for a GPU not in the catalog. */
   int64_t sampler_kernel_programs = 132;
   /*! Bytes alive through the sampler phase that grow with neither the tokens nor the
    *  vocabulary: the v0.17-0.19 logs' intercept (vllm_versions.json sampler_fixed_bytes). */
