@@ -48,9 +48,13 @@ def main() -> int:
 
     torch.cuda.init()
     torch.zeros(1, device="cuda")
+    # The provider is opened on the first measurement that finds torch loaded, not at import:
+    # asked before one, it reads "not loaded" with no reason.
+    first = MemorySnapshot()
     path, loaded, refusal = _C.torch_provider_info()
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}); provider {path}: "
-          f"{'loaded' if loaded else 'NOT loaded'}{' (' + refusal + ')' if refusal else ''}")
+          f"{'loaded' if loaded else 'NOT loaded'}{' (' + refusal + ')' if refusal else ''}; "
+          f"the first snapshot's torch figures came from {first.torch_source}")
     rows = []
 
     def record(step: str) -> None:
