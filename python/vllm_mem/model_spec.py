@@ -338,9 +338,15 @@ class ModelSpec:
         "marlin" on Ampere, Ada and RTX 50xx): it sets how an MXFP4 checkpoint's expert weights
         are padded and what the kernel's layout adds after loading, and nothing else.
         """
-        return int(_C.weight_bytes_for(self._sizing, *_weight_args(dtype, quantization, tensor_parallel_size,
-                                                                   pipeline_parallel_size),
-                                       _mxfp4_backend(mxfp4_backend)))
+        tp = tensor_parallel_size
+        if (tp.__class__ is int and 1 <= tp <= _MAX_TP and quantization is None and pipeline_parallel_size.__class__
+                is int and pipeline_parallel_size == 1 and dtype == "auto" and dtype.__class__ is str
+                and mxfp4_backend == "triton" and mxfp4_backend.__class__ is str):
+            # The defaults and a TP in its row's bounds: nothing for the checks below to refuse.
+            return _weight_bytes_for(self._sizing, "auto", None, tp, 1, "triton")
+        return _weight_bytes_for(self._sizing, *_weight_args(dtype, quantization, tensor_parallel_size,
+                                                             pipeline_parallel_size),
+                                 _mxfp4_backend(mxfp4_backend))
 
     def weight_breakdown(
         self,
@@ -385,6 +391,10 @@ class ModelSpec:
         from .display import model_spec_html  # imported on first display only
 
         return model_spec_html(self)
+
+
+_weight_bytes_for = _C.weight_bytes_for
+_MAX_TP = L.MAX_TENSOR_PARALLEL_SIZE
 
 
 def _mxfp4_backend(value: Any) -> str:

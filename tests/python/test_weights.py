@@ -100,3 +100,20 @@ def test_bundled_configs_all_size() -> None:
     for name in vllm_mem.bundled_model_configs():
         spec = ModelSpec.from_hf_config(name)
         assert spec.weight_bytes() > spec.num_parameters() // 2
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-30B-A3B", "google/gemma-3-27b-it",
+                                  "deepseek-ai/DeepSeek-V3"])
+def test_weight_bytes_default_call_equals_the_breakdown(name: str) -> None:
+    # weight_bytes(tensor_parallel_size=N) with the other arguments at their defaults skips the
+    # Python argument checks and reads the model's remembered breakdown; weight_breakdown computes
+    # afresh through the checks. Same bytes, first call and again; bad values keep the checks.
+    spec = vllm_mem.ModelSpec.from_hf_config(name)
+    for tp in (1, 2, 8):
+        for _ in range(2):
+            assert spec.weight_bytes(tensor_parallel_size=tp) == \
+                spec.weight_breakdown(tensor_parallel_size=tp)["fullest_rank_bytes"]
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="tensor_parallel_size"):
+        spec.weight_bytes(tensor_parallel_size=0)
+    with pytest.raises(TypeError, match="tensor_parallel_size"):
+        spec.weight_bytes(tensor_parallel_size=True)
