@@ -46,20 +46,20 @@ bool SamePlanRequest(const PlanRequest& a, const PlanRequest& b) {
 
 #undef VLLM_MEM_SAME_FIELD
 
-SizingCache::KvEntry SizingCache::FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const {
+SizingCache::KvFound SizingCache::FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const KvEntry* hit = FindToFront(kv_options_, [&](const KvEntry& e) {
       return e.num_speculative_tokens == num_speculative_tokens && SameKvCacheSettings(e.settings, settings);
     });
-    if (hit != nullptr) return KvEntry{{}, 0, hit->options, hit->query};  // the settings are the caller's
+    if (hit != nullptr) return {hit->options, hit->query};
   }
   // Resolved outside the lock (it may throw); a racing caller with the same settings only
   // repeats the work.
   auto options = std::make_shared<const KvCacheOptions>(KvOptionsForRelease(settings, num_speculative_tokens));
   std::lock_guard<std::mutex> lock(mutex_);
   InsertFront(kv_options_, KvEntry{settings, num_speculative_tokens, options, nullptr});
-  return KvEntry{{}, 0, options, nullptr};
+  return {options, nullptr};
 }
 
 std::shared_ptr<const KvCacheOptions> SizingCache::KvOptions(const KvCacheSettings& settings,
@@ -86,7 +86,7 @@ std::shared_ptr<const KvCacheQuery> SizingCache::KvQuery(const KvCacheOptions& o
 
 KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
                                         const std::vector<int64_t>& available_bytes) const {
-  KvEntry entry = FindKv(settings, num_speculative_tokens);
+  KvFound entry = FindKv(settings, num_speculative_tokens);
   RefuseUnresolvedMambaCacheMode(spec(), settings);
   if (entry.options->max_model_len == kMaxModelLenAuto) {
     KvCacheOptions fitted = *entry.options;  // the length each call's budgets fit

@@ -46,29 +46,6 @@ PlanInputs InputsOf(const PlanRequest& r, const PlanEnvironment& env) {
   return in;
 }
 
-void ExpectSamePlan(const StartupPlan& a, const StartupPlan& b) {
-  EXPECT_EQ(a.fits, b.fits);
-  EXPECT_EQ(a.failure_message, b.failure_message);
-  EXPECT_EQ(a.weights_bytes, b.weights_bytes);
-  EXPECT_EQ(a.activation_peak_bytes, b.activation_peak_bytes);
-  EXPECT_EQ(a.cudagraph_bytes, b.cudagraph_bytes);
-  EXPECT_EQ(a.available_kv_cache_bytes, b.available_kv_cache_bytes);
-  EXPECT_EQ(a.max_model_len_that_fits, b.max_model_len_that_fits);
-  EXPECT_EQ(a.inputs.vllm_version_note, b.inputs.vllm_version_note);
-  EXPECT_EQ(a.inputs.max_num_seqs, b.inputs.max_num_seqs);
-  EXPECT_TRUE(SamePlanRequest(a.request, b.request));
-  ASSERT_EQ(a.kv_cache.has_value(), b.kv_cache.has_value());
-  if (a.kv_cache) {
-    EXPECT_EQ(a.kv_cache->num_blocks, b.kv_cache->num_blocks);
-    EXPECT_EQ(a.kv_cache->num_tokens, b.kv_cache->num_tokens);
-  }
-  ASSERT_EQ(a.ranks.size(), b.ranks.size());
-  for (size_t i = 0; i < a.ranks.size(); ++i) {
-    EXPECT_EQ(a.ranks[i].weights_bytes, b.ranks[i].weights_bytes);
-    EXPECT_EQ(a.ranks[i].num_blocks, b.ranks[i].num_blocks);
-  }
-}
-
 // Every field of two capacities (the groups by their figures).
 void ExpectSameCapacity(const KvCacheCapacity& a, const KvCacheCapacity& b) {
   EXPECT_EQ(a.num_blocks, b.num_blocks);
@@ -95,6 +72,26 @@ void ExpectSameCapacity(const KvCacheCapacity& a, const KvCacheCapacity& b) {
     EXPECT_EQ(a.groups[i].page_size_bytes, b.groups[i].page_size_bytes);
     EXPECT_EQ(a.groups[i].max_memory_per_request_bytes, b.groups[i].max_memory_per_request_bytes);
     EXPECT_EQ(a.groups[i].blocks_per_request, b.groups[i].blocks_per_request);
+  }
+}
+
+void ExpectSamePlan(const StartupPlan& a, const StartupPlan& b) {
+  EXPECT_EQ(a.fits, b.fits);
+  EXPECT_EQ(a.failure_message, b.failure_message);
+  EXPECT_EQ(a.weights_bytes, b.weights_bytes);
+  EXPECT_EQ(a.activation_peak_bytes, b.activation_peak_bytes);
+  EXPECT_EQ(a.cudagraph_bytes, b.cudagraph_bytes);
+  EXPECT_EQ(a.available_kv_cache_bytes, b.available_kv_cache_bytes);
+  EXPECT_EQ(a.max_model_len_that_fits, b.max_model_len_that_fits);
+  EXPECT_EQ(a.inputs.vllm_version_note, b.inputs.vllm_version_note);
+  EXPECT_EQ(a.inputs.max_num_seqs, b.inputs.max_num_seqs);
+  EXPECT_TRUE(SamePlanRequest(a.request, b.request));
+  ASSERT_EQ(a.kv_cache.has_value(), b.kv_cache.has_value());
+  if (a.kv_cache) ExpectSameCapacity(*a.kv_cache, *b.kv_cache);
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t i = 0; i < a.ranks.size(); ++i) {
+    EXPECT_EQ(a.ranks[i].weights_bytes, b.ranks[i].weights_bytes);
+    EXPECT_EQ(a.ranks[i].num_blocks, b.ranks[i].num_blocks);
   }
 }
 

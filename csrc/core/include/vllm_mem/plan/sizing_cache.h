@@ -3,7 +3,8 @@
  * \brief What every plan and KV question of one model shares, remembered per model (Python's
  *        ModelSpec owns one, `ModelSpec._sizing`; the sweep keeps one for all its shapes): the
  *        KV layouts (kv_cache_layout.h), the KV options a request resolves to under its release,
- *        and the weights per weight settings. Each is a pure function of the model and its
+ *        a KV query per options (kv_cache_query.h), the weights per weight settings, the
+ *        CUDA-graph estimate per graph options and a plan request's release resolution. Each is a pure function of the model and its
  *        arguments, so a remembered answer is the answer: a sizing call in a loop pays a
  *        comparison of its settings instead of the release's rules, the table's re-check and a
  *        walk over the layer kinds (docs/performance.md).
@@ -107,8 +108,12 @@ class SizingCache {
   };
   std::shared_ptr<const ResolvedRelease> FindRelease(const PlanRequest& request,
                                                      const PlanEnvironment& environment) const;
-  /*! The entry of (settings, tokens), built and kept when new. */
-  KvEntry FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const;
+  /*! What the entry of (settings, tokens) holds, the entry built and kept when new. */
+  struct KvFound {
+    std::shared_ptr<const KvCacheOptions> options;
+    std::shared_ptr<const KvCacheQuery> query;  //!< null until a capacity asked
+  };
+  KvFound FindKv(const KvCacheSettings& settings, int64_t num_speculative_tokens) const;
   void KeepRelease(const PlanRequest& request, const PlanEnvironment& environment,
                    std::shared_ptr<const ResolvedRelease> release) const;
 
