@@ -131,7 +131,8 @@ void BindPlan(py::module_& m) {
       .def_readwrite("weights_bytes", &ProfileMeasurements::weights_bytes)
       .def_readwrite("torch_peak_increase_bytes", &ProfileMeasurements::torch_peak_increase_bytes)
       .def_readwrite("non_torch_increase_bytes", &ProfileMeasurements::non_torch_increase_bytes)
-      .def_readwrite("cudagraph_estimate_bytes", &ProfileMeasurements::cudagraph_estimate_bytes);
+      .def_readwrite("cudagraph_estimate_bytes", &ProfileMeasurements::cudagraph_estimate_bytes)
+      .def_readwrite("non_kv_cache_bytes", &ProfileMeasurements::non_kv_cache_bytes);
   py::class_<AvailableKvOptions>(m, "AvailableKvOptions")
       .def(py::init<>())
       .def_readwrite("total_memory_bytes", &AvailableKvOptions::total_memory_bytes)

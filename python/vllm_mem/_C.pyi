@@ -4,7 +4,7 @@ vllm_mem's C++ core. Use the typed wrappers in the vllm_mem package.
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'MmEncoderBudget', 'MmProfileBreakdown', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_speculative_config_keys', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_mm_encoder_budget', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'resolved_num_speculative_tokens', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'speculative_config_keys', 'speculative_unknown_keys_refused_since', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes']
+__all__: list[str] = ['ActivationBreakdown', 'ActivationConstants', 'AllocatorStats', 'AssignedDevice', 'AttentionKind', 'AvailableKvMemory', 'AvailableKvOptions', 'CudagraphConstants', 'CudagraphEstimate', 'DeviceCheck', 'DeviceMemoryInfo', 'DeviceReader', 'DraftWeights', 'KV_SUGGESTION_BUFFER_BYTES', 'KvCacheCapacity', 'KvCacheGroupInfo', 'KvCacheMemorySuggestion', 'KvCacheOptions', 'KvCacheSettings', 'LayerSpec', 'MemoryImbalance', 'MemorySampler', 'MlaSpec', 'MmEncoderBudget', 'MmProfileBreakdown', 'ModelSpec', 'MoeSpec', 'NonTorchBreakdown', 'NonTorchConstants', 'PlanInputs', 'PlanRequest', 'PlanSuggestion', 'ProfileMeasurements', 'ProfilingFigures', 'QuantizationSpec', 'RankLayout', 'RankPlan', 'RequestedMemory', 'ResidentStage', 'SAMPLER_MAX_INTERVAL_S', 'SAMPLER_MIN_INTERVAL_S', 'SamplerPeaks', 'SimulatedDevice', 'SimulatedDeviceState', 'SizingCache', 'SnapshotRecord', 'SpeculativeConfig', 'StageAssignment', 'StageCheckResult', 'StageConfig', 'StageConfigSet', 'StageDemand', 'StageLimit', 'StagePlanSummary', 'StartupBaselineConstants', 'StartupPlan', 'StartupPrediction', 'SweepAxes', 'UtilizationAssignment', 'VisionEncoderSpec', 'WorkerLayout', 'active_device_name', 'allowed_kv_cache_dtypes', 'apply_vllm_version_kv_rules', 'assign_utilizations', 'auto_fit_max_model_len', 'auto_fit_max_model_len_for', 'check_device', 'check_enough_kv_cache_memory', 'check_memory_imbalance', 'check_request_memory', 'check_speculative_config_keys', 'check_stages', 'check_stages_with_plans', 'close_gpu_matches', 'closest_setting_name', 'compute_memory_profiling', 'compute_mm_encoder_budget', 'compute_rank_layout', 'cuda_driver_status', 'cudagraph_profiling_line', 'current_device', 'current_torch_memory_usage', 'default_capture_sizes', 'derived_max_model_len', 'determine_available_kv_cache_memory', 'device_count', 'device_total_bytes', 'different_devices_message', 'draft_weights', 'empty_cache', 'estimate_max_model_len', 'estimate_max_model_len_for', 'estimate_non_torch_increase', 'estimated_cudagraph_line', 'evaluate_keywords', 'evaluate_plan', 'evaluate_request', 'failure_phase_names', 'format_gib', 'format_mib', 'format_thousands', 'format_utilization_ppm', 'gpu_catalog', 'host_memory', 'install_device', 'is_integrated', 'kv_cache_capacity', 'kv_cache_capacity_for', 'kv_cache_capacity_from_keywords', 'kv_cache_log_lines', 'kv_cache_memory_shortfall', 'kv_cache_memory_shortfall_for', 'kv_log_lines_for', 'kv_options_for_release', 'limits', 'long_max_model_len_error', 'lookup_gpu', 'lookup_vllm_version', 'max_shared_memory_per_block', 'measure_snapshot', 'measure_snapshot_fields', 'mem_get_info', 'memory_profiling_repr', 'normalize_gpu_name', 'normalize_speculative_method', 'num_parameters', 'nvml_memory', 'parse_cuda_device', 'parse_cuda_visible_devices', 'parse_stage_config', 'plan_settings', 'process_memory', 'python_float_repr', 'read_speculative_config_fields', 'release_device_memory_under_pressure', 'remove_device', 'reset_peak_memory_stats', 'resolve_batch_defaults', 'resolved_num_speculative_tokens', 'rule_of_thumb_activation_bytes', 'rule_of_thumb_kv_cache_bytes', 'rule_of_thumb_weight_bytes', 'run_sweep', 'served_dtype', 'spec_decode_capture_sizes', 'speculative_config_keys', 'speculative_unknown_keys_refused_since', 'stage_demand_for', 'subtract_snapshots', 'suggest_kv_cache_memory_bytes', 'suggest_plan_changes', 'supported_model_types', 'synchronize', 'torch_memory_stats', 'torch_provider_info', 'torch_stats', 'utilization_to_ppm', 'validate_setting', 'vllm_profile_settings', 'vllm_version_profiles', 'weight_breakdown', 'weight_bytes', 'weight_bytes_for']
 class AttentionKind:
     """
     Members:
@@ -1035,9 +1035,6 @@ class PlanInputs(PlanRequest):
     def dtype_note(self) -> str:
         ...
     @property
-    def sampler_programs_note(self) -> str:
-        ...
-    @property
     def hybrid_kv_cache_manager(self) -> bool:
         ...
     @property
@@ -1060,6 +1057,9 @@ class PlanInputs(PlanRequest):
         ...
     @sampler_bytes_per_logit.setter
     def sampler_bytes_per_logit(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def sampler_programs_note(self) -> str:
         ...
     @property
     def vllm_version_note(self) -> str:
@@ -1085,6 +1085,12 @@ class ProfileMeasurements:
         ...
     @cudagraph_estimate_bytes.setter
     def cudagraph_estimate_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def non_kv_cache_bytes(self) -> int | None:
+        ...
+    @non_kv_cache_bytes.setter
+    def non_kv_cache_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
         ...
     @property
     def non_torch_increase_bytes(self) -> int:
@@ -2280,13 +2286,13 @@ def estimate_non_torch_increase(tensor_parallel_size: typing.SupportsInt | typin
     ...
 def estimated_cudagraph_line(cudagraph_estimate_bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
     ...
+def evaluate_keywords(cache: SizingCache, keywords: dict, gpu_given: bool, gpu_total: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, vllm_version: str, vllm_version_source: str, allow_long_max_model_len: bool) -> typing.Any:
+    ...
 @typing.overload
 def evaluate_plan(spec: ModelSpec, inputs: PlanInputs) -> StartupPlan:
     ...
 @typing.overload
 def evaluate_plan(cache: SizingCache, inputs: PlanInputs) -> StartupPlan:
-    ...
-def evaluate_keywords(cache: SizingCache, keywords: dict, gpu_given: bool, gpu_total: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, vllm_version: str, vllm_version_source: str, allow_long_max_model_len: bool) -> typing.Any:
     ...
 def evaluate_request(cache: SizingCache, request: PlanRequest, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, gpu_name: str, vllm_version: str, vllm_version_source: str, allow_long_max_model_len: bool) -> ...:
     ...

@@ -142,7 +142,10 @@ def determine_available_kv_cache_memory(
 ) -> AvailableKvCacheMemory:
     """vLLM's ``determine_available_memory`` arithmetic:
     ``requested - (weights + torch peak increase + non-torch increase) - CUDA-graph estimate``,
-    or ``kv_cache_memory_bytes`` verbatim when given (profiling skipped).
+    or ``kv_cache_memory_bytes`` verbatim when given (profiling skipped). A ``profile_result``
+    computed for a release whose ``non_kv_cache_memory`` is ``total_consumed + transient peak
+    headroom`` (``formula == "total_consumed"``, vLLM 0.26 on) is subtracted as that release
+    does: its ``non_kv_cache_memory``, not the three terms' sum.
 
     Parameters
     ----------
@@ -177,6 +180,10 @@ def determine_available_kv_cache_memory(
     profile.torch_peak_increase_bytes = V.signed_bytes(torch_peak_increase, "torch_peak_increase")
     profile.non_torch_increase_bytes = V.signed_bytes(non_torch_increase, "non_torch_increase")
     profile.cudagraph_estimate_bytes = V.signed_bytes(cudagraph_memory_estimate, "cudagraph_memory_estimate")
+    if profile_result is not None and profile_result.formula == "total_consumed":
+        # From vLLM 0.26 determine_available_memory subtracts memory_profiling's own figure
+        # (total consumed + transient peak headroom), not the three terms' sum.
+        profile.non_kv_cache_bytes = V.signed_bytes(profile_result.non_kv_cache_memory, "non_kv_cache_memory")
     options = _C.AvailableKvOptions()
     options.total_memory_bytes = int(init_snapshot.total_memory)
     options.gpu_memory_utilization = V.fraction(gpu_memory_utilization, "gpu_memory_utilization")

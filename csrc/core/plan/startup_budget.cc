@@ -132,8 +132,13 @@ AvailableKvMemory AvailableKvCacheFigures(int64_t requested_bytes, const Profile
     out.available_kv_cache_bytes = options.kv_cache_memory_bytes;
     return out;
   }
-  int64_t non_kv = CheckedAdd(profile.weights_bytes, profile.torch_peak_increase_bytes, "non_kv_cache_memory");
-  non_kv = CheckedAdd(non_kv, profile.non_torch_increase_bytes, "non_kv_cache_memory");
+  int64_t non_kv = 0;
+  if (profile.non_kv_cache_bytes) {
+    non_kv = *profile.non_kv_cache_bytes;
+  } else {
+    non_kv = CheckedAdd(profile.weights_bytes, profile.torch_peak_increase_bytes, "non_kv_cache_memory");
+    non_kv = CheckedAdd(non_kv, profile.non_torch_increase_bytes, "non_kv_cache_memory");
+  }
   out.non_kv_cache_bytes = non_kv;
   out.cudagraph_applied_bytes = options.estimate_cudagraphs ? profile.cudagraph_estimate_bytes : 0;
   out.available_kv_cache_bytes =

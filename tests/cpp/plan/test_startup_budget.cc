@@ -123,6 +123,25 @@ TEST(AvailableKvCache, ArithmeticAndLines) {
             0u);
 }
 
+// From vLLM 0.26 memory_profiling's own non_kv_cache_memory (total consumed + transient peak
+// headroom) is subtracted as is; the three terms stay the result's parts, not its sum.
+TEST(AvailableKvCache, ReleaseNonKvFigureReplacesTheSum) {
+  ProfileMeasurements p;
+  p.weights_bytes = 10 * kGiB;
+  p.torch_peak_increase_bytes = 2 * kGiB;
+  p.non_torch_increase_bytes = kGiB / 4;
+  p.cudagraph_estimate_bytes = kGiB / 2;
+  p.non_kv_cache_bytes = 15 * kGiB;  // 2.75 GiB the three terms do not see (torch memory outside them)
+  AvailableKvOptions o;
+  o.total_memory_bytes = kH100;
+  const int64_t requested = RequestMemory(kH100, kH100, 0.9);
+  AvailableKvMemory a = DetermineAvailableKvCacheMemory(requested, p, o);
+  EXPECT_EQ(a.non_kv_cache_bytes, 15 * kGiB);
+  EXPECT_EQ(a.available_kv_cache_bytes, requested - 15 * kGiB - kGiB / 2);
+  p.non_kv_cache_bytes.reset();
+  EXPECT_EQ(DetermineAvailableKvCacheMemory(requested, p, o).non_kv_cache_bytes, 12 * kGiB + kGiB / 4);
+}
+
 TEST(AvailableKvCache, NegativeIsReportedNotClamped) {
   ProfileMeasurements p;
   p.weights_bytes = 80 * kGiB;

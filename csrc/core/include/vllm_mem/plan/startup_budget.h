@@ -12,6 +12,7 @@
 #define VLLM_MEM_PLAN_STARTUP_BUDGET_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace vllm_mem {
@@ -48,6 +49,12 @@ struct ProfileMeasurements {
   int64_t torch_peak_increase_bytes = 0;  //!< peak activation of the profile run
   int64_t non_torch_increase_bytes = 0;   //!< CUDA context / NCCL / cuBLAS growth since init
   int64_t cudagraph_estimate_bytes = 0;   //!< profile_cudagraph_memory(); 0 when eager
+  //! memory_profiling's non_kv_cache_memory where its release no longer sums the three terms above
+  //! (rule `non_kv_cache_memory` "total_consumed", vLLM >= 0.26: the free-memory drop since the init
+  //! snapshot plus the transient peak headroom, which determine_available_memory subtracts as is);
+  //! unset: weights + torch peak increase + non-torch increase, as determine_available_memory
+  //! recomputes it up to 0.25.
+  std::optional<int64_t> non_kv_cache_bytes;
 };
 
 /*! \brief determine_available_memory()'s inputs beyond the profile. */
@@ -62,7 +69,7 @@ struct AvailableKvOptions {
 /*! \brief determine_available_memory()'s result and log lines. */
 struct AvailableKvMemory {
   int64_t requested_bytes = 0;
-  int64_t non_kv_cache_bytes = 0;           //!< weights + torch peak + non-torch increase
+  int64_t non_kv_cache_bytes = 0;           //!< ProfileMeasurements::non_kv_cache_bytes, else the three terms' sum
   int64_t cudagraph_applied_bytes = 0;      //!< the estimate when estimate_cudagraphs, else 0
   int64_t available_kv_cache_bytes = 0;     //!< may be <= 0: vLLM rejects that later
   bool from_kv_cache_memory_bytes = false;  //!< the short-cut path was taken
