@@ -78,7 +78,7 @@ def test_mamba_parameters_tensor_by_tensor(config: dict[str, Any]) -> None:
 def test_falcon_mamba_state_per_request_by_hand() -> None:
     spec = vllm_mem.ModelSpec.from_hf_config(FALCON_MAMBA_7B)
     assert spec.num_attention_heads == 0 and spec.num_kv_heads == 0  # attention-free: no KV cache
-    cap = vllm_mem.kv_cache_capacity(spec, 4 * GIB, max_model_len=8192)
+    cap = vllm_mem.kv_cache_capacity(spec, 4 * GIB, max_model_len=8192, enable_prefix_caching=False)
     # One layer's state in bf16: conv (8192, 4 - 1) + ssm (8192, 16), 2 bytes each.
     per_layer = (8192 * 3 + 8192 * 16) * 2
     assert cap.mamba_state_bytes == per_layer == 311_296
@@ -87,7 +87,8 @@ def test_falcon_mamba_state_per_request_by_hand() -> None:
     assert cap.bytes_per_block == 64 * per_layer
     assert cap.num_blocks == 4 * GIB // (64 * per_layer)
     # TP 2 halves d_inner in both tensors.
-    cap2 = vllm_mem.kv_cache_capacity(spec, 4 * GIB, max_model_len=8192, tensor_parallel_size=2)
+    cap2 = vllm_mem.kv_cache_capacity(spec, 4 * GIB, max_model_len=8192, tensor_parallel_size=2,
+                                      enable_prefix_caching=False)
     assert cap2.mamba_state_bytes == per_layer // 2
 
 
@@ -104,7 +105,7 @@ def test_mamba_defaults_follow_mamba_config() -> None:
 
 
 def test_mamba_plans_end_to_end() -> None:
-    plan = vllm_mem.plan(FALCON_MAMBA_7B, gpu="H100", max_model_len=8192)
+    plan = vllm_mem.plan(FALCON_MAMBA_7B, gpu="H100", max_model_len=8192, enable_prefix_caching=False)
     assert plan.fits and plan.kv_cache is not None
     weights = vllm_mem.ModelSpec.from_hf_config(FALCON_MAMBA_7B).weight_breakdown(tensor_parallel_size=2)
     assert weights["per_pp_rank"][0]["attention_bytes"] > 0

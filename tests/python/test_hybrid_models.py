@@ -38,7 +38,7 @@ NEMOTRON_NANO_9B_V2 = {
 def test_qwen3_next_tp2_anchor():
     # vLLM issues 25797 / 26871: 544 tokens and 1.49% at TP 2, bf16.
     cap = kv_cache_capacity(ModelSpec.from_hf_config(QWEN3_NEXT), 10 * GIB, max_model_len=32768,
-                            tensor_parallel_size=2)
+                            tensor_parallel_size=2, enable_prefix_caching=False)
     assert cap.attention_block_size == 544
     assert cap.hybrid_log_lines == (
         "Setting attention block size to 544 tokens to ensure that attention page size is >= mamba page size.",
@@ -57,7 +57,8 @@ def test_qwen3_next_tp2_anchor():
 def test_nemotron_nano_9b_v2_anchor(ssm_dtype, block):
     # vLLM issue 24280: 672 tokens with a 16-bit SSM state; float32 (the config's
     # mamba_ssm_cache_dtype, which vLLM now reads) gives 1312.
-    cap = kv_cache_capacity(NEMOTRON_NANO_9B_V2, 20 * GIB, max_model_len=8192, mamba_ssm_cache_dtype=ssm_dtype)
+    cap = kv_cache_capacity(NEMOTRON_NANO_9B_V2, 20 * GIB, max_model_len=8192, mamba_ssm_cache_dtype=ssm_dtype,
+                            enable_prefix_caching=False)
     assert cap.attention_block_size == block
     assert cap.num_padding_layers == 1  # 27 Mamba layers in groups of 4
 
@@ -72,11 +73,14 @@ def test_pure_attention_model_has_no_hybrid_figures():
 
 def test_bad_hybrid_settings_are_value_errors():
     with pytest.raises(ValueError, match="mamba_cache_mode"):
-        kv_cache_capacity(QWEN3_NEXT, GIB, tensor_parallel_size=2, mamba_cache_mode="sometimes")
+        kv_cache_capacity(QWEN3_NEXT, GIB, tensor_parallel_size=2, mamba_cache_mode="sometimes",
+                          enable_prefix_caching=False)
     with pytest.raises(ValueError, match="mamba_ssm_cache_dtype"):
-        kv_cache_capacity(QWEN3_NEXT, GIB, tensor_parallel_size=2, mamba_ssm_cache_dtype="fp8")
+        kv_cache_capacity(QWEN3_NEXT, GIB, tensor_parallel_size=2, mamba_ssm_cache_dtype="fp8",
+                          enable_prefix_caching=False)
     with pytest.raises(ValueError, match="failed to convert"):
-        kv_cache_capacity(QWEN3_NEXT, 10 * GIB, tensor_parallel_size=2, disable_hybrid_kv_cache_manager=True)
+        kv_cache_capacity(QWEN3_NEXT, 10 * GIB, tensor_parallel_size=2, disable_hybrid_kv_cache_manager=True,
+                          enable_prefix_caching=False)
 
 
 def test_qwen3_5_refuses_mamba_cache_mode_all():
@@ -104,7 +108,8 @@ def test_hybrid_families_are_supported_and_the_rest_still_refused():
 def test_plan_of_a_hybrid_model_reports_the_page_unification():
     # The whole start-up plan on a hybrid: the KV section prints vLLM's two config-time lines,
     # and the block size is the unified one (TP 4: 272 tokens), not the attention default 16.
-    plan = vllm_mem.plan(QWEN3_NEXT, gpu="H100", tensor_parallel_size=4, max_model_len=32768)
+    plan = vllm_mem.plan(QWEN3_NEXT, gpu="H100", tensor_parallel_size=4, max_model_len=32768,
+                         enable_prefix_caching=False)
     assert plan.fits and plan.kv_cache is not None
     assert plan.kv_cache.attention_block_size == plan.kv_cache.block_size == 272
     text = str(plan)
@@ -165,7 +170,8 @@ def test_inconsistent_hybrid_configs_are_refused_by_field(config, field, words):
 def test_mamba2_groups_that_do_not_divide_tp_must_be_one():
     # MambaMixer2's assertion: 4 groups at TP 8 were replicated to 8 as if they were 1.
     with pytest.raises(vllm_mem.InvalidArgumentError, match="num_groups must equal 1") as e:
-        kv_cache_capacity(SMALL_NEMOTRON_H, GIB, max_model_len=1024, tensor_parallel_size=8)
+        kv_cache_capacity(SMALL_NEMOTRON_H, GIB, max_model_len=1024, tensor_parallel_size=8,
+                          enable_prefix_caching=False)
     assert e.value.field == "tensor_parallel_size"
 
 

@@ -104,7 +104,8 @@ def _state_bytes(tp: int) -> int:
 
 @pytest.mark.parametrize("tp", [1, 2, 4])
 def test_kda_state_mla_page_and_block_size_by_hand(tp: int) -> None:
-    cap = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, tensor_parallel_size=tp)
+    cap = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, tensor_parallel_size=tp,
+                                     enable_prefix_caching=False)
     state = _state_bytes(tp)
     assert cap.mamba_state_bytes == state
     # verify_and_update_config, MLA branch: MLAAttentionSpec(block_size=1) is one latent of
@@ -131,16 +132,18 @@ def test_kda_state_mla_page_and_block_size_by_hand(tp: int) -> None:
 def test_tp1_anchor_figures() -> None:
     # TP 1: state 73,728 + 2,097,152 = 2,170,880 B; 64 * ceil(2,170,880 / 73,728) = 1,920 tokens;
     # page 1,920 * 1,152 = 2,211,840 B, the state padded by 1.89%.
-    cap = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536)
+    cap = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, enable_prefix_caching=False)
     assert (cap.mamba_state_bytes, cap.attention_block_size) == (2_170_880, 1920)
     assert "1.89%" in cap.hybrid_log_lines[1]
 
 
 def test_recurrent_state_stays_float32() -> None:
     # kda_state_dtype ignores --mamba-ssm-cache-dtype: only the conv states follow --mamba-cache-dtype.
-    base = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536)
-    ssm16 = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, mamba_ssm_cache_dtype="bfloat16")
-    conv32 = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, mamba_cache_dtype="float32")
+    base = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, enable_prefix_caching=False)
+    ssm16 = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, mamba_ssm_cache_dtype="bfloat16",
+                                       enable_prefix_caching=False)
+    conv32 = vllm_mem.kv_cache_capacity(KIMI_LINEAR_48B, 8 * GIB, max_model_len=65536, mamba_cache_dtype="float32",
+                                        enable_prefix_caching=False)
     assert ssm16.mamba_state_bytes == base.mamba_state_bytes
     assert conv32.mamba_state_bytes == base.mamba_state_bytes + 3 * 3 * 4096 * 2
 
@@ -182,6 +185,7 @@ def test_quantized_checkpoints_are_refused() -> None:
 def test_plans_end_to_end_on_two_h100() -> None:
     # 98.2 GB of weights: two H100s. TP 2 halves the KDA state (1,085,440 B): 64 * ceil(1,085,440 / 73,728)
     # = 960-token blocks.
-    plan = vllm_mem.plan(KIMI_LINEAR_48B, gpu="H100", tensor_parallel_size=2, max_model_len=65536)
+    plan = vllm_mem.plan(KIMI_LINEAR_48B, gpu="H100", tensor_parallel_size=2, max_model_len=65536,
+                         enable_prefix_caching=False)
     assert plan.fits and plan.kv_cache is not None
     assert plan.kv_cache.attention_block_size == plan.kv_cache.block_size == 960

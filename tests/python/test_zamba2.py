@@ -128,7 +128,8 @@ def _state_bytes(inner: int, groups: int, heads: int, head_dim: int, state: int,
 def test_state_kv_pages_and_block_size_by_hand(
     config: dict[str, Any], attention_layers: int, state_args: tuple[int, ...], tp: int
 ) -> None:
-    cap = vllm_mem.kv_cache_capacity(config, 8 * GIB, max_model_len=4096, tensor_parallel_size=tp)
+    cap = vllm_mem.kv_cache_capacity(config, 8 * GIB, max_model_len=4096, tensor_parallel_size=tp,
+                                     enable_prefix_caching=False)
     state = _state_bytes(*state_args, tp)
     assert cap.mamba_state_bytes == state
     # Each hybrid position has its own Attention: num_attention_heads / tp KV heads (no GQA) of
@@ -176,6 +177,6 @@ def test_configs_vllm_cannot_build_are_refused_by_field(change: dict[str, Any], 
 
 
 def test_plans_end_to_end() -> None:
-    plan = vllm_mem.plan(ZAMBA2_1_2B, gpu="L4", max_model_len=4096)
+    plan = vllm_mem.plan(ZAMBA2_1_2B, gpu="L4", max_model_len=4096, enable_prefix_caching=False)
     assert plan.fits and plan.kv_cache is not None
     assert plan.kv_cache.attention_block_size == 80  # 16 * ceil(1,074,688 / (16 * 16,384))

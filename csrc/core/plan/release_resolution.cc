@@ -122,15 +122,24 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   return in;
 }
 
-void RefuseUnresolvedMambaCacheMode(const ModelSpec& spec, const KvCacheSettings& settings) {
-  if (!settings.enable_prefix_caching.value_or(false) || settings.mamba_cache_mode != "none") return;
-  if (spec.CountLayers(AttentionKind::kNone) == 0) return;
+std::string ResolvedMambaCacheMode(const VllmVersionProfile& profile, const ModelSpec& spec,
+                                   const KvCacheSettings& settings) {
+  const std::string mode = settings.mamba_cache_mode.empty() ? "none" : settings.mamba_cache_mode;
+  if (mode != "none" || spec.CountLayers(AttentionKind::kNone) == 0) return mode;
+  const bool by_default = !settings.enable_prefix_caching.has_value();
+  if (!settings.enable_prefix_caching.value_or(profile.hybrid_prefix_caching_default)) return mode;
+  if (spec.hybrid && !spec.hybrid->cache_mode_all_refusal.empty()) return "align";
+  std::string why = "on a hybrid (Mamba / linear-attention) model";
+  if (by_default) {
+    why = "vLLM " + profile.version + " turns prefix caching on by default for hybrid (Mamba / linear-attention) "
+          "models (pass enable_prefix_caching=False to plan without it); with it";
+  }
   throw InvalidArgument(
       "enable_prefix_caching",
-      "on a hybrid (Mamba / linear-attention) model vLLM then sets mamba_cache_mode to 'all' when the model class "
-      "supports Mamba prefix caching, else 'align' ('align' with speculative decoding in later releases; "
-      "MambaModelConfig.verify_and_update_config); which one this model gets is not modelled: pass "
-      "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')");
+      why + " vLLM sets mamba_cache_mode to 'all' when the model class supports Mamba prefix caching, else "
+            "'align' ('align' with speculative decoding in later releases; "
+            "MambaModelConfig.verify_and_update_config); which one this model gets is not modelled: pass "
+            "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')");
 }
 
 void BoundAutoMaxModelLen(const ModelSpec& spec, KvCacheOptions& options) {

@@ -56,7 +56,9 @@ SizingCache::KvFound SizingCache::FindKv(const KvCacheSettings& settings, int64_
   }
   // Resolved outside the lock (it may throw); a racing caller with the same settings only
   // repeats the work.
-  auto options = std::make_shared<const KvCacheOptions>(KvOptionsForRelease(settings, num_speculative_tokens));
+  KvCacheOptions resolved = KvOptionsForRelease(settings, num_speculative_tokens);
+  resolved.mamba_cache_mode = ResolvedMambaCacheMode(*LookupVllmVersion(settings.vllm_version).profile, spec(), settings);
+  auto options = std::make_shared<const KvCacheOptions>(std::move(resolved));
   std::lock_guard<std::mutex> lock(mutex_);
   InsertFront(kv_options_, KvEntry{settings, num_speculative_tokens, options, nullptr});
   return {options, nullptr};
@@ -87,7 +89,6 @@ std::shared_ptr<const KvCacheQuery> SizingCache::KvQuery(const KvCacheOptions& o
 KvCacheCapacity SizingCache::KvCapacity(const KvCacheSettings& settings, int64_t num_speculative_tokens,
                                         const std::vector<int64_t>& available_bytes) const {
   KvFound entry = FindKv(settings, num_speculative_tokens);
-  RefuseUnresolvedMambaCacheMode(spec(), settings);
   if (entry.options->max_model_len == kMaxModelLenAuto) {
     KvCacheOptions fitted = *entry.options;  // the length each call's budgets fit
     AutoFitKvOptions(layouts_, available_bytes, fitted);

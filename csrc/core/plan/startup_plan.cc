@@ -117,7 +117,7 @@ ResolvedRelease Resolve(const ModelSpec& spec, PlanInputs&& inputs) {
   r.inputs = ResolveForVersion(*version.profile, spec, std::move(inputs));
   r.inputs.vllm_version_note = std::move(version.note);
   ValidateInputs(spec, r.inputs);
-  RefuseUnresolvedMambaCacheMode(spec, r.inputs);
+  r.inputs.mamba_cache_mode = ResolvedMambaCacheMode(*r.profile, spec, r.inputs);
   return r;
 }
 

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
@@ -159,10 +161,30 @@ bool AcceptsKvDType(const VllmVersionProfile& p, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The multimodal profile run's and the text-only weights' rules (both booleans).
-void ApplyMultimodalRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
-  if (!v.IsBool()) Bad(rule + " must be a boolean");
-  (rule == "pixtral_dense_block_mask" ? p.pixtral_dense_block_mask : p.text_only_skips_vision_tower) = v.AsBool();
+// The rules whose value is one boolean field of the profile.
+constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] = {
+    {"hybrid_align_to_user_block_size", &VllmVersionProfile::hybrid_align_to_user_block_size},
+    {"sliding_window_capped_at_full", &VllmVersionProfile::sliding_window_capped_at_full},
+    {"pixtral_dense_block_mask", &VllmVersionProfile::pixtral_dense_block_mask},
+    {"text_only_skips_vision_tower", &VllmVersionProfile::text_only_skips_vision_tower},
+    {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},
+    {"max_model_len_auto", &VllmVersionProfile::max_model_len_auto},
+    {"kv_cache_dtype_skip_layers", &VllmVersionProfile::kv_cache_dtype_skip_layers},
+    {"v2_runner_cudagraph_profiling", &VllmVersionProfile::v2_runner_cudagraph_profiling},
+    {"hybrid_kv_cache_manager", &VllmVersionProfile::hybrid_kv_cache_manager},
+    {"v0_engine_available", &VllmVersionProfile::v0_engine_available},
+    {"cudagraph_memory_in_budget", &VllmVersionProfile::cudagraph_memory_in_budget},
+};
+
+// True when \p rule is a boolean rule (kBoolRules), its value applied to \p p.
+bool ApplyBoolRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  for (const auto& [name, field] : kBoolRules) {
+    if (rule != name) continue;
+    if (!v.IsBool()) Bad(rule + " must be a boolean");
+    p.*field = v.AsBool();
+    return true;
+  }
+  return false;
 }
 
 /*! The dummy sampler run's terms (ActivationConstants): per logit, the Triton kernel's buffer
@@ -193,18 +215,12 @@ bool ApplyNumberRule(VllmVersionProfile& p, const std::string& rule, const JsonV
 }
 
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
-  if (ApplyNumberRule(p, rule, v)) return;
+  if (ApplyNumberRule(p, rule, v) || ApplyBoolRule(p, rule, v)) return;
   if (rule == "engine") {
     p.engine = Str(v, rule);
     if (p.engine != VllmEngineName(VllmEngine::kV0) && p.engine != VllmEngineName(VllmEngine::kV1)) {
       Bad("engine '" + p.engine + "'");
     }
-  } else if (rule == "v0_engine_available") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.v0_engine_available = v.AsBool();
-  } else if (rule == "cudagraph_memory_in_budget") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.cudagraph_memory_in_budget = v.AsBool();
   } else if (rule == "batch_defaults") {
     p.batch_tiers = ParseTiers(v);
   } else if (rule == "v0_batch_defaults") {
@@ -212,37 +228,17 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     p.v0_batch.min_batched_tokens = Int(Member(v, "min_batched_tokens", rule), rule);
     p.v0_batch.chunked_prefill_above_tokens = Int(Member(v, "chunked_prefill_above_tokens", rule), rule);
     p.v0_batch.chunked_prefill_batched_tokens = Int(Member(v, "chunked_prefill_batched_tokens", rule), rule);
-  } else if (rule == "max_model_len_auto") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.max_model_len_auto = v.AsBool();
-  } else if (rule == "kv_cache_dtype_skip_layers") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.kv_cache_dtype_skip_layers = v.AsBool();
   } else if (rule == "kv_cache_dtypes_added") {
     ApplyKvCacheDTypesAdded(p, Str(v, rule));
   } else if (rule == "model_runner") {
     ApplyModelRunner(p, v);
-  } else if (rule == "v2_runner_cudagraph_profiling") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.v2_runner_cudagraph_profiling = v.AsBool();
   } else if (rule.starts_with("sampler_")) {
     ApplySamplerRule(p, rule, v);
   } else if (rule == "kv_log_format") {
     p.kv_log_format = ParseLogFormat(Str(v, rule));
-  } else if (rule == "hybrid_kv_cache_manager") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.hybrid_kv_cache_manager = v.AsBool();
-  } else if (rule == "hybrid_align_to_user_block_size") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.hybrid_align_to_user_block_size = v.AsBool();
-  } else if (rule == "sliding_window_capped_at_full") {
-    if (!v.IsBool()) Bad(rule + " must be a boolean");
-    p.sliding_window_capped_at_full = v.AsBool();
   } else if (rule == "mxfp4_hopper_value_align") {
     p.mxfp4_hopper_value_align = Int(v, rule);
     if (p.mxfp4_hopper_value_align != 0 && p.mxfp4_hopper_value_align != 64) Bad(rule + " must be 0 or 64");
-  } else if (rule == "pixtral_dense_block_mask" || rule == "text_only_skips_vision_tower") {
-    ApplyMultimodalRule(p, rule, v);
   } else if (rule == "available_kv_line") {
     const std::string f = Str(v, rule);
     if (f != "fixed2" && f != "format_gib") Bad(rule + " '" + f + "'");

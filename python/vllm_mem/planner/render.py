@@ -321,6 +321,8 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
             "kv_cache_dtype": i.kv_cache_dtype,
             "kv_cache_dtype_skip_layers": list(i.kv_cache_dtype_skip_layers) or None,
             "block_size": i.block_size or None,
+            # Hybrid models: the mode vLLM runs with, the release's prefix-caching default resolved.
+            "mamba_cache_mode": i.mamba_cache_mode,
             "enforce_eager": i.enforce_eager,
             "cudagraph_mode": i.cudagraph_mode,
             "kv_cache_memory_bytes": i.kv_cache_memory_bytes or None,

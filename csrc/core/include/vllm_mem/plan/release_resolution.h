@@ -26,12 +26,17 @@ namespace vllm_mem {
  *  a release without it. */
 PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec& spec, PlanInputs inputs);
 
-/*! \brief enable_prefix_caching on a hybrid (Mamba / linear-attention) model with
- *  mamba_cache_mode "none": vLLM then picks "all" or "align" itself, by a flag of the model class
- *  (MambaModelConfig.verify_and_update_config) that is not modelled, so the question is refused
- *  (InvalidArgument naming enable_prefix_caching) until the mode is passed. Nothing otherwise:
- *  prefix caching changes no memory of an attention-only model. */
-void RefuseUnresolvedMambaCacheMode(const ModelSpec& spec, const KvCacheSettings& settings);
+/*! \brief The mamba_cache_mode vLLM runs \p spec with, for \p settings on \p profile's release
+ *  (MambaModelConfig.verify_and_update_config). Prefix caching is the user's setting, else the
+ *  release's default for a model with recurrent state (rule hybrid_prefix_caching_default: on
+ *  from 0.28). With prefix caching on and the mode left "none", vLLM picks "all" when the model
+ *  class supports Mamba prefix caching and "align" when it does not: a family that refuses
+ *  "all" (HybridSpec::cache_mode_all_refusal) gets "align"; for the others which class flag
+ *  vLLM reads is not modelled, so the question is refused (InvalidArgument naming
+ *  enable_prefix_caching) until the mode is passed or prefix caching turned off. The mode
+ *  passed, or any model without recurrent state, is returned as it is. */
+std::string ResolvedMambaCacheMode(const VllmVersionProfile& profile, const ModelSpec& spec,
+                                   const KvCacheSettings& settings);
 
 /*! \brief vLLM's ValueError when --max-model-len auto finds not one token that fits
  *  (kv_cache_utils._auto_fit_max_model_len). */
