@@ -82,9 +82,9 @@ _MODELLED = (
     _f("skip_mm_profiling", "bool"),
     _f("language_model_only", "bool"),
     _f("mm_processor_cache_gb", "float"),
-    # Only their no-effect values are accepted (checked with the model: _check_conditional).
     _f("enable_prefix_caching", "bool"),
     _f("mamba_cache_mode", "str"),
+    # Only its default is accepted (engine_args_to_plan_keywords).
     _f("enable_chunked_prefill", "bool"),
     _f("limit_mm_per_prompt", "json"),
 )
@@ -418,7 +418,8 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "block_size",
               "enforce_eager",
               "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb",
-              "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb")
+              "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb", "enable_prefix_caching",
+              "mamba_cache_mode")
     for name in direct:
         value = engine.get(name)
         if value is None:
@@ -482,18 +483,11 @@ def _check_conditional(command: VllmCommand, spec: Any) -> None:
     """Flags whose effect depends on the model: refused where they would change memory in a way
     the plan does not model (the release's own refusals are the plan's)."""
     e = command.engine_args
-    from . import _C
-
-    hybrid = any(layer.attention == _C.AttentionKind.NONE for layer in spec.layers)
-    if hybrid and e.get("enable_prefix_caching"):
-        _not_modelled("--enable-prefix-caching", "a hybrid Mamba model then caches its Mamba state per block; "
-                                                 "plan without it")
+    # --enable-prefix-caching / --mamba-cache-mode go to plan(), which resolves the mode vLLM picks
+    # for a hybrid (or refuses naming the flag where the model class decides it).
     mode = e.get("mamba_cache_mode")
     if mode is not None and mode not in ("none", "align", "all"):
         raise V.bad_value("--mamba-cache-mode", "one of none, align, all", mode)
-    if hybrid and mode not in (None, "none"):
-        _not_modelled(f"--mamba-cache-mode {mode}", "in the start-up plan; kv_cache_capacity models it "
-                                                    "(docs/kv_cache.md)")
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,9 @@ check the default against real token counts; these tests pin the resolution itse
 from __future__ import annotations
 
 import pytest
+import vllm_mem
 from test_hybrid_models import NEMOTRON_NANO_9B_V2
 from test_model_families import QWEN3_5_35B_A3B
-
-import vllm_mem
 
 GIB = 1 << 30
 LLAMA = {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8,

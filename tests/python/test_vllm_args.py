@@ -258,3 +258,25 @@ def test_multimodal_flags_are_planned() -> None:
         "limit_mm_per_prompt": 3}
     with pytest.raises(ValueError, match="limit-mm-per-prompt"):
         vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": -1}})
+
+
+def test_prefix_caching_flags_reach_the_plan_of_a_hybrid(tmp_path: Path) -> None:
+    # vLLM 0.28 turns prefix caching on for hybrids unless --no-enable-prefix-caching; Nemotron-H's
+    # mode then is its class's (not modelled), so the default is refused naming the flag, and each
+    # flag vLLM offers to settle it plans as the keyword does.
+    from test_hybrid_models import NEMOTRON_NANO_9B_V2
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(NEMOTRON_NANO_9B_V2))
+    serve = f"vllm serve {config} --max-model-len 8192"
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="enable_prefix_caching"):
+        plan_from_vllm_args(serve, gpu="H100-80GB", vllm_version="0.28.0")
+    for flags, keywords in [("--no-enable-prefix-caching", {"enable_prefix_caching": False}),
+                            ("--mamba-cache-mode align", {"mamba_cache_mode": "align"}),
+                            ("--enable-prefix-caching --mamba-cache-mode all",
+                             {"enable_prefix_caching": True, "mamba_cache_mode": "all"})]:
+        planned = plan_from_vllm_args(f"{serve} {flags}", gpu="H100-80GB", vllm_version="0.28.0").plan
+        direct = vllm_mem.plan(str(config), gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.0", **keywords)
+        assert planned.kv_cache.num_tokens == direct.kv_cache.num_tokens, flags
+    assert main(["plan", str(config), "--gpu", "H100-80GB", "--max-model-len", "8192", "--vllm-version", "0.28.0",
+                 "--no-enable-prefix-caching"]) == 0

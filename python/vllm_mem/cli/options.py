@@ -99,7 +99,7 @@ def gpu_value(text: str, flag: str = "--gpu") -> str | int:
     return V.text(text.strip(), flag, max_chars=L.MAX_GPU_NAME_CHARS, what="a catalog GPU name")
 
 
-_KEYWORD_VALUE = re.compile(r"\b([a-z_][a-z0-9_]*)=(True|'[^']*'|\"[^\"]*\"|[0-9.]+)")
+_KEYWORD_VALUE = re.compile(r"\b([a-z_][a-z0-9_]*)=(True|False|'[^']*'|\"[^\"]*\"|[0-9.]+)")
 _KEYWORD_AFTER_VERB = re.compile(r"\b(pass|use|give|set) ([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 
 
@@ -113,6 +113,8 @@ def api_words_to_flags(message: str, fields: dict[str, str]) -> str:
         if flag is None:
             return m.group(0)
         value = m.group(2)
+        if value == "False":  # an optional switch's off form (--no-enable-prefix-caching)
+            return "--no-" + flag[2:]
         return flag if value == "True" else f"{flag} {value.strip(chr(39) + chr(34))}"
 
     def after_verb(m: re.Match[str]) -> str:
@@ -295,7 +297,9 @@ def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | No
     flag = setting_flag(name)
     kind = row["kind"]
     common: dict[str, Any] = {"dest": name, "default": None, "help": _setting_help(row, help)}
-    if kind in ("bool", "optional bool"):
+    if kind == "optional bool":  # vLLM's --x / --no-x (argparse.BooleanOptionalAction); unset: the release's
+        parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), action=argparse.BooleanOptionalAction, **common)
+    elif kind == "bool":
         parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), action="store_true", **common)
     elif kind == "text list":  # vLLM's nargs="+" (--kv-cache-dtype-skip-layers sliding_window 0)
         parser.add_argument(flag, nargs="+", metavar="NAME", action=_TextListAction, **common)
