@@ -243,8 +243,9 @@ void SetKeywords(Request& r, const Setters<Request>& setters, const py::dict& kw
       const SettingRow* row = FindSettingRow(name);
       const std::string hint = row != nullptr ? " (a plan setting: PlanRequest takes it)"
                                               : " (did you mean '" + ClosestSettingName(name) + "'?)";
-      throw py::type_error(std::string(cls_name) + "() got an unexpected keyword argument '" +
-                           EchoValue(name) + "'" + hint);
+      // EchoValue quotes (and shortens) the name itself, as Python's own message quotes it once.
+      throw py::type_error(std::string(cls_name) + "() got an unexpected keyword argument " + EchoValue(name) +
+                           hint);
     }
     it->second(r, item.second);
   }

@@ -12,15 +12,21 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, TypeVar, Union
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from . import _C
 from . import _limits as L
 from . import _validate as V
 from .catalog import lookup_gpu
 from .planner.inputs import SpecSource, plan_inputs, spec_of
+from .planner.speculative import speculative_config as speculative
 from .units import GiB_bytes
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from ._settings import PlanSettingsArgs
 
 __all__ = ["sweep"]
 
@@ -107,6 +113,8 @@ def sweep(
     vllm_version: str | None = None,
     usage_context: str = "server",
     as_frame: bool | None = None,
+    speculative_config: Mapping[str, Any] | str | None = None,
+    **settings: Unpack[PlanSettingsArgs],
 ) -> Any:
     """Evaluate :func:`vllm_mem.plan` over the cross product of every list-valued keyword.
 
@@ -121,10 +129,13 @@ def sweep(
     enforce_eager : value or list of values
         Each list is an axis of the cross product.
     free_memory_bytes, gpu_count, cudagraph_mode, kv_cache_memory_bytes, cudagraph_memory_in_budget,
-    vllm_version, usage_context
-        Fixed for every row, as for :func:`vllm_mem.plan`. Settings left ``None`` take the vLLM
-        release's defaults (``max_model_len``: the model's derived maximum; the scheduler sizes
-        per GPU swept, as vLLM picks them by GPU).
+    vllm_version, usage_context, speculative_config, **settings
+        Fixed for every row, as for :func:`vllm_mem.plan`: any other setting of the table
+        (docs/settings.md: ``enable_prefix_caching``, ``mamba_cache_mode``,
+        ``decode_context_parallel_size``, ``kv_cache_dtype_skip_layers``, ``cpu_offload_gb``,
+        ``limit_mm_per_prompt``, ...) is checked by its row and applies to every row. Settings
+        left ``None`` take the vLLM release's defaults (``max_model_len``: the model's derived
+        maximum; the scheduler sizes per GPU swept, as vLLM picks them by GPU).
     as_frame : bool, optional
         Return a pandas DataFrame (default: when pandas is importable) or a dict of NumPy arrays.
 
@@ -165,10 +176,15 @@ def sweep(
     axes.total_memory_bytes = totals
     axes.gpu_names = names
     # The fixed settings: one request object, each keyword checked by its row of the table.
+    if "total_memory_bytes" in settings or "gpu" in settings:
+        V.fail("gpus", "a sweep's devices are its gpus axis (catalog names or totals in bytes)")
     axes.base = plan_inputs(
         total_memory_bytes=min(totals), free_memory_bytes=free_memory_bytes, gpu_count=gpu_count,
         cudagraph_mode=cudagraph_mode, kv_cache_memory_bytes=kv_cache_memory_bytes,
-        cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version, usage_context=usage_context)
+        cudagraph_memory_in_budget=cudagraph_memory_in_budget, vllm_version=vllm_version, usage_context=usage_context,
+        **settings)
+    if speculative_config is not None:
+        axes.base.speculative = speculative(speculative_config, s, axes.base.vllm_version)
     if gpu_memory_utilization is None:
         values["gpu_memory_utilization"] = [_C.vllm_profile_settings(axes.base.vllm_version)["gpu_memory_utilization"]]
     # max_num_seqs / max_num_batched_tokens left None stay unset: the core takes vLLM's default

@@ -75,3 +75,50 @@ def test_bad_axes(kwargs: dict, field: str) -> None:
     args.update(kwargs)
     with pytest.raises(ValueError, match=rf"^{field}"):
         vllm_mem.sweep(LLAMA, as_frame=False, **args)
+
+
+@pytest.mark.parametrize(("model", "tp", "fixed"), [
+    # Each fixed setting reaches every row, as plan() takes it (docs/settings.md's table).
+    ("deepseek-ai/DeepSeek-V3", 8, {"decode_context_parallel_size": 8}),
+    (LLAMA, 2, {"cpu_offload_gb": 2.0}),
+    (LLAMA, 2, {"speculative_config": {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                                       "num_speculative_tokens": 3}}),
+    (LLAMA, 2, {"enable_prefix_caching": False, "vllm_version": "0.19.0"}),
+], ids=["dcp", "cpu-offload", "eagle3", "prefix-caching-0.19"])
+def test_fixed_settings_reach_every_row(model: str, tp: int, fixed: dict) -> None:
+    axes = dict(gpus=["H200", "B200"], gpu_memory_utilization=[0.6, 0.9], max_model_len=[4000, 32768],
+                tensor_parallel_size=[tp], as_frame=False)
+    cols = vllm_mem.sweep(model, **axes, **fixed)
+    if "vllm_version" not in fixed:  # the setting changed the rows
+        assert list(cols["num_tokens"]) != list(vllm_mem.sweep(model, **axes)["num_tokens"])
+    assert set(cols["failure_phase"]) != {"invalid"}
+    for i in range(len(cols["fits"])):
+        p = vllm_mem.plan(model, gpu=str(cols["gpu"][i]),
+                          gpu_memory_utilization=float(cols["gpu_memory_utilization"][i]),
+                          max_model_len=int(cols["max_model_len"][i]), tensor_parallel_size=tp, **fixed)
+        assert cols["failure_phase"][i] == p.failure_phase
+        assert cols["available_kv_cache_bytes"][i] == p.available_kv_cache_bytes
+        assert cols["weights_bytes"][i] == p.weights_bytes
+        if p.kv_cache is not None:
+            assert cols["num_tokens"][i] == p.kv_cache.num_tokens
+            assert cols["max_concurrency"][i] == pytest.approx(p.kv_cache.max_concurrency)
+
+
+def test_a_hybrids_prefix_caching_is_a_fixed_setting() -> None:
+    # From 0.28 prefix caching is on for hybrids by default and Nemotron-H's mode is its class's:
+    # every row is refused (invalid) until the sweep settles it, as plan() asks.
+    from test_hybrid_models import NEMOTRON_NANO_9B_V2
+
+    default = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.28.0", as_frame=False)
+    assert set(default["failure_phase"]) == {"invalid"}
+    for fixed in ({"enable_prefix_caching": False}, {"mamba_cache_mode": "align"}):
+        cols = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.28.0",
+                              as_frame=False, **fixed)
+        for i, length in enumerate((8192, 65536)):
+            p = vllm_mem.plan(NEMOTRON_NANO_9B_V2, gpu="H100-80GB", max_model_len=length, vllm_version="0.28.0",
+                              **fixed)
+            assert cols["num_tokens"][i] == p.kv_cache.num_tokens and cols["fits"][i] == p.fits
+    with pytest.raises(ValueError, match="gpus"):
+        vllm_mem.sweep(LLAMA, total_memory_bytes=1 << 36)
+    with pytest.raises(TypeError, match="enable_prefix_caching"):
+        vllm_mem.sweep(LLAMA, enable_prefix_cachin=False)
