@@ -510,6 +510,7 @@ void BindPlan(py::module_& m) {
     d["kv_cache_dtype_values"] = c.kv_cache_dtype_values;
     d["quantization_values"] = c.quantization_values;
     d["gpu_names"] = c.gpu_names;
+    d["invalid_reasons"] = c.invalid_reasons;
     d["num_rows"] = c.num_rows;
     d["num_fast_rows"] = c.num_fast_rows;
     return d;

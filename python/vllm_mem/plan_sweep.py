@@ -146,7 +146,8 @@ def sweep(
         results (``*_bytes`` with ``*_gib`` beside, ``fits``, ``failure_phase`` as text,
         ``num_tokens``, ``max_concurrency``, ``max_model_len_that_fits``). Rows whose
         combination is invalid input (e.g. a TP that does not divide the heads) have
-        ``failure_phase == "invalid"``.
+        ``failure_phase == "invalid"`` and ``invalid_reason``, the error :func:`vllm_mem.plan`
+        raises for them ("field: message"; ``None`` on every other row).
     """
     s = spec_of(spec)
     given = {"gpus": gpus, "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len,
@@ -220,6 +221,8 @@ def sweep(
         "enforce_eager": raw["enforce_eager"].astype(bool),
         "fits": raw["fits"].astype(bool),
         "failure_phase": phase_names[codes],
+        # Why an "invalid" row is refused: the error plan() raises for it ("field: message").
+        "invalid_reason": np.array([None, *raw["invalid_reasons"]], dtype=object)[raw["invalid_reason_index"] + 1],
     }
     total = raw["total_memory_bytes"].astype(np.float64)
     for key in ("requested_bytes", "weights_bytes", "activation_peak_bytes", "non_torch_bytes",

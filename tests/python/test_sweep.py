@@ -28,10 +28,12 @@ def test_sweep_rows_equal_plan() -> None:
         if cols["gpu"][i] in totals:
             assert cols["total_memory_bytes"][i] == totals[cols["gpu"][i]]
         if cols["failure_phase"][i] == "invalid":
-            with pytest.raises(ValueError, match="tensor_parallel_size"):
+            with pytest.raises(ValueError, match="tensor_parallel_size") as err:
                 vllm_mem.plan(LLAMA, **kwargs)
+            assert cols["invalid_reason"][i] == str(err.value)
             seen.add("invalid")
             continue
+        assert cols["invalid_reason"][i] is None
         p = vllm_mem.plan(LLAMA, **kwargs)
         seen.add(p.failure_phase)
         assert bool(cols["fits"][i]) == p.fits
@@ -111,6 +113,9 @@ def test_a_hybrids_prefix_caching_is_a_fixed_setting() -> None:
 
     default = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.28.0", as_frame=False)
     assert set(default["failure_phase"]) == {"invalid"}
+    with pytest.raises(ValueError) as err:
+        vllm_mem.plan(NEMOTRON_NANO_9B_V2, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.0")
+    assert set(default["invalid_reason"]) == {str(err.value)}  # each row says why, as plan() does
     for fixed in ({"enable_prefix_caching": False}, {"mamba_cache_mode": "align"}):
         cols = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.28.0",
                               as_frame=False, **fixed)

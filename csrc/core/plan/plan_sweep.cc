@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -27,11 +28,15 @@ std::vector<T> OrBase(const std::vector<T>& axis, const T& base) {
   return axis.empty() ? std::vector<T>{base} : axis;
 }
 
+/*! A refusal as plan() raises it for the row: InvalidArgument's text is already "field: message". */
+std::string Reason(const std::exception& e) { return e.what(); }
+
 // What a row needs from an evaluated plan shape: per-rank terms that do not depend on the
 // GPU's size or the utilization.
 struct Shape {
   bool valid = false;
   bool fast = false;  // single uniform KV group: blocks follow from bytes per block
+  std::string reason;  // !valid: the refusal
   std::vector<int64_t> weights, activation, non_torch, non_kv, cudagraph, cudagraph_applied, bytes_per_block,
       bytes_per_request;
   int64_t max_model_len = 0;  // resolved (0 in the inputs: the model's own)
@@ -44,9 +49,11 @@ Shape MakeShape(const PlanInputs& in, const SizingCache& sizing) {
   std::optional<StartupPlan> plan;
   try {
     plan = EvaluatePlan(sizing, in);
-  } catch (const InvalidArgument&) {
+  } catch (const InvalidArgument& e) {
+    s.reason = Reason(e);
     return s;
-  } catch (const Unsupported&) {
+  } catch (const Unsupported& e) {
+    s.reason = Reason(e);
     return s;
   }
   s.valid = true;
@@ -79,7 +86,17 @@ struct RowResult {
   double concurrency = 0.0;
   bool fits = false;
   int8_t phase = 0;
+  std::string reason;  //!< kSweepInvalid: the refusal ("field: message")
 };
+
+/*! The row's index into c.invalid_reasons (each distinct refusal kept once; few rows are invalid). */
+int32_t ReasonIndex(SweepColumns& c, const RowResult& r) {
+  if (r.phase != kSweepInvalid) return -1;
+  const auto it = std::find(c.invalid_reasons.begin(), c.invalid_reasons.end(), r.reason);
+  if (it != c.invalid_reasons.end()) return static_cast<int32_t>(it - c.invalid_reasons.begin());
+  c.invalid_reasons.push_back(r.reason);
+  return static_cast<int32_t>(c.invalid_reasons.size() - 1);
+}
 
 void Push(SweepColumns& c, const RowResult& r) {
   if (r.auto_fitted_len > 0) c.max_model_len.back() = r.auto_fitted_len;  // pushed with the inputs
@@ -95,6 +112,7 @@ void Push(SweepColumns& c, const RowResult& r) {
   c.max_concurrency.push_back(r.concurrency);
   c.fits.push_back(r.fits ? 1 : 0);
   c.failure_phase.push_back(r.phase);
+  c.invalid_reason_index.push_back(ReasonIndex(c, r));
 }
 
 RowResult FromPlan(const StartupPlan& p) {
@@ -168,6 +186,7 @@ SweepColumns EmptyColumns(const Grid& g, SweepColumns&& storage) {
   c.kv_cache_dtype_values = g.kvs;
   c.quantization_values = g.quants;
   c.gpu_names = g.names;
+  c.invalid_reasons.clear();
   int64_t rows = 1;
   for (size_t n : {g.totals.size(), g.utils.size(), g.lens.size(), g.tps.size(), g.pps.size(), g.seqs.size(),
                    g.tokens.size(), g.dtypes.size(), g.kvs.size(), g.quants.size(), g.blocks.size(), g.eagers.size()}) {
@@ -247,11 +266,12 @@ RowResult PlanRow(const SweepContext& ctx, const PlanInputs& at, int64_t total, 
   invalid.phase = kSweepInvalid;
   try {
     return FromPlan(EvaluatePlan(ctx.sizing, row));
-  } catch (const InvalidArgument&) {
-    return invalid;
-  } catch (const Unsupported&) {
-    return invalid;  // not modelled for this row only (a 0.29+ row that captures graphs), as MakeShape
+  } catch (const InvalidArgument& e) {
+    invalid.reason = Reason(e);
+  } catch (const Unsupported& e) {
+    invalid.reason = Reason(e);  // not modelled for this row only (a 0.29+ row that captures graphs), as MakeShape
   }
+  return invalid;
 }
 
 /*! EvaluatePlan's budget and verdict (plan_verdict.h) for one uniform KV group: blocks follow
@@ -328,6 +348,7 @@ void RunSetting(const SweepContext& ctx, const Setting& s, SweepColumns& c) {
       RowResult r;
       if (!shape.valid) {
         r.phase = kSweepInvalid;
+        r.reason = shape.reason;
       } else if (whole_plans) {
         r = PlanRow(ctx, at, total, util);
       } else {

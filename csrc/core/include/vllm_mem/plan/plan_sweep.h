@@ -58,7 +58,11 @@ struct SweepColumns {
   std::vector<double> max_concurrency;
   std::vector<uint8_t> fits;
   std::vector<int8_t> failure_phase;
+  //! Why an invalid row is refused: an index into invalid_reasons ("field: message", the error
+  //! plan() raises for the row), -1 for every other row.
+  std::vector<int32_t> invalid_reason_index;
   std::vector<std::string> dtype_values, kv_cache_dtype_values, quantization_values, gpu_names;  //!< index tables
+  std::vector<std::string> invalid_reasons;  //!< each distinct refusal once
   int64_t num_rows = 0;
   int64_t num_fast_rows = 0;  //!< rows evaluated on the cached fast path
 };
@@ -92,6 +96,7 @@ void ForEachColumn(SweepColumns& c, F&& f) {
   f("max_concurrency", c.max_concurrency);
   f("fits", c.fits);
   f("failure_phase", c.failure_phase);
+  f("invalid_reason_index", c.invalid_reason_index);
 }
 
 /*! \brief Evaluates the cross product. InvalidArgument for an empty GPU axis (and no base
