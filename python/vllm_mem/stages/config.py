@@ -94,7 +94,7 @@ NO_MEMORY_STAGE_KEYS = (
     "stage_type", "execution_type", "worker_type", "engine_input_source", "custom_process_input_func",
     "custom_process_next_stage_input_func", "final_output", "final_output_type", "is_comprehension",
     "default_sampling_params", "input_connectors", "output_connectors", "trust_remote_code",
-    "enable_prefix_caching", "async_scheduling", "engine_output_type", "worker_cls", "scheduler_cls",
+    "async_scheduling", "engine_output_type", "worker_cls", "scheduler_cls",
     "hf_config_name", "tokenizer", "tokenizer_subdir", "model_subdir", "seed", "distributed_executor_backend",
     "disable_log_stats", "hf_overrides", "revision", "tokenizer_mode", "skip_tokenizer_init",
 )
@@ -104,6 +104,8 @@ UNMODELLED_STAGE_KEYS = (
     "dtype", "kv_cache_dtype", "quantization", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
     "max_cudagraph_capture_size", "cudagraph_capture_sizes", "compilation_config", "limit_mm_per_prompt",
     "speculative_config", "swap_space", "enable_chunked_prefill", "mm_processor_kwargs",
+    # A hybrid model's KV pool (the Mamba state blocks prefix caching keeps); nothing otherwise.
+    "enable_prefix_caching", "mamba_cache_mode",
 )
 _TOP_LEVEL_KEYS = ("stages", "stage_args", "platforms", "base_config", "async_chunk", "connectors", "runtime")
 
