@@ -443,6 +443,7 @@ void BindSettings(py::module_& m) {
       .def_property_readonly("kv_log_format", [](const PlanInputs& p) { return static_cast<int>(p.kv_log_format); })
       .def_readonly("dtype_note", &PlanInputs::dtype_note)
       .def_readonly("sampler_programs_note", &PlanInputs::sampler_programs_note)
+      .def_readonly("lora_note", &PlanInputs::lora_note)
       .def_readwrite("activation_constants", &PlanInputs::activation_constants)
       .def_readwrite("non_torch_constants", &PlanInputs::non_torch_constants)
       .def_readwrite("cudagraph_constants", &PlanInputs::cudagraph_constants)

@@ -747,7 +747,7 @@ class KvCacheSettings:
     @property
     def enable_prefix_caching(self) -> bool | None:
         """
-        Prefix caching (a hybrid model then needs mamba_cache_mode align or all)
+        Prefix caching (a hybrid model then runs mamba_cache_mode align or all, as its class decides)
         """
     @enable_prefix_caching.setter
     def enable_prefix_caching(self, value: bool | None) -> None:
@@ -897,6 +897,14 @@ class PlanRequest(KvCacheSettings):
     def cudagraph_mode(self, value: str) -> None:
         ...
     @property
+    def enable_lora(self) -> bool:
+        """
+        LoRA adapters: vLLM's adapter slots in every wrapped layer and the LoRA profile run
+        """
+    @enable_lora.setter
+    def enable_lora(self, value: bool) -> None:
+        ...
+    @property
     def enforce_eager(self) -> bool:
         """
         No CUDA graphs
@@ -911,6 +919,14 @@ class PlanRequest(KvCacheSettings):
         """
     @free_memory_bytes.setter
     def free_memory_bytes(self, value: int | None) -> None:
+        ...
+    @property
+    def fully_sharded_loras(self) -> bool:
+        """
+        Shard both LoRA matrices over tensor parallelism (smaller slots at TP > 1)
+        """
+    @fully_sharded_loras.setter
+    def fully_sharded_loras(self, value: bool) -> None:
         ...
     @property
     def gpu_count(self) -> int:
@@ -953,12 +969,44 @@ class PlanRequest(KvCacheSettings):
     def limit_mm_per_prompt(self, value: int | None) -> None:
         ...
     @property
+    def lora_dtype(self) -> str:
+        """
+        The adapter slots' dtype (auto: the served dtype)
+        """
+    @lora_dtype.setter
+    def lora_dtype(self, value: str) -> None:
+        ...
+    @property
+    def max_cpu_loras(self) -> int:
+        """
+        LoRA adapters cached in host memory (no GPU memory; accepted so a command line plans)
+        """
+    @max_cpu_loras.setter
+    def max_cpu_loras(self, value: int | None) -> None:
+        ...
+    @property
     def max_cudagraph_capture_size(self) -> int:
         """
         Largest CUDA-graph batch size
         """
     @max_cudagraph_capture_size.setter
     def max_cudagraph_capture_size(self, value: int | None) -> None:
+        ...
+    @property
+    def max_lora_rank(self) -> int:
+        """
+        Largest adapter rank: every slot is this wide
+        """
+    @max_lora_rank.setter
+    def max_lora_rank(self, value: int) -> None:
+        ...
+    @property
+    def max_loras(self) -> int:
+        """
+        LoRA adapters on the GPU at once: one slot each in every wrapped layer
+        """
+    @max_loras.setter
+    def max_loras(self, value: int) -> None:
         ...
     @property
     def max_num_seqs(self) -> int:
@@ -1039,6 +1087,9 @@ class PlanInputs(PlanRequest):
         ...
     @property
     def kv_log_format(self) -> int:
+        ...
+    @property
+    def lora_note(self) -> str:
         ...
     @property
     def max_model_len_auto(self) -> bool:
@@ -1336,6 +1387,9 @@ class ActivationBreakdown:
     def logits_bytes(self) -> int:
         ...
     @property
+    def lora_bytes(self) -> int:
+        ...
+    @property
     def mlp_intermediate_bytes(self) -> int:
         ...
     @property
@@ -1524,6 +1578,9 @@ class RankPlan:
         ...
     @property
     def kv_bytes_per_request(self) -> int:
+        ...
+    @property
+    def lora_slots_bytes(self) -> int:
         ...
     @property
     def non_kv_cache_bytes(self) -> int:

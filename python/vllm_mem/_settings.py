@@ -82,6 +82,18 @@ class PlanSettingsArgs(KvCacheSettingsArgs, total=False):
     """server (vllm serve) or offline (the LLM class)."""
     cpu_offload_gb: float
     """GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)."""
+    enable_lora: bool
+    """LoRA adapters: vLLM's adapter slots in every wrapped layer and the LoRA profile run."""
+    max_loras: int
+    """LoRA adapters on the GPU at once: one slot each in every wrapped layer."""
+    max_lora_rank: int
+    """Largest adapter rank: every slot is this wide."""
+    lora_dtype: str
+    """The adapter slots' dtype (auto: the served dtype)."""
+    fully_sharded_loras: bool
+    """Shard both LoRA matrices over tensor parallelism (smaller slots at TP > 1)."""
+    max_cpu_loras: int | None
+    """LoRA adapters cached in host memory (no GPU memory; accepted so a command line plans)."""
     limit_mm_per_prompt: int | None
     """Multimodal models: images per prompt (0: text only, no encoder profile run)."""
     skip_mm_profiling: bool

@@ -12,8 +12,8 @@ Every flag falls in one of three sets (docs/vllm_command_line.md lists them):
 - modelled: mapped to a :func:`vllm_mem.plan` keyword;
 - no effect on start-up memory (``--host``, ``--port``, ``--api-key``...): accepted and listed
   in :attr:`VllmCommand.ignored`, so a reader sees what was not read;
-- changes memory in a way the planner does not model yet (``--limit-mm-per-prompt``,
-  LoRA...): refused by name, never silently dropped, since a plan
+- changes memory in a way the planner does not model yet (``--num-gpu-blocks-override``,
+  ``--enable-expert-parallel``...): refused by name, never silently dropped, since a plan
   without it would be a wrong number presented as right.
 
 A flag in none of the sets is refused as vLLM refuses an unknown one ("unrecognized arguments").
@@ -82,6 +82,12 @@ _MODELLED = (
     _f("skip_mm_profiling", "bool"),
     _f("language_model_only", "bool"),
     _f("mm_processor_cache_gb", "float"),
+    _f("enable_lora", "bool"),
+    _f("max_loras", "int"),
+    _f("max_lora_rank", "int"),
+    _f("lora_dtype", "str"),
+    _f("fully_sharded_loras", "bool"),
+    _f("max_cpu_loras", "int"),
     _f("enable_prefix_caching", "bool"),
     _f("mamba_cache_mode", "str"),
     # Only its default is accepted (engine_args_to_plan_keywords).
@@ -112,13 +118,13 @@ _NO_EFFECT = (
     _f("max_parallel_loading_workers", "int"), _f("worker_extension_cls", "str"), _f("log_config_file", "str"),
     _f("disable_mm_preprocessor_cache", "bool"), _f("guided_decoding_backend", "str"),
     _f("structured_outputs_config", "json"), _f("override_generation_config", "json"),
+    # Adapters named at start-up are read into host memory; a request copies one into a slot
+    # --max-loras already reserved (vllm/lora/worker_manager.py).
+    _f("lora_modules", "many"),
 )
 
 #: Flags that change memory in a way the planner does not model yet: refused by name.
 _NOT_MODELLED = {
-    "enable_lora": "LoRA adapters' weights and their activation buffers",
-    "max_loras": "LoRA adapters", "max_lora_rank": "LoRA adapters", "max_cpu_loras": "LoRA adapters",
-    "lora_modules": "LoRA adapters", "fully_sharded_loras": "LoRA adapters",
     "num_gpu_blocks_override": "a fixed KV block count",
     "enable_expert_parallel": "expert parallelism's placement of MoE weights",
     "hf_overrides": "config overrides (they can change any layer size)",
@@ -419,7 +425,8 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
               "enforce_eager",
               "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb",
               "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb", "enable_prefix_caching",
-              "mamba_cache_mode")
+              "mamba_cache_mode",
+              "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "max_cpu_loras")
     for name in direct:
         value = engine.get(name)
         if value is None:
@@ -540,7 +547,8 @@ _KEYWORD_FLAGS = {name: flag_name(name) for name in (
     "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager", "speculative_config",
     "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb", "limit_mm_per_prompt",
-    "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb")}
+    "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb",
+    "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "max_cpu_loras")}
 _KEYWORD_FLAGS.update(cudagraph_mode="--compilation-config.cudagraph_mode",
                       cudagraph_capture_sizes="--compilation-config.cudagraph_capture_sizes",
                       max_cudagraph_capture_size="--compilation-config.max_cudagraph_capture_size")

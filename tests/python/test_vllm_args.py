@@ -172,7 +172,6 @@ def test_unknown_flag_refused_by_name() -> None:
 @pytest.mark.parametrize(("args", "flag"), [
     (["--limit-mm-per-prompt", '{"video": 1}'], "--limit-mm-per-prompt.video"),
     (["--limit-mm-per-prompt", '{"image": {"count": 1, "width": 512}}'], "--limit-mm-per-prompt.image"),
-    (["--enable-lora"], "--enable-lora"),
     (["--num-gpu-blocks-override", "100"], "--num-gpu-blocks-override"),
     (["-O3"], "-O3"),
     (["-O", '{"full_cuda_graph": true}'], "full_cuda_graph"),

@@ -22,7 +22,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
                         "qk_norm", "parallel_block", "attention_sinks", "router_bias", "attn_output_gate",
                         "moe_experts_use_intermediate_size", "mamba_dt_norms", "router_score_bias", "attention_free",
                         "moe_per_layer_lists", "moe_needs_two_experts", "sparse_indexer",
-                        "per_layer_intermediate_size", "lm_head_is_embedding"}) {
+                        "per_layer_intermediate_size", "lm_head_is_embedding", "lora_embedding_modules"}) {
     if (key == b) return value.IsBool();
   }
   for (const char* s :
@@ -33,7 +33,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
         "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat", "pipeline_parallel_refusal",
         "per_layer_input_size_field", "per_layer_input_vocab_field", "altup_inputs_field", "laurel_rank_field",
         "kv_shared_layers_field", "per_layer_embedding_buffer_architecture", "required_hidden_activation",
-        "hidden_activation_refusal", "multimodal_caveat"}) {
+        "hidden_activation_refusal", "multimodal_caveat", "lora_tied_lm_head_refusal"}) {
     if (key == s) return value.IsString() && !value.AsString().empty();
   }
   const auto small_int = [&](int64_t lo, int64_t hi) {
@@ -56,6 +56,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
   };
   if (key == "qk_norm_shape") return one_of({"head_dim", "per_head", "projection", "all_heads"});
   if (key == "bias_scope") return one_of({"all", "attention", "qkv"});
+  if (key == "lora_layout") return one_of({"merged_qkv"});
   if (key == "router_dtype" || key == "router_score_bias_dtype") return one_of({"float32", "model"});
   if (key == "refused_switches" && value.IsObject()) {
     // config field -> why vllm_mem refuses it when true

@@ -12,6 +12,7 @@
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/base/error.h"
 #include "core/model/parallelism.h"
+#include "vllm_mem/plan/lora_estimate.h"
 
 namespace vllm_mem {
 namespace {
@@ -124,6 +125,18 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
   return t;
 }
 
+/*! --enable-lora: each LoRA linear shrinks into a float32 (slices, tokens, max_lora_rank) buffer
+ *  beside its output (lora_estimate.h); at the MLP's peak gate_up_proj's (2 slices; fc1's 1), at
+ *  attention's qkv_proj's (3 slices). Returns the buffer of the term that sets the forward peak. */
+int64_t AddLoraShrinkBuffers(const ModelSpec& spec, int64_t tokens, int64_t max_lora_rank, ForwardTerms& t) {
+  if (max_lora_rank <= 0) return 0;
+  const int64_t mlp = LoraShrinkBufferBytes(spec.traits.gated_mlp ? 2 : 1, tokens, max_lora_rank);
+  const int64_t attention = LoraShrinkBufferBytes(3, tokens, max_lora_rank);
+  t.mlp = CheckedAdd(t.mlp, mlp, "activation");
+  t.attention = CheckedAdd(t.attention, attention, "activation");
+  return t.mlp >= CheckedAdd(t.attention, t.moe_workspace, "activation") ? mlp : attention;
+}
+
 /*! The Triton top-k/top-p kernel's buffer: one float32 vocabulary row per program, for
  *  min(SMs, rows) programs (topk_topp_triton.py apply_top_k_top_p_triton; cached across calls, so
  *  it stays allocated through the rest of the sampler run). */
@@ -176,6 +189,7 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
   ForwardTerms t = ForwardPerRank(spec, tokens, o.tensor_parallel_size, dtype_bytes, o.constants);
 
   ActivationBreakdown b;
+  b.lora_bytes = AddLoraShrinkBuffers(spec, tokens, o.max_lora_rank, t);
   b.hidden_states_bytes = t.hidden;
   b.mlp_intermediate_bytes = t.mlp;
   b.attention_bytes = t.attention;

@@ -200,6 +200,11 @@ void ValidatePlanRequest(const PlanRequest& s) {
   size_t i = 0;
   for (const SettingRow& row : rows) i += row.kv ? 1 : 0;
   VLLM_MEM_PLAN_SETTINGS(VLLM_MEM_CHECK_FIELD)
+  // vLLM's LoRAConfig._validate_lora_config (vllm/config/lora.py); unset is max_loras.
+  if (s.max_cpu_loras > 0 && s.max_cpu_loras < s.max_loras) {
+    throw InvalidArgument("max_cpu_loras", "max_cpu_loras (" + std::to_string(s.max_cpu_loras) +
+                                               ") must be >= max_loras (" + std::to_string(s.max_loras) + ")");
+  }
 }
 
 #undef VLLM_MEM_CHECK_FIELD

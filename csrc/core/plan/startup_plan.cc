@@ -16,6 +16,7 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
+#include "vllm_mem/plan/lora_estimate.h"
 #include "vllm_mem/plan/release_resolution.h"
 #include "vllm_mem/plan/sizing_cache.h"
 #include "core/plan/mxfp4_backend.h"
@@ -236,6 +237,35 @@ int64_t ModelBuildBufferBytes(const ModelSpec& spec, int64_t max_num_batched_tok
                     PerLayerEmbeddingBufferBytes(spec, max_num_batched_tokens, dtype), "weights_bytes");
 }
 
+/*! --enable-lora: the LoRA manager is built inside load_model's DeviceMemoryProfiler
+ *  (vllm/v1/worker/gpu_model_runner.py load_model, LoRAModelRunnerMixin.load_lora_model), so its
+ *  adapter slots and the Punica wrapper's tensors are part of "Model loading took" (lora_estimate.h). */
+LoraOptions LoraOptionsFor(const PlanInputs& in, const std::string& dtype) {
+  if (in.lora_extra_vocab) {
+    throw Unsupported("enable_lora: vLLM " + in.resolved_vllm_version +
+                      " sizes LoRA slots with lora_extra_vocab_size extra vocabulary rows, which are not modelled "
+                      "(the rule lora_extra_vocab in vllm_versions.json: modelled from 0.12.0)");
+  }
+  LoraOptions o;
+  o.max_loras = in.max_loras;
+  o.max_lora_rank = in.max_lora_rank;
+  o.lora_dtype = in.lora_dtype;
+  o.dtype = dtype;
+  o.fully_sharded_loras = in.fully_sharded_loras;
+  o.tensor_parallel_size = in.tensor_parallel_size;
+  o.max_num_batched_tokens = in.max_num_batched_tokens;
+  o.max_num_seqs = in.max_num_seqs;
+  return o;
+}
+
+int64_t LoraSlotsBytes(const PlanRun& run, const PlanInputs& in, const RankPlan& rank) {
+  if (!in.enable_lora) return 0;
+  const bool last = rank.pp_rank == in.pipeline_parallel_size - 1;
+  return EstimateLoraSlots(run.spec, LoraOptionsFor(in, run.weight_options.dtype), rank.first_layer, rank.end_layer,
+                           rank.pp_rank == 0, last)
+      .total_bytes;
+}
+
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model
  *  loading took" includes it). */
 void SizeWeights(PlanRun& run, StartupPlan& plan) {
@@ -284,6 +314,8 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
       rank.weights_bytes -= rank.vision_encoder_bytes;
       rank.vision_encoder_bytes = 0;
     }
+    rank.lora_slots_bytes = LoraSlotsBytes(run, in, rank);
+    rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.lora_slots_bytes, "weights_bytes");
     if (run.spec_decode && r == in.pipeline_parallel_size - 1) {
       rank.draft_weights_bytes = draft.total_bytes;
       rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.draft_weights_bytes, "draft_weights_bytes");
@@ -309,6 +341,7 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.limit_mm_per_prompt = TextOnly(in) ? 0 : in.limit_mm_per_prompt;
     ao.skip_mm_profiling = in.skip_mm_profiling;
     ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
+    ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;
     rank.activation = EstimateActivationPeak(run.spec, ao);
     rank.activation_peak_bytes = rank.activation.peak_bytes;
     rank.non_torch = EstimateNonTorchIncrease(in.tensor_parallel_size, in.pipeline_parallel_size,

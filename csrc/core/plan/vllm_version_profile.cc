@@ -170,6 +170,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},
     {"max_model_len_auto", &VllmVersionProfile::max_model_len_auto},
     {"kv_cache_dtype_skip_layers", &VllmVersionProfile::kv_cache_dtype_skip_layers},
+    {"lora_extra_vocab", &VllmVersionProfile::lora_extra_vocab},
     {"v2_runner_cudagraph_profiling", &VllmVersionProfile::v2_runner_cudagraph_profiling},
     {"hybrid_kv_cache_manager", &VllmVersionProfile::hybrid_kv_cache_manager},
     {"v0_engine_available", &VllmVersionProfile::v0_engine_available},

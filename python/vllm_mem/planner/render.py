@@ -122,6 +122,8 @@ def _header(plan: StartupPlan) -> str:
         lines.append(i.dtype_note)
     if i.sampler_programs_note:
         lines.append(i.sampler_programs_note)
+    if i.lora_note:
+        lines.append(i.lora_note)
     # A figure without exact rules behind it says so before anyone reads a number.
     if spec.generic_estimate_reason:
         lines.append(f"GENERIC ESTIMATE (allow_unknown): {spec.generic_estimate_reason}")
@@ -175,6 +177,13 @@ def _breakdown(plan: StartupPlan) -> str:
             t.vision_encoder_bytes,
             total,
             f"config: {tower} tower + projector, every PP rank",
+        )
+    if t.lora_slots_bytes > 0:
+        out += _row(
+            "  of which LoRA adapter slots",
+            t.lora_slots_bytes,
+            total,
+            f"--enable-lora: {i.max_loras} slot(s) x rank {i.max_lora_rank} in every wrapped layer",
         )
     if t.draft_weights_bytes > 0:
         out += _row(
@@ -346,6 +355,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         },
         "dtype_note": i.dtype_note or None,
         "sampler_programs_note": i.sampler_programs_note or None,
+        "lora_note": i.lora_note or None,
         # What a reader must know before trusting a figure (a vision encoder's profiling run not
         # modelled, ...): the same lines the text report prints as "caveat:".
         "caveats": list(plan._spec.caveats),
@@ -357,6 +367,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
         "weights": bytes_entry(plan.weights_bytes, total),
         "draft_weights": bytes_entry(plan.draft_weights_bytes, total),
         "vision_encoder": bytes_entry(plan.vision_encoder_bytes, total),  # part of "weights"
+        "lora_slots": bytes_entry(plan.lora_slots_bytes, total),  # part of "weights"
         "multimodal_profile": plan.multimodal_profile,  # part of "activation_peak"
         "draft_kv_cache": bytes_entry(plan.draft_kv_cache_bytes, total),
         # The weights term's source: the checkpoint's safetensors headers (vllm_mem.hub) or the config.
@@ -379,6 +390,7 @@ def plan_to_dict(plan: StartupPlan) -> dict[str, Any]:
                 "draft_weights_bytes": r.draft_weights_bytes,
                 "draft_kv_cache_bytes": r.draft_kv_cache_bytes,
                 "vision_encoder_bytes": r.vision_encoder_bytes,
+                "lora_slots_bytes": r.lora_slots_bytes,
             }
             for r in plan.ranks
         ],

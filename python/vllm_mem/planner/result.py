@@ -73,6 +73,8 @@ class RankPlan:
     draft_kv_cache_bytes: int = 0
     #: a multimodal model's vision tower and projector: part of weights_bytes
     vision_encoder_bytes: int = 0
+    #: --enable-lora: the adapter slots and the Punica wrapper's tensors, part of weights_bytes
+    lora_slots_bytes: int = 0
 
 
 class StartupPlan:
@@ -115,6 +117,13 @@ class StartupPlan:
         """A multimodal model's vision tower and projector on the tightest GPU (part of
         ``weights_bytes``; 0 for a text model)."""
         return int(self._p.ranks[self._p.tightest_pp_rank].vision_encoder_bytes)
+
+    @property
+    def lora_slots_bytes(self) -> int:
+        """--enable-lora: vLLM's LoRA adapter slots (max_loras x every wrapped layer at
+        max_lora_rank) and the Punica wrapper's tensors on the tightest GPU, part of
+        ``weights_bytes`` ("Model loading took"); 0 without LoRA."""
+        return int(self._p.ranks[self._p.tightest_pp_rank].lora_slots_bytes)
 
     @property
     def multimodal_profile(self) -> dict[str, int] | None:
@@ -185,7 +194,8 @@ class StartupPlan:
                          r.activation_peak_bytes, r.non_torch_bytes, r.cudagraph_bytes,
                          r.available_kv_cache_bytes, r.kv_bytes_per_block, r.kv_bytes_per_request,
                          r.num_blocks, r.draft_weights_bytes, r.draft_kv_bytes_per_block,
-                         r.draft_kv_cache_bytes, r.vision_encoder_bytes) for r in self._p.ranks]
+                         r.draft_kv_cache_bytes, r.vision_encoder_bytes, r.lora_slots_bytes)
+                for r in self._p.ranks]
 
     @property
     def tightest_pp_rank(self) -> int:

@@ -60,6 +60,9 @@ struct ActivationOptions {
   int64_t limit_mm_per_prompt = -1;    //!< images per prompt; -1 vLLM's default, 0 none
   bool skip_mm_profiling = false;      //!< --skip-mm-profiling
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral attention mask (vllm_versions.json)
+  /*! --enable-lora's max_lora_rank (0: LoRA off): every LoRA linear's shrink buffer is float32
+   *  (slices, tokens, max_lora_rank) beside the layer's output (lora_estimate.h). */
+  int64_t max_lora_rank = 0;
 };
 
 /*! \brief The estimate, term by term (bytes on one GPU of the given pipeline rank). */
@@ -71,6 +74,7 @@ struct ActivationBreakdown {
    *  is part of the sampler phase too. 0 for dense models. */
   int64_t moe_workspace_bytes = 0;
   int64_t attention_bytes = 0;          //!< q/k/v projections and attention output
+  int64_t lora_bytes = 0;               //!< LoRA shrink buffer of the peak's layer (part of mlp / attention)
   int64_t forward_bytes = 0;            //!< hidden states + max(MLP, attention)
   int64_t logits_bytes = 0;             //!< rows * vocab * dtype (last rank)
   /*! rows * vocab * sampler_bytes_per_logit + the kernel buffer + sampler_fixed_bytes (last rank) */

@@ -156,6 +156,21 @@ inline constexpr int64_t kMaxModelLenAuto = -1;
   X(double, cpu_offload_gb, 0.0, .kind = SettingKind::kFloat, .low = 0.0, .high = double(kMaxDeviceBytes >> 30),     \
     .unset = "", .why = "limits.h: 1 PiB of weights", .flag = "--cpu-offload-gb",                                    \
     .help = "GiB of weights per GPU kept in CPU memory (whole parameters, first layers first)")                     \
+  X(bool, enable_lora, false, .kind = SettingKind::kBool, .flag = "--enable-lora",                                   \
+    .help = "LoRA adapters: vLLM's adapter slots in every wrapped layer and the LoRA profile run")                  \
+  X(int64_t, max_loras, 1, .kind = SettingKind::kInt, .low = 1, .high = kMaxNumSeqs,                                 \
+    .why = "vLLM's LoRAConfig (ge=1); bounded like max_num_seqs (limits.h)", .flag = "--max-loras",                  \
+    .help = "LoRA adapters on the GPU at once: one slot each in every wrapped layer")                               \
+  X(int64_t, max_lora_rank, 16, .kind = SettingKind::kInt, .low = 1, .high = 512,                                    \
+    .choices = "1, 8, 16, 32, 64, 128, 256, 320, 512", .why = "vLLM's MaxLoRARanks (config/lora.py)",                 \
+    .flag = "--max-lora-rank", .help = "Largest adapter rank: every slot is this wide")                              \
+  X(std::string, lora_dtype, "auto", .kind = SettingKind::kText, .choices = "auto, float16, bfloat16",               \
+    .why = "vLLM's LoRADType", .flag = "--lora-dtype", .help = "The adapter slots' dtype (auto: the served dtype)")  \
+  X(bool, fully_sharded_loras, false, .kind = SettingKind::kBool, .flag = "--fully-sharded-loras",                   \
+    .help = "Shard both LoRA matrices over tensor parallelism (smaller slots at TP > 1)")                            \
+  X(int64_t, max_cpu_loras, 0, .kind = SettingKind::kInt, .low = 1, .high = kMaxNumSeqs, .unset = "max_loras",       \
+    .why = "vLLM's LoRAConfig: at least max_loras", .flag = "--max-cpu-loras",                                       \
+    .help = "LoRA adapters cached in host memory (no GPU memory; accepted so a command line plans)")                \
   X(int64_t, limit_mm_per_prompt, -1, .kind = SettingKind::kInt, .low = 0, .high = kMaxNumSeqs, .unset_int = -1,      \
     .unset = "vLLM's default: 999 per modality", .why = "items per prompt, bounded like max_num_seqs",               \
     .flag = "--limit-mm-per-prompt",                                                                                 \

@@ -71,10 +71,12 @@ struct PlanInputs : PlanRequest {
   int64_t mxfp4_hopper_value_align = 64;  //!< the release's WeightOptions::mxfp4_hopper_value_align
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
   bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
+  bool lora_extra_vocab = false;  //!< the release's LoRA slots carry lora_extra_vocab_size rows (not modelled)
   // cap_sliding_window_at_full (PlanRequest): set here to the release's rule when not asked.
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
   std::string dtype_note;             //!< set when "auto" resolved differently than the checkpoint
   std::string sampler_programs_note;  //!< set when the sampler's rows assume an H100's SM count
+  std::string lora_note;              //!< set when LoRA's extra CUDA-graph captures are left out
   /*! The checkpoint's weight bytes read from its safetensors headers (vllm_mem.hub); 0: from
    *  the config. Split over TP/PP ranks in the config path's proportions (EvaluatePlan). */
   int64_t checkpoint_weights_bytes = 0;  // 0: from the config
@@ -94,6 +96,7 @@ struct RankPlan {
   int64_t weights_bytes = 0;             //!< with the drafter's (vLLM's "Model loading took")
   int64_t draft_weights_bytes = 0;       //!< the speculative drafter's part of weights_bytes
   int64_t vision_encoder_bytes = 0;      //!< a multimodal model's vision tower + projector part of weights_bytes
+  int64_t lora_slots_bytes = 0;          //!< --enable-lora: adapter slots + Punica metadata, part of weights_bytes
   int64_t draft_kv_bytes_per_block = 0;  //!< the drafter's layers' part of kv_bytes_per_block
   int64_t draft_kv_cache_bytes = 0;      //!< num_blocks x draft_kv_bytes_per_block
   int64_t activation_peak_bytes = 0;

@@ -94,6 +94,7 @@ struct VllmVersionProfile {
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
   bool hybrid_prefix_caching_default = true;  //!< prefix caching on when unset for a model with recurrent state
+  bool lora_extra_vocab = false;  //!< LoRA slots with lora_extra_vocab_size rows (rule lora_extra_vocab)
   bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
   bool max_model_len_auto = true;          //!< --max-model-len -1 / auto is vLLM's auto-fit
