@@ -395,6 +395,38 @@ def test_the_0_24_start_ups_tell_the_two_token_wordings_apart() -> None:
         assert older[1] < printed / 3 and older[0] % 2096 == 0 and older[1] % 2096 == 0, older
 
 
+def test_a_hybrid_targets_state_holds_the_speculated_tokens() -> None:
+    """The v0.22.0 Qwen3.6-35B-A3B MTP start-up (K = 3, prefix caching) prints a 1,072-token block,
+    'Add 3 padding layers' and 15.66x: every GDN layer keeps K more conv rows and K more state
+    blocks (vllm/model_executor/layers/mamba/abstract.py get_kv_cache_spec, num_speculative_blocks =
+    num_speculative_tokens; mamba_utils.py, conv_kernel - 1 + num_spec), whatever the drafter.
+    Without them the plan had 1,056-token blocks and 16.38x. The DFlash record of the same
+    checkpoint (K = 6) prints 1,104, the same rule's block: (3 + 6) x 8,192 x 2 B + 2,097,152 =
+    2,244,608 bytes = 1,096 tokens of 2,048 B, rounded up to a multiple of 16 (its drafter's own
+    layers are refused, not its block)."""
+    log = next(g for g in _logs() if g["id"] == "prismaquant-qwen3.6-35b-a3b-mtp-v0.22.0")
+    p = _plan_at_printed_available(log)
+    assert p.kv_cache.groups[0].block_size == log_block(log) == 1072
+    assert p.kv_cache.num_padding_layers == 3
+    blocks_per_request = sum(g.blocks_per_request for g in p.kv_cache.groups)
+    assert blocks_per_request == -(-200_000 // 1072) + 3 * (2 + 3)
+    settings = {k: v for k, v in log["plan_settings"].items() if k != "speculative_config"}
+    available = math.floor(log["observed"]["available_kv_cache_gib"] * GiB)
+    no_states = vllm_mem.kv_cache_capacity(_config(log), available, 200_000, vllm_version="0.22.0", **settings)
+    assert no_states.groups[0].block_size == 1056
+    dflash = next(r for r in _doc()["wording_only"] if r["id"] == "prismaquant-qwen3.6-35b-a3b-dflash-v0.22.0")
+    k6 = vllm_mem.kv_cache_capacity(
+        _config(log), available, 200_000, num_speculative_tokens=6, vllm_version="0.22.0", **settings
+    )
+    assert k6.groups[0].block_size == dflash["block_tokens"] == 1104
+
+
+def log_block(log: dict[str, Any]) -> int:
+    """The attention block size the start-up printed ('Setting attention block size to N tokens')."""
+    line = next(x for x in log["printed_lines"] if "Setting attention block size to" in x)
+    return int(re.search(r"block size to (\d+) tokens", line).group(1))
+
+
 def test_the_sampler_rule_change_at_0_17_matches_the_same_models_peaks() -> None:
     """One model, one GPU, one sweep: Qwen3-14B's peak fell by 3.41 GiB from v0.16 to v0.17,
     which the two sampler rules give over its 1,024 x 151,936 dummy logits."""

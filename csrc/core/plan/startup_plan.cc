@@ -163,6 +163,11 @@ void SetUpKvLayouts(PlanRun& run, const PlanInputs& in, const KvCacheLayoutCache
     run.kv_layouts = &run.drafter_layouts.emplace(*run.kv_spec_with_drafter);
   }
   run.kv_options = KvOptionsFor(run.kv_layouts->spec(), in);
+  // Every recurrent layer keeps the speculated tokens' states, whatever the method
+  // (vllm/model_executor/layers/mamba/abstract.py get_kv_cache_spec: num_speculative_blocks =
+  // num_speculative_tokens; mamba_utils.py: conv_kernel - 1 + num_spec conv rows). The v0.22.0
+  // Qwen3.6-35B-A3B MTP start-up prints the 1,072-token block and 15.66x this gives.
+  if (run.spec_decode) run.kv_options.num_speculative_tokens = run.spec_decode->num_speculative_tokens;
 }
 
 /*! Phase 2: request_memory. Free memory not given is the total less the idle baseline. The V0

@@ -128,5 +128,48 @@ TEST(SpeculativeDecoding, PlanCarriesTheDrafterTermsTheReportLabels) {
   EXPECT_EQ(t.draft_kv_cache_bytes, t.num_blocks * t.draft_kv_bytes_per_block);
 }
 
+// A hybrid target keeps the speculated tokens' recurrent states, whatever the drafter
+// (vllm/model_executor/layers/mamba/abstract.py get_kv_cache_spec: num_speculative_blocks =
+// num_speculative_tokens; mamba_utils.py gated_delta_net_state_shape: conv_kernel - 1 + num_spec
+// conv rows). Qwen3.6-35B-A3B (the config tests/data/vllm_release_logs.json records) with MTP,
+// K = 3, prefix caching (Mamba cache mode "align"), 200K, as the v0.22.0 start-up there ran:
+//   GDN conv dim 2 x 16 x 128 + 32 x 128 = 8,192: conv (3 + 3) x 8,192 x 2 B = 98,304; SSM
+//   32 x 128 x 128 x 4 B (float32) = 2,097,152; page 2,195,456 = 1,072 tokens x 2,048 B (2 KV heads
+//   x 256 x K,V x 2 B), a multiple of 16: the printed "Setting attention block size to 1072".
+//   10 full-attention layers + the MTP layer = 11 a group; 30 GDN layers in 3 groups of 11 (the
+//   printed "Add 3 padding layers"): a block id costs 11 pages. Per request cdiv(200,000, 1,072)
+//   = 187 attention blocks + 3 x (2 + 3) Mamba blocks ("align": MambaSpec.max_memory_usage_bytes)
+//   = 202. Without the drafter: conv 3 rows, page 2,146,304 -> 1,048 tokens -> 1,056; 10 a group;
+//   cdiv(200,000, 1,056) = 190 + 3 x 2 = 196.
+TEST(SpeculativeDecoding, HybridTargetKeepsTheSpeculatedStates) {
+  const JsonValue logs = ParseJson(testing::SourceFileText("tests/data/vllm_release_logs.json"));
+  const JsonValue& config = *logs.Find("configs")->Find("Qwen/Qwen3.6-35B-A3B")->Find("config");
+  const ModelSpec qwen = ModelSpec::FromHfConfig(config);
+  PlanInputs in;
+  in.total_memory_bytes = int64_t{240} << 30;
+  in.vllm_version = "0.22.0";
+  in.max_model_len = 200000;
+  in.max_num_seqs = 8;
+  in.max_num_batched_tokens = 32768;
+  in.enable_prefix_caching = true;
+  in.mamba_cache_mode = "align";
+  in.kv_cache_memory_bytes = int64_t{71} << 30;
+  const StartupPlan base = EvaluatePlan(qwen, in);
+  EXPECT_EQ(base.kv_block_size, 1056);
+  EXPECT_EQ(base.ranks[0].kv_bytes_per_block, 10 * 1056 * 2048);
+  EXPECT_EQ(base.ranks[0].kv_bytes_per_request, 196 * base.ranks[0].kv_bytes_per_block);
+
+  SpeculativeConfig mtp;
+  mtp.method = "mtp";
+  mtp.num_speculative_tokens = 3;
+  ReadSpeculativeConfigFields(config, true, mtp);
+  in.speculative = mtp;
+  const StartupPlan p = EvaluatePlan(qwen, in);
+  EXPECT_EQ(p.kv_block_size, 1072);
+  EXPECT_EQ(p.ranks[0].kv_bytes_per_block, 11 * 2195456);
+  EXPECT_EQ(p.ranks[0].draft_kv_bytes_per_block, 2195456);
+  EXPECT_EQ(p.ranks[0].kv_bytes_per_request, 202 * p.ranks[0].kv_bytes_per_block);
+}
+
 }  // namespace
 }  // namespace vllm_mem
