@@ -226,6 +226,8 @@ void BindPlan(py::module_& m) {
       .def_readonly("sampler_kernel_buffer_bytes", &ActivationBreakdown::sampler_kernel_buffer_bytes)
       .def_readonly("sampler_phase_bytes", &ActivationBreakdown::sampler_phase_bytes)
       .def_readonly("pipeline_buffers_bytes", &ActivationBreakdown::pipeline_buffers_bytes)
+      .def_readonly("drafter_phase_bytes", &ActivationBreakdown::drafter_phase_bytes)
+      .def_readonly("rejection_logits_bytes", &ActivationBreakdown::rejection_logits_bytes)
       .def_readonly("multimodal", &ActivationBreakdown::multimodal)
       .def_readonly("peak_bytes", &ActivationBreakdown::peak_bytes)
       .def_readonly("sampler_dominates", &ActivationBreakdown::sampler_dominates);

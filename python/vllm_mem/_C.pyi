@@ -1378,6 +1378,9 @@ class ActivationBreakdown:
     def attention_bytes(self) -> int:
         ...
     @property
+    def drafter_phase_bytes(self) -> int:
+        ...
+    @property
     def forward_bytes(self) -> int:
         ...
     @property
@@ -1403,6 +1406,9 @@ class ActivationBreakdown:
         ...
     @property
     def pipeline_buffers_bytes(self) -> int:
+        ...
+    @property
+    def rejection_logits_bytes(self) -> int:
         ...
     @property
     def sampler_bytes(self) -> int:

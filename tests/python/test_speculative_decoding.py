@@ -91,6 +91,28 @@ def test_ngram_only_changes_the_capture_sizes() -> None:
            "tokens\n" in p.report()
 
 
+def test_the_v1_runners_profile_run_adds_the_drafter_and_the_rejection_sampler() -> None:
+    """From vLLM's code, no log (docs/speculative_decoding.md, The profile run). On v0.19's V1 runner
+    the EAGLE head's dummy forward (gpu_model_runner.py _dummy_run -> drafter.dummy_run) runs beside
+    the target's output: one Llama layer's working set, as the target's forward, + 8,192 x 4,096 x
+    2 B = 1 GiB, the peak of this 256-sequence, 8,192-token start-up. Every speculative config adds
+    _dummy_sampler_run's rejection-sampler logits, randn(256 drafts + 256 requests, 128,256) bf16, to
+    the sampler phase. Model Runner V2 (0.28.0 for a dense model with EAGLE) adds neither."""
+    eagle = {"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2}
+    base = _rank(_plan(vllm_version="0.19.0")).activation
+    p = _plan(eagle, vllm_version="0.19.0")
+    a = _rank(p).activation
+    assert a.drafter_phase_bytes == base.forward_bytes + 8192 * 4096 * 2 == p.activation_peak_bytes == 1 << 30
+    assert a.rejection_logits_bytes == 2 * 256 * 128256 * 2
+    assert a.sampler_phase_bytes == base.sampler_phase_bytes + a.rejection_logits_bytes
+    assert "estimate: drafter forward of 8192 tokens beside the target's output" in p.report()
+    ngram = _rank(_plan({"method": "ngram", "num_speculative_tokens": 3}, vllm_version="0.19.0")).activation
+    assert ngram.drafter_phase_bytes == 0 and ngram.rejection_logits_bytes == a.rejection_logits_bytes
+    v2 = _plan(eagle, vllm_version="0.28.0")
+    assert v2.to_dict()["vllm_version"]["model_runner"] == "v2"
+    assert _rank(v2).activation.drafter_phase_bytes == 0 == _rank(v2).activation.rejection_logits_bytes
+
+
 @pytest.mark.parametrize(("config", "error", "words"), [
     ({"method": "eagle", "num_speculative_tokens": 3}, ValueError,
      "num_speculative_tokens was provided but without speculative model."),

@@ -167,6 +167,21 @@ int64_t ActivationDTypeBytes(const ModelSpec& spec, const std::string& dtype) {
   return DTypeSizeBytes(ResolveModelDType(dtype.empty() ? "auto" : dtype, spec.dtype, "dtype"));
 }
 
+/*! The drafter's forward on \p tokens tokens (EagleProposer.dummy_run: K passes of the same
+ *  shape, each freeing its temporaries, so one pass's peak), over the fused-MoE workspace the
+ *  target left allocated: vLLM's WorkspaceManager keeps one buffer for every MoE layer, grown to
+ *  the largest request, so a MoE drafter shares it. */
+int64_t DrafterForwardBytes(const ActivationOptions& o, int64_t tokens, int64_t dtype_bytes,
+                            int64_t target_moe_workspace_bytes) {
+  RequirePositive(o.drafter_tensor_parallel_size, "draft_tensor_parallel_size");
+  // The drafter runs in the target's dtype (the draft ModelConfig gets dtype=target.dtype).
+  const ForwardTerms t = ForwardPerRank(*o.drafter, tokens, o.drafter_tensor_parallel_size, dtype_bytes, o.constants);
+  const int64_t workspace = std::max(t.moe_workspace, target_moe_workspace_bytes);
+  const int64_t layer = std::max(CheckedAdd(t.mlp - t.moe_workspace, workspace, "activation"),
+                                 CheckedAdd(t.attention, workspace, "activation"));
+  return CheckedAdd(t.hidden, layer, "activation");
+}
+
 }  // namespace
 
 int64_t ForwardActivationBytes(const ModelSpec& spec, int64_t num_tokens, int64_t tensor_parallel_size,
@@ -214,13 +229,26 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
     b.sampler_phase_bytes = CheckedAdd(CheckedAdd(hidden_out, b.logits_bytes, "activation"), b.sampler_bytes, "activation");
     // vLLM's WorkspaceManager keeps the fused-MoE workspace allocated after the forward.
     b.sampler_phase_bytes = CheckedAdd(b.sampler_phase_bytes, b.moe_workspace_bytes, "activation");
+    if (o.rejection_sampler) {
+      // _dummy_sampler_run with a speculative_config: logits = randn(num_draft + num_reqs, vocab)
+      // in the logits' dtype (one draft a request), then RejectionSampler.forward samples the
+      // bonus rows with the same sampler, a copy (logits[bonus_logits_indices]) in place of the
+      // first pass's logits, which the randn call replaced.
+      b.rejection_logits_bytes = CheckedMul(b.logits_bytes, 2, "activation");
+      b.sampler_phase_bytes = CheckedAdd(b.sampler_phase_bytes, b.rejection_logits_bytes, "activation");
+    }
   }
-  b.sampler_dominates = b.sampler_phase_bytes > b.forward_bytes;
+  if (o.drafter) {
+    // _dummy_run keeps the target's output (hidden_states) while the drafter's dummy_run runs.
+    b.drafter_phase_bytes =
+        CheckedAdd(hidden_out, DrafterForwardBytes(o, tokens, dtype_bytes, b.moe_workspace_bytes), "activation");
+  }
+  b.sampler_dominates = b.sampler_phase_bytes > std::max(b.forward_bytes, b.drafter_phase_bytes);
   // vLLM's profile_run encodes the dummy images first and keeps their pixels and embeddings
   // until the text forward and the sampler are done.
   b.multimodal = MultimodalProfile(spec, o);
-  const int64_t text_phases =
-      CheckedAdd(std::max(b.forward_bytes, b.sampler_phase_bytes), b.multimodal.resident_bytes, "activation");
+  const int64_t text_phases = CheckedAdd(std::max({b.forward_bytes, b.drafter_phase_bytes, b.sampler_phase_bytes}),
+                                         b.multimodal.resident_bytes, "activation");
   b.peak_bytes = CheckedAdd(std::max(text_phases, b.multimodal.encoder_phase_bytes), b.pipeline_buffers_bytes,
                             "activation");
   return b;

@@ -330,6 +330,20 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
 }
 
 /*! Phase 4: the profile run's torch peak (activation, sampler) and non-torch growth per rank. */
+/*! What a drafter adds to the V1 runner's profile run (gpu_model_runner.py): _dummy_run's
+ *  drafter forward for the EAGLE-style proposers (use_eagle(): EAGLE, EAGLE-3, MTP) and
+ *  _dummy_sampler_run's rejection-sampler pass for any speculative_config. The V2 runner's own
+ *  profile run is not read for them. */
+void SetSpeculativeProfileRun(const PlanRun& run, const PlanInputs& in, ActivationOptions& ao) {
+  if (!run.spec_decode || in.model_runner != "v1") return;
+  ao.rejection_sampler = true;
+  const std::string& m = run.spec_decode->method;
+  if (m == "eagle" || m == "eagle3" || m == "mtp") {
+    ao.drafter = run.spec_decode->kv_model;
+    ao.drafter_tensor_parallel_size = run.spec_decode->draft_tensor_parallel_size;
+  }
+}
+
 void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
   const PlanInputs& in = plan.inputs;
   for (RankPlan& rank : plan.ranks) {
@@ -347,6 +361,7 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.skip_mm_profiling = in.skip_mm_profiling;
     ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
     ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;
+    SetSpeculativeProfileRun(run, in, ao);
     rank.activation = EstimateActivationPeak(run.spec, ao);
     rank.activation_peak_bytes = rank.activation.peak_bytes;
     rank.non_torch = EstimateNonTorchIncrease(in.tensor_parallel_size, in.pipeline_parallel_size,

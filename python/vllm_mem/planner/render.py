@@ -192,9 +192,13 @@ def _breakdown(plan: StartupPlan) -> str:
             total,
             f"speculative {i.speculative.method}: its own weights, shared embedding/lm_head counted once",
         )
+    a = t.activation
     activation = (
         f"estimate: sampler over {min(i.max_num_seqs, i.max_num_batched_tokens)} x {spec.vocab_size} logits"
-        if t.activation.sampler_dominates
+        + (" and the rejection sampler's dummy logits" if a.rejection_logits_bytes else "")
+        if a.sampler_dominates
+        else f"estimate: drafter forward of {i.max_num_batched_tokens} tokens beside the target's output"
+        if a.drafter_phase_bytes > a.forward_bytes
         else f"estimate: forward of {i.max_num_batched_tokens} tokens"
     )
     mm = t.activation.multimodal

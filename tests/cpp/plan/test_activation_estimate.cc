@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -159,6 +160,42 @@ TEST(ActivationEstimate, SamplerKernelBufferHasAtMostOneRowPerRequest) {
   ActivationOptions bad = Calib();
   bad.constants.sampler_fixed_bytes = -1;
   EXPECT_THROW(EstimateActivationPeak(llama, bad), InvalidArgument);
+}
+
+// Speculative decoding on the V1 runner, from vLLM's code (gpu_model_runner.py; no start-up log
+// with a printed peak checks these terms). Llama-3.1-8B with its EAGLE head (one Llama layer,
+// 4096 hidden, 14336 intermediate, 32 / 8 heads of 128), 8,192 tokens, 256 sequences, bf16:
+//   target forward = 4.5 x 8192 x 4096 x 2 + 8192 x 2 x 3 x 14336 = 301,989,888 + 704,643,072;
+//   drafter (EagleProposer.dummy_run) = the same one-layer working set, beside the target's
+//   output hidden states 8192 x 4096 x 2 = 67,108,864: 1,073,741,824, the peak.
+//   _dummy_sampler_run's rejection pass: randn(256 drafts + 256 requests, 128256) bf16 =
+//   2 x 256 x 128256 x 2 = 131,334,144 beside the bonus tokens' sampler pass.
+TEST(ActivationEstimate, DrafterForwardAndRejectionSamplerOnTheV1Runner) {
+  const ModelSpec llama = Bundled("meta-llama--Llama-3.1-8B-Instruct.json");
+  ActivationOptions o;
+  o.max_num_batched_tokens = 8192;
+  o.max_num_seqs = 256;
+  const ActivationBreakdown base = EstimateActivationPeak(llama, o);
+  EXPECT_EQ(base.forward_bytes, 301989888 + 704643072);
+  EXPECT_EQ(base.drafter_phase_bytes, 0);
+  EXPECT_EQ(base.peak_bytes, base.forward_bytes);
+
+  o.drafter = std::make_shared<const ModelSpec>(Bundled("yuhuili--EAGLE-LLaMA3.1-Instruct-8B.json"));
+  o.rejection_sampler = true;
+  const ActivationBreakdown spec = EstimateActivationPeak(llama, o);
+  EXPECT_EQ(spec.drafter_phase_bytes, 67108864 + 301989888 + 704643072);
+  EXPECT_EQ(spec.rejection_logits_bytes, int64_t{2} * 256 * 128256 * 2);
+  EXPECT_EQ(spec.sampler_phase_bytes, base.sampler_phase_bytes + spec.rejection_logits_bytes);
+  EXPECT_EQ(spec.peak_bytes, 1073741824);
+  EXPECT_FALSE(spec.sampler_dominates);
+
+  // 1,024 sequences: the sampler phase (with the rejection logits) is the peak.
+  o.max_num_seqs = 1024;
+  const ActivationBreakdown wide = EstimateActivationPeak(llama, o);
+  EXPECT_TRUE(wide.sampler_dominates);
+  EXPECT_EQ(wide.peak_bytes, wide.sampler_phase_bytes);
+  o.drafter_tensor_parallel_size = 0;
+  EXPECT_THROW(EstimateActivationPeak(llama, o), InvalidArgument);
 }
 
 }  // namespace vllm_mem

@@ -13,6 +13,7 @@
 #define VLLM_MEM_PLAN_ACTIVATION_ESTIMATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "vllm_mem/model/model_spec.h"
@@ -63,6 +64,17 @@ struct ActivationOptions {
   /*! --enable-lora's max_lora_rank (0: LoRA off): every LoRA linear's shrink buffer is float32
    *  (slices, tokens, max_lora_rank) beside the layer's output (lora_estimate.h). */
   int64_t max_lora_rank = 0;
+  // Speculative decoding on the V1 model runner (vllm/v1/worker/gpu_model_runner.py); from the
+  // code, no start-up log with a printed peak confirms them (docs/speculative_decoding.md).
+  /*! The drafter _dummy_run runs after the target's forward (EagleProposer.dummy_run: EAGLE,
+   *  EAGLE-3, MTP), on max_num_batched_tokens tokens while the target's output hidden states are
+   *  still referenced; null: none runs (no drafter, n-gram, a draft model, the V2 runner). */
+  std::shared_ptr<const ModelSpec> drafter;
+  int64_t drafter_tensor_parallel_size = 1;  //!< the drafter's TP (draft_tensor_parallel_size)
+  /*! _dummy_sampler_run's rejection-sampler pass (any speculative_config on the V1 runner): one
+   *  draft token per request, so dummy target logits of 2 x rows rows in the logits' dtype, alive
+   *  while the bonus tokens go through the sampler again. */
+  bool rejection_sampler = false;
 };
 
 /*! \brief The estimate, term by term (bytes on one GPU of the given pipeline rank). */
@@ -82,12 +94,19 @@ struct ActivationBreakdown {
   int64_t sampler_kernel_buffer_bytes = 0;  //!< min(programs, rows) * vocab * 4 (part of sampler_bytes)
   int64_t sampler_phase_bytes = 0;      //!< forward output + logits + sampler + MoE workspace (last rank)
   int64_t pipeline_buffers_bytes = 0;   //!< hidden + residual passed between PP stages
+  /*! The drafter's dummy forward: the target's output + the drafter's forward working set on
+   *  max_num_batched_tokens tokens, over the persistent fused-MoE workspace (0: no drafter run). */
+  int64_t drafter_phase_bytes = 0;
+  /*! The rejection sampler's dummy target logits, 2 x rows x vocab x dtype: part of
+   *  sampler_phase_bytes, whose second sampler pass (the bonus tokens) runs beside them (0: none). */
+  int64_t rejection_logits_bytes = 0;
   /*! The multimodal profile run: its encoder phase, and the dummy pixels and cached embeddings
    *  alive beside the text phases (all zero for a text model). */
   MmProfileBreakdown multimodal;
-  /*! max(encoder phase, max(forward, sampler phase) + multimodal resident) + pipeline buffers */
+  /*! max(encoder phase, max(forward, drafter phase, sampler phase) + multimodal resident) +
+   *  pipeline buffers */
   int64_t peak_bytes = 0;
-  bool sampler_dominates = false;
+  bool sampler_dominates = false;  //!< the sampler phase above the forward and drafter phases
 };
 
 /*! \brief Estimated torch peak increase of the profile run on one GPU of \p options.pp_rank.
