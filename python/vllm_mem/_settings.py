@@ -33,7 +33,7 @@ class KvCacheSettingsArgs(TypedDict, total=False):
     max_num_batched_tokens: int | None
     """Tokens per scheduler step (sizes sliding-window reservations and the profile run)."""
     enable_prefix_caching: bool | None
-    """Prefix caching (a hybrid model then runs mamba_cache_mode align or all, as its class decides)."""
+    """Prefix caching (a hybrid model then runs mamba_cache_mode align; before 0.28 as its class decides)."""
     mamba_cache_mode: str
     """Hybrid models: one state per request (none), per aligned block (align) or per block (all)."""
     mamba_cache_dtype: str

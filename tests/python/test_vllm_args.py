@@ -260,16 +260,20 @@ def test_multimodal_flags_are_planned() -> None:
 
 
 def test_prefix_caching_flags_reach_the_plan_of_a_hybrid(tmp_path: Path) -> None:
-    # vLLM 0.28 turns prefix caching on for hybrids unless --no-enable-prefix-caching; Nemotron-H's
-    # mode then is its class's (not modelled), so the default is refused naming the flag, and each
-    # flag vLLM offers to settle it plans as the keyword does.
+    # vLLM 0.28 turns prefix caching on for hybrids unless --no-enable-prefix-caching, with
+    # mamba_cache_mode 'align' (vllm#50991): the bare command plans as --mamba-cache-mode align,
+    # and each prefix-caching flag plans as the keyword does. On 0.27 --enable-prefix-caching alone
+    # leaves the mode to Nemotron-H's class flag (not modelled): refused naming the flag.
     from test_hybrid_models import NEMOTRON_NANO_9B_V2
 
     config = tmp_path / "config.json"
     config.write_text(json.dumps(NEMOTRON_NANO_9B_V2))
     serve = f"vllm serve {config} --max-model-len 8192"
+    bare = plan_from_vllm_args(serve, gpu="H100-80GB", vllm_version="0.28.0").plan
+    aligned = plan_from_vllm_args(f"{serve} --mamba-cache-mode align", gpu="H100-80GB", vllm_version="0.28.0").plan
+    assert bare.kv_cache.num_tokens == aligned.kv_cache.num_tokens
     with pytest.raises(vllm_mem.InvalidArgumentError, match="enable_prefix_caching"):
-        plan_from_vllm_args(serve, gpu="H100-80GB", vllm_version="0.28.0")
+        plan_from_vllm_args(f"{serve} --enable-prefix-caching", gpu="H100-80GB", vllm_version="0.27.0")
     for flags, keywords in [("--no-enable-prefix-caching", {"enable_prefix_caching": False}),
                             ("--mamba-cache-mode align", {"mamba_cache_mode": "align"}),
                             ("--enable-prefix-caching --mamba-cache-mode all",

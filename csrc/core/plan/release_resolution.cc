@@ -127,24 +127,44 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   return in;
 }
 
+namespace {
+
+// vLLM's attn_type "attention_free" (IsAttentionFree: Mamba-1, Falcon-Mamba, Mamba-2): recurrent
+// state and not one attention layer.
+bool AttentionFree(const ModelSpec& spec) { return spec.hybrid && spec.hybrid->num_attention_layers == 0; }
+
+// Prefix caching as the release runs it when the user left it unset: the hybrid default (rule
+// hybrid_prefix_caching_default); attention-free models keep it off on every release, since
+// ModelConfig.is_prefix_caching_supported is False for them (vllm_versions.json, that rule).
+bool PrefixCachingOn(const VllmVersionProfile& profile, const ModelSpec& spec, const KvCacheSettings& settings) {
+  return settings.enable_prefix_caching.value_or(profile.hybrid_prefix_caching_default && !AttentionFree(spec));
+}
+
+}  // namespace
+
 std::string ResolvedMambaCacheMode(const VllmVersionProfile& profile, const ModelSpec& spec,
                                    const KvCacheSettings& settings) {
   const std::string mode = settings.mamba_cache_mode.empty() ? "none" : settings.mamba_cache_mode;
-  if (mode != "none" || spec.CountLayers(AttentionKind::kNone) == 0) return mode;
-  const bool by_default = !settings.enable_prefix_caching.has_value();
-  if (!settings.enable_prefix_caching.value_or(profile.hybrid_prefix_caching_default)) return mode;
+  if (mode != "none" || !spec.hybrid || spec.hybrid->num_state_layers == 0) return mode;
+  if (!PrefixCachingOn(profile, spec, settings)) return mode;
+  // From 0.28 vLLM picks 'align' whatever the class and the speculative config (rule
+  // mamba_cache_mode_align_by_default); before, by the class flag, and a class that refuses
+  // 'all' has no flag.
+  if (profile.mamba_cache_mode_align_by_default) return "align";
   if (spec.hybrid && !spec.hybrid->cache_mode_all_refusal.empty()) return "align";
-  std::string why = "on a hybrid (Mamba / linear-attention) model";
-  if (by_default) {
-    why = "vLLM " + profile.version + " turns prefix caching on by default for hybrid (Mamba / linear-attention) "
-          "models (pass enable_prefix_caching=False to plan without it); with it";
-  }
+  const std::string why = settings.enable_prefix_caching.has_value()
+                              ? "on a hybrid (Mamba / linear-attention) model"
+                              : "vLLM " + profile.version +
+                                    " turns prefix caching on by default for hybrid (Mamba / linear-attention) "
+                                    "models (pass enable_prefix_caching=False to plan without it); with it";
   throw InvalidArgument(
       "enable_prefix_caching",
-      why + " vLLM sets mamba_cache_mode to 'all' when the model class supports Mamba prefix caching, else "
-            "'align' ('align' with speculative decoding in later releases; "
-            "MambaModelConfig.verify_and_update_config); which one this model gets is not modelled: pass "
-            "mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: 'Mamba cache mode is set to ...')");
+      why + " vLLM " + profile.version +
+          " sets mamba_cache_mode to 'all' when the model class supports Mamba prefix "
+          "caching, else 'align' ('align' with speculative decoding in some releases; "
+          "MambaModelConfig.verify_and_update_config; from 0.28 always 'align'); which one this model gets on "
+          "this release is not modelled: pass mamba_cache_mode='all' or 'align' (vLLM's start-up log says which: "
+          "'Mamba cache mode is set to ...')");
 }
 
 void BoundAutoMaxModelLen(const ModelSpec& spec, KvCacheOptions& options) {

@@ -168,6 +168,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"pixtral_dense_block_mask", &VllmVersionProfile::pixtral_dense_block_mask},
     {"text_only_skips_vision_tower", &VllmVersionProfile::text_only_skips_vision_tower},
     {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},
+    {"mamba_cache_mode_align_by_default", &VllmVersionProfile::mamba_cache_mode_align_by_default},
     {"max_model_len_auto", &VllmVersionProfile::max_model_len_auto},
     {"kv_cache_dtype_skip_layers", &VllmVersionProfile::kv_cache_dtype_skip_layers},
     {"lora_extra_vocab", &VllmVersionProfile::lora_extra_vocab},

@@ -285,9 +285,11 @@ TEST(SizingCache, KvCapacityEqualsTheEntryPoint) {
   }
 }
 
-// enable_prefix_caching on a hybrid model needs the Mamba cache mode spelled out (vLLM picks
-// it by a flag of the model class): refused by name with mode "none", on the KV question and
-// the plan alike; an attention-only model, or a mode given, plans as before.
+// enable_prefix_caching on a hybrid model up to 0.27 needs the Mamba cache mode spelled out
+// (vLLM picks it by a flag of the model class): refused by name with mode "none", on the KV
+// question and the plan alike; an attention-only model, or a mode given, plans as before. From
+// 0.28 vLLM picks 'align' for every class (rule mamba_cache_mode_align_by_default), so the
+// newest release plans it.
 TEST(SizingCache, PrefixCachingOnAHybridNeedsTheMambaMode) {
   // nvidia/NVIDIA-Nemotron-Nano-9B-v2's dimensions and layer pattern as published
   // (https://huggingface.co/nvidia/NVIDIA-Nemotron-Nano-9B-v2/blob/main/config.json).
@@ -302,8 +304,11 @@ TEST(SizingCache, PrefixCachingOnAHybridNeedsTheMambaMode) {
     const SizingCache cache(*spec);
     PlanRequest r = Request(1);
     r.enable_prefix_caching = true;
+    PlanEnvironment env = H100();
+    const auto release = [&](const std::string& v) { r.vllm_version = env.vllm_version = v; };
+    release("0.27.0");
     const auto kv = [&] { cache.KvCapacity(r, 0, {20 * kGiB}); };
-    const auto plan = [&] { EvaluateRequest(cache, r, H100()); };
+    const auto plan = [&] { EvaluateRequest(cache, r, env); };
     if (spec == &hybrid) {
       for (const auto& call : {std::function<void()>(kv), std::function<void()>(plan)}) {
         try {
@@ -314,6 +319,10 @@ TEST(SizingCache, PrefixCachingOnAHybridNeedsTheMambaMode) {
           EXPECT_NE(std::string(e.what()).find("mamba_cache_mode='all' or 'align'"), std::string::npos) << e.what();
         }
       }
+      release("");  // the newest release: 'align' for every class
+      EXPECT_NO_THROW(kv());
+      EXPECT_NO_THROW(plan());
+      release("0.27.0");
       r.mamba_cache_mode = "align";
     }
     EXPECT_NO_THROW(kv());

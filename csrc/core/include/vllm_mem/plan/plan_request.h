@@ -92,8 +92,9 @@ inline constexpr int64_t kMaxModelLenAuto = -1;
     .why = "limits.h: at most max_model_len's bound", .flag = "--max-num-batched-tokens",                            \
     .help = "Tokens per scheduler step (sizes sliding-window reservations and the profile run)")                     \
   X(std::optional<bool>, enable_prefix_caching, std::nullopt, .kind = SettingKind::kOptionalBool,                    \
-    .unset = "the release's default: on, but for hybrid models only from 0.28", .flag = "--enable-prefix-caching",  \
-    .help = "Prefix caching (a hybrid model then runs mamba_cache_mode align or all, as its class decides)")          \
+    .unset = "the release's default: on; hybrid models from 0.28, attention-free Mamba models never",               \
+    .flag = "--enable-prefix-caching",                                                                              \
+    .help = "Prefix caching (a hybrid model then runs mamba_cache_mode align; before 0.28 as its class decides)")   \
   X(std::string, mamba_cache_mode, "none", .kind = SettingKind::kText, .choices = "none, align, all",                  \
     .why = "vLLM's MambaCacheMode", .flag = "--mamba-cache-mode",                                                    \
     .help = "Hybrid models: one state per request (none), per aligned block (align) or per block (all)")             \

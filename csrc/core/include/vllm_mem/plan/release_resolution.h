@@ -28,13 +28,14 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
 
 /*! \brief The mamba_cache_mode vLLM runs \p spec with, for \p settings on \p profile's release
  *  (MambaModelConfig.verify_and_update_config). Prefix caching is the user's setting, else the
- *  release's default for a model with recurrent state (rule hybrid_prefix_caching_default: on
- *  from 0.28). With prefix caching on and the mode left "none", vLLM picks "all" when the model
- *  class supports Mamba prefix caching and "align" when it does not: a family that refuses
- *  "all" (HybridSpec::cache_mode_all_refusal) gets "align"; for the others which class flag
- *  vLLM reads is not modelled, so the question is refused (InvalidArgument naming
- *  enable_prefix_caching) until the mode is passed or prefix caching turned off. The mode
- *  passed, or any model without recurrent state, is returned as it is. */
+ *  release's default: for a hybrid model rule hybrid_prefix_caching_default (on from 0.28), for an
+ *  attention-free one (every layer recurrent) off on every release. With prefix caching on and the
+ *  mode left "none": "align" where rule mamba_cache_mode_align_by_default holds (from 0.28, for
+ *  every class, with or without speculative decoding); before, vLLM picks by the class flag, so a
+ *  family that refuses "all" (HybridSpec::cache_mode_all_refusal) gets "align" and for the others
+ *  the question is refused (InvalidArgument naming enable_prefix_caching) until the mode is passed
+ *  or prefix caching turned off. The mode passed, or any model without recurrent state, is
+ *  returned as it is. */
 std::string ResolvedMambaCacheMode(const VllmVersionProfile& profile, const ModelSpec& spec,
                                    const KvCacheSettings& settings);
 

@@ -93,7 +93,8 @@ struct VllmVersionProfile {
   int64_t mxfp4_hopper_value_align = 64;  //!< WeightOptions::mxfp4_hopper_value_align (vendored triton_kernels)
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
-  bool hybrid_prefix_caching_default = true;  //!< prefix caching on when unset for a model with recurrent state
+  bool hybrid_prefix_caching_default = true;  //!< prefix caching on when unset for a hybrid model
+  bool mamba_cache_mode_align_by_default = true;  //!< prefix caching on, mode unset: 'align' for every class
   bool lora_extra_vocab = false;  //!< LoRA slots with lora_extra_vocab_size rows (rule lora_extra_vocab)
   bool available_kv_line_format_gib = true;  //!< "Available KV cache memory": format_gib, else "%.2f"
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
