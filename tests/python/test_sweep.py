@@ -107,16 +107,20 @@ def test_fixed_settings_reach_every_row(model: str, tp: int, fixed: dict) -> Non
 
 
 def test_a_hybrids_prefix_caching_is_a_fixed_setting() -> None:
-    # From 0.28 prefix caching is on for hybrids by default and Nemotron-H's mode is its class's:
-    # every row is refused (invalid) until the sweep settles it, as plan() asks.
+    # Up to 0.27, prefix caching asked for on Nemotron-H leaves the mode to its class's flag (not
+    # modelled): every row is refused (invalid) until the sweep settles it, as plan() asks. From
+    # 0.28 prefix caching is on for hybrids by default with mode 'align' for every class: the
+    # default rows plan as plan() does.
     from test_hybrid_models import NEMOTRON_NANO_9B_V2
 
-    default = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.28.0", as_frame=False)
-    assert set(default["failure_phase"]) == {"invalid"}
+    asked = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.27.0",
+                           enable_prefix_caching=True, as_frame=False)
+    assert set(asked["failure_phase"]) == {"invalid"}
     with pytest.raises(ValueError) as err:
-        vllm_mem.plan(NEMOTRON_NANO_9B_V2, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.0")
-    assert set(default["invalid_reason"]) == {str(err.value)}  # each row says why, as plan() does
-    for fixed in ({"enable_prefix_caching": False}, {"mamba_cache_mode": "align"}):
+        vllm_mem.plan(NEMOTRON_NANO_9B_V2, gpu="H100-80GB", max_model_len=8192, vllm_version="0.27.0",
+                      enable_prefix_caching=True)
+    assert set(asked["invalid_reason"]) == {str(err.value)}  # each row says why, as plan() does
+    for fixed in ({}, {"enable_prefix_caching": False}, {"mamba_cache_mode": "align"}):
         cols = vllm_mem.sweep(NEMOTRON_NANO_9B_V2, max_model_len=[8192, 65536], vllm_version="0.28.0",
                               as_frame=False, **fixed)
         for i, length in enumerate((8192, 65536)):
