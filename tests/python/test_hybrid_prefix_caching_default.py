@@ -111,12 +111,18 @@ def test_speculative_decoding_changes_nothing_from_0_28() -> None:
 def test_attention_free_models_keep_prefix_caching_off_by_default(family: str) -> None:
     # ModelConfig.is_prefix_caching_supported is False for attention-free models, and vllm#50991
     # turned the default on for hybrids only: mode 'none' unless prefix caching is asked for (then
-    # 'align' from 0.28, as for every class: tests/cpp/plan/test_mamba_cache_mode_resolution.cc).
+    # a refusal by name: tests/cpp/plan/test_mamba_cache_mode_resolution.cc).
     config = ATTENTION_FREE[family]
     for release in ("0.27.0", "0.28.0", "0.32.0"):
         assert _mode(config, release) == "none"
         assert _tokens(config, release, max_model_len=4096) == _tokens(
             config, release, max_model_len=4096, enable_prefix_caching=False)
+        for asked in ({"enable_prefix_caching": True}, {"mamba_cache_mode": "align"}):
+            with pytest.raises(vllm_mem.NotModelledError, match="attention-free Mamba model"):
+                _tokens(config, release, max_model_len=4096, **asked)
+            with pytest.raises(vllm_mem.NotModelledError, match="attention-free Mamba model"):
+                vllm_mem.plan(config, gpu="H100-80GB", max_model_len=4096, vllm_version=release, enforce_eager=True,
+                              **asked)
 
 
 def test_before_0_28_the_class_flag_decides_and_is_refused_by_name() -> None:

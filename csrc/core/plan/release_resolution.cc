@@ -145,6 +145,15 @@ bool PrefixCachingOn(const VllmVersionProfile& profile, const ModelSpec& spec, c
 std::string ResolvedMambaCacheMode(const VllmVersionProfile& profile, const ModelSpec& spec,
                                    const KvCacheSettings& settings) {
   const std::string mode = settings.mamba_cache_mode.empty() ? "none" : settings.mamba_cache_mode;
+  if (AttentionFree(spec) && (mode != "none" || PrefixCachingOn(profile, spec, settings))) {
+    // vLLM's is_prefix_caching_supported is False for attention-free models: there are no KV
+    // blocks for a Mamba block size to align to, and what vLLM does with the request is not read.
+    throw Unsupported(std::string(settings.enable_prefix_caching.value_or(false) ? "enable_prefix_caching"
+                                                                                  : "mamba_cache_mode") +
+                      ": prefix caching on an attention-free Mamba model (" + spec.model_type +
+                      ") is not modelled: vLLM does not support it for these models (ModelConfig."
+                      "is_prefix_caching_supported); plan with enable_prefix_caching=False and mamba_cache_mode='none'");
+  }
   if (mode != "none" || !spec.hybrid || spec.hybrid->num_state_layers == 0) return mode;
   if (!PrefixCachingOn(profile, spec, settings)) return mode;
   // From 0.28 vLLM picks 'align' whatever the class and the speculative config (rule

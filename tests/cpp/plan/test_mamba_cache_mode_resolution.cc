@@ -5,6 +5,7 @@
 // attention-free models on every release); rules in plan/vllm_versions.json.
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -78,13 +79,27 @@ TEST(MambaCacheModeResolution, HybridBefore028) {
   EXPECT_EQ(Mode("0.27.0", NemotronH(), true, "align"), "align");
 }
 
-// Attention-free models keep prefix caching off by default on every release; asked for on 0.28+,
-// 'align' as every other class.
+// Attention-free models keep prefix caching off by default on every release. Asked for, or a
+// mode given, it is refused by name: vLLM does not support prefix caching there
+// (is_prefix_caching_supported), and without attention blocks there is no block size to align to
+// (the KV code failed on mamba_block_size 0 before).
 TEST(MambaCacheModeResolution, AttentionFreeDefaultsOff) {
   for (const char* release : {"0.19.0", "0.27.0", "0.28.0", "0.32.0"}) {
     EXPECT_EQ(Mode(release, Mamba130m(), std::nullopt), "none") << release;
+    EXPECT_EQ(Mode(release, Mamba130m(), false), "none") << release;
+    for (const auto& [prefix, mode] : {std::pair<std::optional<bool>, std::string>{true, ""}, {std::nullopt, "align"},
+                                       {false, "all"}}) {
+      try {
+        Mode(release, Mamba130m(), prefix, mode);
+        ADD_FAILURE() << release << " " << mode;
+      } catch (const Unsupported& e) {
+        EXPECT_NE(std::string(e.what()).find("attention-free Mamba model (mamba) is not modelled"),
+                  std::string::npos);
+        EXPECT_EQ(std::string(e.what()).rfind(prefix.value_or(false) ? "enable_prefix_caching: " : "mamba_cache_mode: ", 0),
+                  0u);
+      }
+    }
   }
-  EXPECT_EQ(Mode("0.28.0", Mamba130m(), true), "align");
 }
 
 }  // namespace vllm_mem

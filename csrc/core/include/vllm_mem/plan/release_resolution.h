@@ -34,8 +34,9 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
  *  every class, with or without speculative decoding); before, vLLM picks by the class flag, so a
  *  family that refuses "all" (HybridSpec::cache_mode_all_refusal) gets "align" and for the others
  *  the question is refused (InvalidArgument naming enable_prefix_caching) until the mode is passed
- *  or prefix caching turned off. The mode passed, or any model without recurrent state, is
- *  returned as it is. */
+ *  or prefix caching turned off. Prefix caching asked for, or a mode other than "none", on an
+ *  attention-free model is Unsupported (vLLM does not support prefix caching there). The mode
+ *  passed, or any model without recurrent state, is returned as it is. */
 std::string ResolvedMambaCacheMode(const VllmVersionProfile& profile, const ModelSpec& spec,
                                    const KvCacheSettings& settings);
 
