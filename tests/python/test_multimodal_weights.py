@@ -82,9 +82,9 @@ def test_every_collected_config_reads_or_is_refused_with_vllms_reason(name: str)
     assert spec.has_exact_rules, name
     assert spec.vision is not None, name  # every collected tower has rules
     # so the multimodal caveat no longer applies; the encoder's profiling run is modelled where the
-    # processor's largest item has a rule (Gemma-3, Mistral-3: test_multimodal_profile.py), and is
-    # the one caveat elsewhere
-    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3")):
+    # processor's largest item has a rule (Gemma-3, Mistral-3: test_multimodal_profile.py; Qwen-VL,
+    # LLaVA-NeXT: test_multimodal_profile_processors.py), and is the one caveat elsewhere
+    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3", "Qwen/Qwen2.5-VL", "ibm-granite/granite-vision")):
         assert spec.caveats == [], name
     else:
         assert len(spec.caveats) == 1 and "profiling" in spec.caveats[0] and "weights are counted" in spec.caveats[0]
@@ -199,8 +199,8 @@ def test_bundled_vision_language_configs_are_the_collected_files(name: str) -> N
     assert name in vllm_mem.bundled_model_configs()
     bundled = ModelSpec.from_hf_config(name)
     assert bundled.vision is not None
-    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3")):
-        # the encoder's profile run is planned (test_multimodal_profile.py): no caveat
+    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3", "Qwen/Qwen2.5-VL")):
+        # the encoder's profile run is planned (test_multimodal_profile*.py): no caveat
         assert bundled.caveats == []
     else:
         assert len(bundled.caveats) == 1

