@@ -486,17 +486,6 @@ def _image_limit(limit: Any, flag: str) -> int | None:
     return images
 
 
-def _check_conditional(command: VllmCommand, spec: Any) -> None:
-    """Flags whose effect depends on the model: refused where they would change memory in a way
-    the plan does not model (the release's own refusals are the plan's)."""
-    e = command.engine_args
-    # --enable-prefix-caching / --mamba-cache-mode go to plan(), which resolves the mode vLLM picks
-    # for a hybrid (or refuses naming the flag where the model class decides it).
-    mode = e.get("mamba_cache_mode")
-    if mode is not None and mode not in ("none", "align", "all"):
-        raise V.bad_value("--mamba-cache-mode", "one of none, align, all", mode)
-
-
 @dataclass(frozen=True)
 class VllmCommandPlan:
     """The plan of a ``vllm serve`` command line: :attr:`plan` (a :class:`StartupPlan`) and the
@@ -548,7 +537,8 @@ _KEYWORD_FLAGS = {name: flag_name(name) for name in (
     "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager", "speculative_config",
     "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb", "limit_mm_per_prompt",
     "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb",
-    "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "max_cpu_loras")}
+    "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "max_cpu_loras",
+    "mamba_cache_mode")}
 _KEYWORD_FLAGS.update(cudagraph_mode="--compilation-config.cudagraph_mode",
                       cudagraph_capture_sizes="--compilation-config.cudagraph_capture_sizes",
                       max_cudagraph_capture_size="--compilation-config.max_cudagraph_capture_size")
@@ -602,7 +592,6 @@ def plan_from_vllm_args(argv: Sequence[str] | str, gpu: str | None = None, *,
                                          allow_unknown=allow_unknown, weights_source=weights_source)
     else:
         spec = ModelSpec.from_hf_config(source, allow_unknown=allow_unknown, weights_source=weights_source)
-    _check_conditional(command, spec)
     kw = dict(command.plan_keywords)
     common = dict(gpu=gpu, total_memory_bytes=total_memory_bytes, free_memory_bytes=free_memory_bytes,
                   gpu_count=gpu_count, vllm_version=vllm_version, usage_context="server",

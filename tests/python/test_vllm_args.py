@@ -283,3 +283,9 @@ def test_prefix_caching_flags_reach_the_plan_of_a_hybrid(tmp_path: Path) -> None
         assert planned.kv_cache.num_tokens == direct.kv_cache.num_tokens, flags
     assert main(["plan", str(config), "--gpu", "H100-80GB", "--max-model-len", "8192", "--vllm-version", "0.28.0",
                  "--no-enable-prefix-caching"]) == 0
+
+
+def test_a_bad_mamba_cache_mode_names_the_flag() -> None:
+    # The settings table's check, reported under vLLM's flag as every planned flag's error is.
+    with pytest.raises(ValueError, match=r"^--mamba-cache-mode: must be one of none, align, all; got 'sometimes'$"):
+        plan_from_vllm_args(f"vllm serve {LLAMA} --mamba-cache-mode sometimes", gpu="H100")
