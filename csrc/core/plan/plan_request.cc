@@ -162,7 +162,7 @@ void ValidateSetting(const SettingRow& row, const std::string& value, const std:
   }
   if (value.empty() && row.unset[0] != '\0') return;
   if (!row.choices.empty() && !IsChoice(row.choices, value)) {
-    throw InvalidArgument(FieldName(row, field), "must be one of " + row.choices + "; got '" + EchoValue(value) + "'");
+    throw InvalidArgument(FieldName(row, field), "must be one of " + row.choices + "; got " + EchoValue(value));
   }
 }
 
