@@ -88,12 +88,18 @@ TEST(RequestMemory, BadUtilizationNamesTheField) {
   EXPECT_THROW(CheckRequestMemory(kH100, -1, 0.9), InvalidArgument);
 }
 
-TEST(AvailableKvCache, ArithmeticAndLines) {
+// 10 GiB of weights, a 2 GiB peak, 0.25 GiB non-torch and a 0.5 GiB graph estimate.
+ProfileMeasurements TenGibProfile() {
   ProfileMeasurements p;
   p.weights_bytes = 10 * kGiB;
   p.torch_peak_increase_bytes = 2 * kGiB;
   p.non_torch_increase_bytes = kGiB / 4;
   p.cudagraph_estimate_bytes = kGiB / 2;
+  return p;
+}
+
+TEST(AvailableKvCache, ArithmeticAndLines) {
+  ProfileMeasurements p = TenGibProfile();
   AvailableKvOptions o;
   o.total_memory_bytes = kH100;
   o.gpu_memory_utilization = 0.95;
@@ -126,11 +132,7 @@ TEST(AvailableKvCache, ArithmeticAndLines) {
 // From vLLM 0.26 memory_profiling's own non_kv_cache_memory (total consumed + transient peak
 // headroom) is subtracted as is; the three terms stay the result's parts, not its sum.
 TEST(AvailableKvCache, ReleaseNonKvFigureReplacesTheSum) {
-  ProfileMeasurements p;
-  p.weights_bytes = 10 * kGiB;
-  p.torch_peak_increase_bytes = 2 * kGiB;
-  p.non_torch_increase_bytes = kGiB / 4;
-  p.cudagraph_estimate_bytes = kGiB / 2;
+  ProfileMeasurements p = TenGibProfile();
   p.non_kv_cache_bytes = 15 * kGiB;  // 2.75 GiB the three terms do not see (torch memory outside them)
   AvailableKvOptions o;
   o.total_memory_bytes = kH100;
