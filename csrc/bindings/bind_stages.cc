@@ -172,11 +172,7 @@ void BindStages(py::module_& m) {
       "check_stages_with_plans",
       [](const StageConfigSet& config, const std::vector<DeviceMemoryInfo>& devices,
          const DeviceMemoryInfo& default_device, int64_t reserve_bytes, bool free_is_live,
-         const std::vector<std::tuple<int64_t, ModelSpec, std::string, int64_t>>& models,
-         const std::vector<int64_t>& checkpoint_weights_bytes) {
-        if (!checkpoint_weights_bytes.empty() && checkpoint_weights_bytes.size() != models.size()) {
-          throw InvalidArgument("checkpoint_weights_bytes", "one figure per model (or none)");
-        }
+         const std::vector<std::tuple<int64_t, ModelSpec, std::string, int64_t, PlanInputs>>& models) {
         StageCheckOptions o;
         o.devices = devices;
         o.default_device = default_device;
@@ -184,16 +180,14 @@ void BindStages(py::module_& m) {
         o.free_is_live = free_is_live;
         StageCheckResult result = CheckStages(config, o);
         std::vector<StageModel> stage_models;
-        for (size_t i = 0; i < models.size(); ++i) {
-          const auto& [id, spec, name, len] = models[i];
-          const int64_t stored = checkpoint_weights_bytes.empty() ? 0 : checkpoint_weights_bytes[i];
-          stage_models.push_back({id, spec, name, len, stored});
+        for (const auto& [id, spec, name, len, settings] : models) {
+          stage_models.push_back({id, spec, name, len, settings});
         }
         std::vector<StagePlanSummary> plans = AddStagePlans(result, stage_models);
         return std::make_pair(std::move(result), std::move(plans));
       },
       py::arg("config"), py::arg("devices"), py::arg("default_device"), py::arg("reserve_bytes"),
-      py::arg("free_is_live"), py::arg("models"), py::arg("checkpoint_weights_bytes") = std::vector<int64_t>{});
+      py::arg("free_is_live"), py::arg("models"));
 
   py::class_<MemoryImbalance>(m, "MemoryImbalance")
       .def_readonly("imbalanced", &MemoryImbalance::imbalanced)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _limits as L
-from .errors import InvalidArgumentError, InvalidArgumentTypeError
+from .errors import InvalidArgumentError, InvalidArgumentTypeError, NotModelledError
 
 _MISSING: Any = object()
 
@@ -84,6 +84,25 @@ def bad_type(field: str, allowed: str, value: Any = _MISSING) -> InvalidArgument
 def fail(field: str, text: str) -> NoReturn:
     """A ValueError whose text is not of the ``must be`` shape (``field: text``), clipped."""
     raise InvalidArgumentError(clip(f"{clip(field, L.MAX_ECHOED_CHARS)}: {text}", L.MAX_MESSAGE_CHARS), str(field))
+
+
+def renamed(exc: BaseException, names: Mapping[str, str], prefix: str = "") -> Exception | None:
+    """``exc``, a typed error (vllm_mem.errors) whose field is ``prefix`` + a keyword of ``names``
+    (``kv_cache_dtype``, ``speculative_config.method``, ``cudagraph_capture_sizes[2]``), naming
+    ``names[keyword]`` in its place (``--kv-cache-dtype``, ``stages[0] (stage 0)
+    engine_args.kv_cache_dtype``) with the rest of its text kept; None when it names none of them.
+    So an error raised for a keyword names where the user wrote it."""
+    if not isinstance(exc, (InvalidArgumentError, NotModelledError)) or not (exc.field or "").startswith(prefix):
+        return None
+    field = exc.field or ""
+    inner = field[len(prefix):]
+    head = inner.split(".", 1)[0].split("[", 1)[0]
+    if head not in names:
+        return None
+    text = str(exc)
+    rest = text[len(field) + 1:].lstrip() if text.startswith(field + ":") else text
+    new_field = names[head] + inner[len(head):]
+    return type(exc)(clip(f"{clip(new_field, L.MAX_ECHOED_CHARS)}: {rest}", L.MAX_MESSAGE_CHARS), new_field)
 
 
 # --- scalars -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ A flag in none of the sets is refused as vLLM refuses an unknown one ("unrecogni
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -415,19 +416,23 @@ def parse_vllm_args(argv: Sequence[str] | str) -> VllmCommand:
                        plan_keywords=engine_args_to_plan_keywords(engine))
 
 
+@functools.cache
+def direct_engine_args() -> tuple[str, ...]:
+    """The engine arguments that are plan() keywords of the same name and value: every row of the
+    settings table that mirrors a vLLM flag (the table says which), but ``limit_mm_per_prompt``,
+    whose vLLM value is a per-modality mapping (:func:`_image_limit`); and ``speculative_config``,
+    plan()'s own keyword."""
+    from . import _C
+
+    rows = (row["name"] for row in _C.plan_settings() if row["flag"] and row["name"] != "limit_mm_per_prompt")
+    return (*rows, "speculative_config")
+
+
 def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = flag_name) -> dict[str, Any]:
     """The :func:`vllm_mem.plan` keywords of vLLM engine arguments (by EngineArgs field name).
     Values the planner cannot honour raise ``ValueError`` naming the flag (``flag_of(field)``)."""
     kw: dict[str, Any] = {}
-    direct = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size",
-              "gpu_memory_utilization",
-              "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "block_size",
-              "enforce_eager",
-              "speculative_config", "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb",
-              "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb", "enable_prefix_caching",
-              "mamba_cache_mode",
-              "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "max_cpu_loras")
-    for name in direct:
+    for name in direct_engine_args():
         value = engine.get(name)
         if value is None:
             continue
@@ -549,13 +554,10 @@ def _plan_naming_flags(make_plan: Any, spec: Any, common: dict[str, Any], kw: di
         return make_plan(spec, **common, **kw)
     except ValueError as exc:
         # The typed error's field (vllm_mem.errors) is the keyword; its head names the flag.
-        field = getattr(exc, "field", None) or ""
-        head = field.split(".", 1)[0].split("[", 1)[0]
-        text = str(exc)
-        if head in kw and head in _KEYWORD_FLAGS:
-            rest = text[len(field) + 1:] if text.startswith(field + ":") else text
-            V.fail(_KEYWORD_FLAGS[head] + field[len(head):], rest.lstrip())
-        raise
+        named = V.renamed(exc, {name: _KEYWORD_FLAGS[name] for name in kw if name in _KEYWORD_FLAGS})
+        if named is None:
+            raise
+        raise named from None
 
 
 def plan_from_vllm_args(argv: Sequence[str] | str, gpu: str | None = None, *,

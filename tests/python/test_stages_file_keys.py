@@ -95,15 +95,18 @@ def test_unknown_top_level_key_is_refused() -> None:
 
 def test_real_deploy_keys_are_accepted_and_unmodelled_ones_noted() -> None:
     # The keys vLLM-Omni's own deploy files carry (vllm_omni/deploy/qwen3_omni_moe.yaml).
+    # kv_cache_dtype and enable_prefix_caching are plan settings the stage's plan applies
+    # (test_stages_engine_settings.py); mm_processor_kwargs has no plan setting: noted.
     doc = {"async_chunk": True, "connectors": {}, "stages": [
         {"stage_id": 0, "devices": "0", "gpu_memory_utilization": 0.5, "max_num_seqs": 64,
          "trust_remote_code": True, "enable_prefix_caching": False, "async_scheduling": False,
          "default_sampling_params": {"temperature": 0.4}, "input_connectors": {},
-         "kv_cache_dtype": "fp8"}]}
+         "kv_cache_dtype": "fp8", "mm_processor_kwargs": {"max_pixels": 1003520}}]}
     r = check_stages(doc, gpus="H100-80GB")
     assert r.ok
-    [note] = [n for n in r.notes if "kv_cache_dtype" in n]
-    assert "does not apply it" in note and note in r.report
+    assert not [n for n in r.notes if "kv_cache_dtype" in n or "enable_prefix_caching" in n]
+    [note] = [n for n in r.notes if "mm_processor_kwargs" in n]
+    assert "no plan setting models it" in note and note in r.report
 
 
 def test_stage_html_names_physical_gpus_and_marks_the_failing_stage() -> None:

@@ -32,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                     help="offline: GiB held by other processes on every device (default 0)")
     options.add_text(p, "--cuda-visible-devices", "cuda_visible_devices", metavar="LIST",
                      help="CUDA_VISIBLE_DEVICES of the launching process, e.g. 2,3 (default: unset)")
+    options.add_vllm_version(p, usage_context=False)  # for the stages the file names a model for
     options.add_json(p)
     p.set_defaults(func=run)
 
@@ -84,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         free_memory_bytes=args.free_memory_bytes,
         cuda_visible_devices=args.cuda_visible_devices,
         reserve_bytes=args.reserve_bytes,
+        vllm_version=args.vllm_version,
+        allow_long_max_model_len=args.allow_long_max_model_len,
     )
     if args.json:
         print_json(result.to_dict())

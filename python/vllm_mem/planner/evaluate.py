@@ -109,7 +109,15 @@ def plan(
         version, source, allow_long = resolved_environment(asked_version, allow_long_max_model_len)
         return StartupPlan(_C.evaluate_request(s._sizing, r, total, name, version, source, allow_long), s)
     inputs = plan_inputs(gpu=gpu, allow_long_max_model_len=allow_long_max_model_len, request=r)
-    inputs.speculative = speculative(speculative_config, spec, inputs.vllm_version)
-    if s.checkpoint_weights is not None:  # weights_source="headers": the checkpoint's own bytes
+    return StartupPlan(_C.evaluate_plan(s._spec, model_inputs(inputs, s, spec, speculative_config)), s)
+
+
+def model_inputs(inputs: Any, s: ModelSpec, target: Any, speculative_config: Any) -> Any:
+    """What the model adds to ``inputs`` (the core's PlanInputs, changed and returned): the
+    drafter of ``speculative_config`` read against ``target`` (the model as the caller gave it:
+    "mtp" reads its config.json), and, for a spec read with weights_source="headers", the
+    checkpoint's own bytes as served. plan() and the stage check's plans both take it from here."""
+    inputs.speculative = speculative(speculative_config, target, inputs.vllm_version)
+    if s.checkpoint_weights is not None:
         inputs.checkpoint_weights_bytes = s._checkpoint_weights_bytes(inputs.dtype, inputs.quantization or None)
-    return StartupPlan(_C.evaluate_plan(s._spec, inputs), s)
+    return inputs

@@ -107,9 +107,17 @@ def plan_inputs(*, gpu: Any = None, allow_long_max_model_len: bool | None = None
     VLLM_ALLOW_LONG_MAX_MODEL_LEN). Settings left unset are the release's, filled by the core."""
     r = plan_request(request, **settings)
     total, name = gpu_total(gpu, r.total_memory_bytes)
-    i = _C.PlanInputs(r)
+    i = environment_inputs(r, allow_long_max_model_len)
     i.total_memory_bytes = total
     i.gpu_name = name
+    return i
+
+
+def environment_inputs(request: Any, allow_long_max_model_len: bool | None = None) -> Any:
+    """The core's PlanInputs of a request object with the environment resolved
+    (:func:`resolved_environment`), its device not yet set: :func:`plan_inputs` sets the GPU's,
+    the stage check each stage's."""
+    i = _C.PlanInputs(request)
     i.vllm_version, i.vllm_version_source, i.allow_long_max_model_len = resolved_environment(
-        r.vllm_version or None, allow_long_max_model_len)
+        request.vllm_version or None, allow_long_max_model_len)
     return i

@@ -14,6 +14,7 @@ from ..model_spec import ModelSpec
 from ..units import format_gib_text
 from .config import StageSource, load_stage_config
 from .devices import FreeArg, GpusArg, VisibleArg, gpu_info, live_devices, per_device, visible_list
+from .engine_settings import StageSettings, named_as_written, stage_plan_inputs
 from .render import stage_check_html, stage_check_text
 
 
@@ -143,6 +144,8 @@ def check_stages(
     reserve_bytes: int = 0,
     models: Mapping[int, Any] | None = None,
     max_model_len: None | int | Mapping[int, int] = None,
+    vllm_version: str | None = None,
+    allow_long_max_model_len: bool | None = None,
 ) -> StageCheck:
     """Check a vLLM-Omni stage layout per physical GPU.
 
@@ -170,6 +173,13 @@ def check_stages(
     max_model_len
         For planned stages: one length for all, or ``{stage_id: length}``; default: the
         stage's ``max_model_len``, else the model's limit. ``"auto"`` (-1): vLLM's auto-fit.
+    vllm_version, allow_long_max_model_len
+        For planned stages, as :func:`vllm_mem.plan` takes them (default: the installed vLLM,
+        else the newest known release; VLLM_ALLOW_LONG_MAX_MODEL_LEN). Each stage's own engine
+        arguments that are plan settings (``kv_cache_dtype``, ``block_size``, ``dtype``,
+        ``quantization``, ``cpu_offload_gb``, ``enable_prefix_caching``, ``speculative_config``,
+        ``compilation_config``, ...; docs/stages.md) reach its plan as ``plan(**settings)`` takes
+        them, so its KV tokens, peak and fit are plan()'s for those settings.
 
     Returns
     -------
@@ -230,15 +240,18 @@ def check_stages(
             else:
                 model_items.append((stage.stage_id, _file_model(stage)))
     lengths = max_model_len if isinstance(max_model_len, Mapping) else {}
-    stored: list[int] = []  # per model: its checkpoint's bytes when read from headers, as plan() takes them
+    if vllm_version is not None:
+        V.setting("vllm_version", vllm_version)
     for stage_id, model in model_items:
         sid = V.integer(stage_id, "models key", low=0)
         spec = model if isinstance(model, ModelSpec) else ModelSpec.from_hf_config(model)
         length = lengths.get(stage_id, 0) if isinstance(max_model_len, Mapping) else (max_model_len or 0)
-        planned.append((sid, spec._spec, spec.name, _planned_length(length)))
-        stored.append(spec._checkpoint_weights_bytes("auto", None))  # stage plans use --dtype auto
-    # 0 for a model without checkpoint figures: the core then counts its weights from the config.
-    result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned, stored)
+        # plan()'s settings object for the stage's engine arguments; the core sets its device.
+        settings = parsed._settings.get(sid) or StageSettings(f"stage {sid}")
+        inputs = stage_plan_inputs(settings, model, spec, vllm_version, allow_long_max_model_len)
+        planned.append((sid, spec._spec, spec.name, _planned_length(length), inputs))
+    with named_as_written(parsed._settings.values(), prefixed=True):
+        result, plans = _C.check_stages_with_plans(parsed._set, devices, default, reserve, live, planned)
     check = StageCheck(
         ok=bool(result.ok),
         format=parsed.format,

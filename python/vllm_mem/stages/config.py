@@ -12,6 +12,7 @@ from .. import _C
 from .. import _limits as L
 from .. import _validate as V
 from .devices import VisibleArg, device_list_text, visible_list
+from .engine_settings import StageSettings, read_stage_settings
 from .yaml_reader import load_json, load_yaml
 
 StageSource = Union[str, "os.PathLike[str]", Mapping[str, Any], "StageConfig"]
@@ -81,32 +82,36 @@ def _stage_list_bounds(document: Mapping[str, Any]) -> None:
                     device_list_text(holder["devices"], f"{key}[{i}] {where}")
 
 
-#: Knobs read per stage: engine_args.<key>, then the flat <key> (docs/stages.md). model and
-#: max_model_len are planned (check_stages); model_stage and model_arch are shown only.
-APPLIED_STAGE_KEYS = ("gpu_memory_utilization", "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager",
-                      "max_num_batched_tokens", "max_num_seqs", "max_model_len", "model", "model_stage",
-                      "model_arch")
+#: vLLM engine arguments a stage's plan takes as plan() takes them (stages/engine_settings.py):
+#: every row of the settings table that mirrors a vLLM flag, vLLM's --speculative-config, and the
+#: keys vLLM's own command line reads into plan() keywords (vllm_args: --compilation-config's
+#: CUDA-graph keys, --enable-chunked-prefill at its default only).
+ENGINE_SETTING_KEYS = (*(row["name"] for row in _C.plan_settings() if row["flag"]), "speculative_config",
+                       "compilation_config", "enable_chunked_prefill")
+#: Keys read per stage: engine_args.<key>, then the flat <key> (docs/stages.md). The core's stage
+#: reader reads the utilization, TP/PP, enforce_eager, the scheduler sizes and max_model_len for
+#: the per-GPU check; model is planned (check_stages); model_stage and model_arch are shown only.
+APPLIED_STAGE_KEYS = (*ENGINE_SETTING_KEYS, "model", "model_stage", "model_arch")
 #: A stage's own structure (runtime.devices, runtime.max_batch_size are read).
 _STRUCTURE_KEYS = ("stage_id", "engine_args", "runtime", "devices")
 _RUNTIME_KEYS = ("devices", "max_batch_size", "process")
-#: vLLM-Omni / vLLM keys that do not change a stage's start-up memory: accepted and not read.
+#: vLLM-Omni / vLLM keys that do not change a stage's start-up GPU memory: accepted and not read.
 NO_MEMORY_STAGE_KEYS = (
     "stage_type", "execution_type", "worker_type", "engine_input_source", "custom_process_input_func",
     "custom_process_next_stage_input_func", "final_output", "final_output_type", "is_comprehension",
     "default_sampling_params", "input_connectors", "output_connectors", "trust_remote_code",
     "async_scheduling", "engine_output_type", "worker_cls", "scheduler_cls",
     "hf_config_name", "tokenizer", "tokenizer_subdir", "model_subdir", "seed", "distributed_executor_backend",
-    "disable_log_stats", "hf_overrides", "revision", "tokenizer_mode", "skip_tokenizer_init",
+    "disable_log_stats", "revision", "tokenizer_mode", "skip_tokenizer_init",
+    "swap_space",  # host memory for swapped blocks (vllm_args lists --swap-space as no effect)
 )
-#: vLLM engine arguments that change memory but that the stage check does not model: accepted
-#: with a note saying so (plan such a stage with `vllm-mem plan`, which reads them).
-UNMODELLED_STAGE_KEYS = (
-    "dtype", "kv_cache_dtype", "quantization", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
-    "max_cudagraph_capture_size", "cudagraph_capture_sizes", "compilation_config", "limit_mm_per_prompt",
-    "speculative_config", "swap_space", "enable_chunked_prefill", "mm_processor_kwargs",
-    # A hybrid model's KV pool (the Mamba state blocks prefix caching keeps); nothing otherwise.
-    "enable_prefix_caching", "mamba_cache_mode",
-)
+#: vLLM engine arguments that change memory and that no plan setting models: accepted with a note
+#: saying the stage's plan is made without them (a key that becomes a settings row leaves this
+#: list by itself: it is then applied).
+UNMODELLED_STAGE_KEYS = tuple(key for key in (
+    "mm_processor_kwargs",  # the multimodal processor's sizes (the dummy item of the profile run)
+    "hf_overrides",  # config overrides: they can change any layer size
+) if key not in APPLIED_STAGE_KEYS)
 _TOP_LEVEL_KEYS = ("stages", "stage_args", "platforms", "base_config", "async_chunk", "connectors", "runtime")
 
 
@@ -122,7 +127,7 @@ def _unknown_key(field: str, key: Any, known: tuple[str, ...]) -> None:
 def check_stage_keys(document: Mapping[str, Any]) -> list[str]:
     """Refuse a key no stage config has (a misspelt knob would otherwise be silently ignored,
     leaving vLLM-Omni's default in its place); return a note for each memory-changing vLLM
-    argument the stage check does not apply."""
+    argument no plan setting models."""
     notes: list[str] = []
     known = (*APPLIED_STAGE_KEYS, *_STRUCTURE_KEYS, *NO_MEMORY_STAGE_KEYS, *UNMODELLED_STAGE_KEYS)
     if "stages" not in document and "stage_args" not in document:
@@ -149,9 +154,9 @@ def check_stage_keys(document: Mapping[str, Any]) -> list[str]:
                     if key not in allowed:
                         _unknown_key(f"{label} {prefix}{V.clip(str(key), L.MAX_ECHOED_CHARS)}", key, allowed)
                     elif key in UNMODELLED_STAGE_KEYS:
-                        notes.append(f"{label} {prefix}{key} changes the stage's memory but the stage check does "
-                                     "not apply it (its budget is its gpu_memory_utilization either way); "
-                                     "`vllm-mem plan` with that setting sizes the stage itself")
+                        notes.append(f"{label} {prefix}{key} changes the stage's memory but no plan setting models "
+                                     "it: the stage's plan is made without it (its budget is its "
+                                     "gpu_memory_utilization either way)")
     return notes
 
 
@@ -164,14 +169,16 @@ class StageConfig:
     ``gpu_memory_utilization`` and ``utilization_text`` (as written), ``tensor_parallel_size``...
     """
 
-    __slots__ = ("_set", "_json_text", "name", "_key_notes")
+    __slots__ = ("_set", "_json_text", "name", "_key_notes", "_settings")
 
     def __init__(self, parsed: _C.StageConfigSet, json_text: str, name: str = "",
-                 key_notes: list[str] | None = None) -> None:
+                 key_notes: list[str] | None = None, settings: dict[int, StageSettings] | None = None) -> None:
         self._set = parsed
         self._json_text = json_text
         self.name = name
         self._key_notes = list(key_notes or [])
+        #: stage_id -> what its engine arguments give its plan (stages/engine_settings.py)
+        self._settings = dict(settings or {})
 
     @property
     def format(self) -> str:
@@ -195,7 +202,7 @@ class StageConfig:
         visible = visible_list(cuda_visible_devices)
         limit = V.integer(num_visible_devices, "num_visible_devices", low=0, high=L.MAX_DEVICE_ID)
         parsed = _C.parse_stage_config(self._json_text, visible, limit)
-        return StageConfig(parsed, self._json_text, self.name, self._key_notes)
+        return StageConfig(parsed, self._json_text, self.name, self._key_notes, self._settings)
 
     def __repr__(self) -> str:
         parts = [
@@ -244,4 +251,14 @@ def load_stage_config(
     key_notes = check_stage_keys(document)  # after the document is known to be plain, bounded data
     visible = visible_list(cuda_visible_devices)
     limit = V.integer(num_visible_devices, "num_visible_devices", low=0, high=L.MAX_DEVICE_ID)
-    return StageConfig(_C.parse_stage_config(text, visible, limit), text, name, key_notes)
+    parsed = _C.parse_stage_config(text, visible, limit)
+    return StageConfig(parsed, text, name, key_notes, _stage_settings(document, parsed))
+
+
+def _stage_settings(document: Mapping[str, Any], parsed: _C.StageConfigSet) -> dict[int, StageSettings]:
+    """Each stage's engine arguments read as plan() reads them, after the core has read the
+    stages (so its messages for the utilization, TP/PP and devices come first)."""
+    entries = document.get("stages", document.get("stage_args"))
+    return {stage.stage_id: read_stage_settings(entries[stage.list_index], f"{stage.source} (stage {stage.stage_id})",
+                                                ENGINE_SETTING_KEYS)
+            for stage in parsed.stages}

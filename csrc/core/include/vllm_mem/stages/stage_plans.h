@@ -17,17 +17,23 @@
 #include <vector>
 
 #include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/plan/startup_plan.h"
 #include "vllm_mem/stages/stage_check.h"
 
 namespace vllm_mem {
 
-/*! \brief A stage's model and serving length. */
+/*! \brief A stage's model, serving length and settings. */
 struct StageModel {
   int64_t stage_id = 0;
   ModelSpec spec;
   std::string name;            //!< for the report
   int64_t max_model_len = 0;   //!< 0: the stage's max_model_len, else the model's limit; -1: auto-fit
-  int64_t checkpoint_weights_bytes = 0;  //!< the checkpoint's bytes as served (headers); 0: the config's
+  /*! The settings object plan() evaluates, built as plan() builds it from the stage's engine
+   *  arguments (kv_cache_dtype, block_size, speculative_config, ...; the release resolved, the
+   *  checkpoint's weight bytes). PlanStages sets over it only what the stage check decides: the
+   *  device and its free memory at the stage's start, and the knobs the stage config itself reads
+   *  (utilization, TP/PP, enforce_eager, scheduler sizes, max_model_len) with vLLM-Omni's defaults. */
+  PlanInputs settings;
 };
 
 /*! \brief One stage's plan, summarised. */
