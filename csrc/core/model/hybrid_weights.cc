@@ -296,16 +296,17 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   const DType dtype = ResolveModelDType(options.dtype, spec.dtype, "dtype");
   const int64_t dt = DTypeSizeBytes(dtype);
   WeightBreakdown out;
-  out.num_parameters = HybridNumParameters(spec);
+  out.num_parameters = NumParameters(spec);
+  // Qwen3.5's wrappers build the Qwen3-VL tower beside the hybrid language model (qwen3_5.py).
+  out.vision_encoder_parameters = VisionParameters(spec);
+  const int64_t vision_bytes = VisionRankBytes(spec, dt, tp);
   out.dtype = DTypeName(dtype);
   out.quantization = quant ? quant->method : "";
 
   const int64_t embedding_bytes = Mul(Mul(VocabRowsPerRank(spec.vocab_size, tp), spec.hidden_size), dt);
-  const int64_t rotary_dim =
-      static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
   // The rotary cos/sin cache: none where the family's attention has no RoPE (Jamba, Nemotron-H,
   // Granite-4.0-H with position_embedding_type "nope", Mamba-2: rope_cache_positions 0).
-  const int64_t rope_bytes = Mul(Mul(spec.traits.rope_cache_positions, rotary_dim), dt);
+  const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
 
   for (int64_t rank = 0; rank < pp; ++rank) {
     RankWeights r;
@@ -335,6 +336,7 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
       has_attention = has_attention || spec.layers[static_cast<size_t>(i)].attention != AttentionKind::kNone;
     }
     if (has_attention) r.buffer_bytes = rope_bytes;
+    r.vision_encoder_bytes = vision_bytes;
     AppendRank(r, out);
   }
   return out;

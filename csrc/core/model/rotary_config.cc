@@ -3,7 +3,8 @@
  * \brief The rotary embedding's cos/sin caches, which vLLM allocates on the GPU at load time (one
  *        per distinct rope configuration, shared by all layers): their row counts follow get_rope
  *        (max_position_embeddings, times the scaling factor for yarn / linear / dynamic scaling,
- *        which precompute the extended range), their width the rotated part of the head.
+ *        which precompute the extended range, and 4 for multimodal rope), their width the rotated
+ *        part of the head.
  */
 #include <algorithm>
 #include <string>
@@ -135,6 +136,18 @@ int64_t CachePositions(const std::string& type, const JsonValue& scaling, const 
   return positions;
 }
 
+/*! vLLM's MRotaryEmbedding (rotary_embedding/mrope.py), which get_rope builds for the default and
+ *  YaRN rope types when the rope dict has mrope_section (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5):
+ *  "We enlarge max_position_embeddings to 4 times to get a larger the cos and sin cache"
+ *  (cache_max_position_num = max_position_embeddings * 4, the rows YaRN's table scales too). */
+constexpr double kMropeCacheFactor = 4.0;
+
+bool IsMrope(const JsonValue& scaling, const std::string& type) {
+  const JsonValue* section = scaling.Find("mrope_section");
+  const bool builds_mrope = type.empty() || type == "default" || type == "mrope" || type == "yarn";
+  return section != nullptr && !section->IsNull() && builds_mrope;
+}
+
 /*! A second cache for sliding layers that build their rope with their own base and no scaling
  *  (Gemma-3's rope_local_base_freq, gemma3.py). get_rope caches one table per (head_size,
  *  rotary_dim, max_position, base, scaling) key, so it is shared only when both keys coincide
@@ -169,6 +182,10 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, int64_t he
   const std::string type = RopeType(scaling);
   if (scaling != nullptr) positions = CachePositions(type, *scaling, text, positions, t);
   t.rope_cache_positions = std::max<int64_t>(positions, 0);
+  // The table's rows only: the derived max_model_len still reads the (scaled) length above.
+  if (scaling != nullptr && IsMrope(*scaling, type)) {
+    t.rope_table_rows = Scaled(t.rope_cache_positions, kMropeCacheFactor);
+  }
   // CohereAttention: get_rope(max_position=model_max_length or max_position_embeddings).
   if (const JsonValue* field = FamilyTrait(model_type, "rope_positions_field");
       field != nullptr && scaling == nullptr) {

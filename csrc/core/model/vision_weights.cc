@@ -2,8 +2,9 @@
  * \file core/model/vision_weights.cc
  * \brief Vision towers and projectors, tensor by tensor as the checkpoint holds them and as
  *        vLLM builds them (vllm/model_executor/models/siglip.py, clip.py, pixtral.py,
- *        mllama4.py, qwen2_vl.py, qwen2_5_vl.py, moonvit.py, gemma3_mm.py, mistral3.py, llava_next.py,
- *        kimi_vl.py; the transformers modeling_*.py files of the same names for the checkpoint).
+ *        mllama4.py, qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py (also Qwen3.5's tower, qwen3_5.py), moonvit.py,
+ *        gemma3_mm.py, mistral3.py, llava_next.py, kimi_vl.py; the transformers modeling_*.py files of the
+ *        same names for the checkpoint).
  *
  * vLLM loads the tower in the model dtype, unquantized (quantized VLM checkpoints list the
  * tower in ignore / modules_to_not_convert), on every pipeline rank (the wrappers build it
@@ -442,6 +443,8 @@ bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncod
                    {"qwen2_5_vl_vision", VisionEncoderKind::kQwen25Vl},
                    {"moonvit", VisionEncoderKind::kMoonVit},
                    {"qwen3_vl_vision", VisionEncoderKind::kQwen3Vl},
+                   // Qwen3.5 / Qwen3.6: vllm qwen3_5.py builds qwen3_vl.py's Qwen3_VisionTransformer.
+                   {"qwen3_5_vision", VisionEncoderKind::kQwen3Vl},
                    {"intern_vit_6b", VisionEncoderKind::kInternVit},
                    {"qwen2_vl_vision", VisionEncoderKind::kQwen2Vl}};
   const struct { const char* name; VisionProjectorKind kind;
@@ -450,6 +453,7 @@ bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncod
                      {"qwen2_5_vl", VisionProjectorKind::kQwen25Vl},  {"kimi_vl", VisionProjectorKind::kKimiVl},
                      {"llava", VisionProjectorKind::kLlava},          {"internvl_chat", VisionProjectorKind::kInternVl},
                      {"qwen3_vl", VisionProjectorKind::kQwen3Vl},     {"qwen3_vl_moe", VisionProjectorKind::kQwen3Vl},
+                     {"qwen3_5", VisionProjectorKind::kQwen3Vl},      {"qwen3_5_moe", VisionProjectorKind::kQwen3Vl},
                      {"qwen2_vl", VisionProjectorKind::kQwen25Vl}};  // Qwen2-VL: no projector beyond the tower's merger
   bool encoder = false;
   bool projector = false;

@@ -562,6 +562,15 @@ int64_t FinalNormElements(const ModelSpec& spec) {
   return spec.traits.norm_bias ? 2 * spec.hidden_size : spec.hidden_size;
 }
 
+/*! Whether the layers are counted here, tensor by tensor: every model but the hybrids whose layer
+ *  shapes hybrid_weights.cc owns. Kimi-Linear's layers are DeepSeek's (MLA, MoE with shared
+ *  experts) with a KDA mixer in place of attention on its state layers (DescribeKimiDelta). */
+bool DecoderLayerWeights(const ModelSpec& spec) {
+  return !spec.hybrid || spec.hybrid->kind == RecurrentMixerKind::kKimiDelta;
+}
+
+}  // namespace
+
 int64_t RotaryDim(const ModelSpec& spec) {
   if (spec.mla) return spec.mla->qk_rope_head_dim;
   return static_cast<int64_t>(static_cast<double>(spec.head_dim) * spec.traits.partial_rotary_factor);
@@ -581,14 +590,11 @@ int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes) {
   return Mul(Mul(rope_rows, RotaryDim(spec)), dtype_bytes);
 }
 
-/*! Whether the layers are counted here, tensor by tensor: every model but the hybrids whose layer
- *  shapes hybrid_weights.cc owns. Kimi-Linear's layers are DeepSeek's (MLA, MoE with shared
- *  experts) with a KDA mixer in place of attention on its state layers (DescribeKimiDelta). */
-bool DecoderLayerWeights(const ModelSpec& spec) {
-  return !spec.hybrid || spec.hybrid->kind == RecurrentMixerKind::kKimiDelta;
-}
+int64_t VisionParameters(const ModelSpec& spec) { return spec.vision ? VisionEncoderParameters(*spec.vision) : 0; }
 
-}  // namespace
+int64_t VisionRankBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size) {
+  return spec.vision ? VisionEncoderBytesPerRank(*spec.vision, dtype_bytes, tensor_parallel_size) : 0;
+}
 
 int64_t LinearElements(const Linear& l) {
   const int64_t one = Add(Mul(l.in_features, l.out_features), l.bias ? l.out_features : 0);
@@ -611,7 +617,7 @@ LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationS
 
 int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
-  if (!DecoderLayerWeights(spec)) return HybridNumParameters(spec);  // hybrid_weights.cc
+  if (!DecoderLayerWeights(spec)) return Add(HybridNumParameters(spec), VisionParameters(spec));  // hybrid_weights.cc
   const int64_t embedding = Mul(spec.vocab_size, EmbedDim(spec));
   int64_t n = Add(embedding, CountElements(EmbeddingExtras(spec, 1, spec.traits.per_layer_input_vocab_size)));
   if (!spec.tie_word_embeddings) {
@@ -632,8 +638,7 @@ int64_t NumParameters(const ModelSpec& spec) {
     for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
   }
   n = Add(n, FinalNormElements(spec));
-  if (spec.vision) n = Add(n, VisionEncoderParameters(*spec.vision));
-  return n;
+  return Add(n, VisionParameters(spec));
 }
 
 WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& options) {
@@ -655,9 +660,8 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
 
   WeightBreakdown out;
   out.num_parameters = NumParameters(spec);
-  out.vision_encoder_parameters = spec.vision ? VisionEncoderParameters(*spec.vision) : 0;
-  // The tower is loaded unquantized in the model dtype (vision_encoder.h).
-  const int64_t vision_bytes = spec.vision ? VisionEncoderBytesPerRank(*spec.vision, dt, tp) : 0;
+  out.vision_encoder_parameters = VisionParameters(spec);
+  const int64_t vision_bytes = VisionRankBytes(spec, dt, tp);
   out.dtype = DTypeName(dtype);
   out.quantization = quant ? quant->method : "";
 

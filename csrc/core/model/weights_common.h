@@ -96,6 +96,22 @@ int64_t VocabRowsPerRank(int64_t vocab, int64_t tp);
  *  traits.qk_norm_shape; \p heads and \p kv_heads are the rank's, \p tp the TP size. */
 int64_t QkNormElements(const ModelSpec& spec, int64_t heads, int64_t kv_heads, int64_t tp);
 
+/*! \brief The rotated width of a head: MLA's qk_rope_head_dim, else head_dim x partial_rotary_factor. */
+int64_t RotaryDim(const ModelSpec& spec);
+
+/*! \brief The rotary cos/sin caches one rank holds (every rank builds its layers' rope), in
+ *  \p dtype_bytes per element: the global table (traits.rope_table_rows when the table's rows differ
+ *  from the length, as multimodal rope's 4 x), Gemma-3's local one, longrope's short cache and
+ *  DeepSeek-V3.2's indexer table. Dense and hybrid counts alike. */
+int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes);
+
+/*! \brief The vision tower's and projector's parameters (0 without one). */
+int64_t VisionParameters(const ModelSpec& spec);
+
+/*! \brief The tower's bytes on every pipeline rank (the wrappers build it whatever the rank): loaded
+ *  unquantized in the model dtype, its linear layers split over TP (vision_encoder.h). */
+int64_t VisionRankBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
+
 /*! \brief Sums \p rank's parts into its total and appends it, keeping the fullest rank. */
 void AppendRank(RankWeights rank, WeightBreakdown& out);
 

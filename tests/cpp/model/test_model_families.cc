@@ -10,6 +10,7 @@
 #include "vllm_mem/kv_cache/kv_cache_dtype.h"
 #include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/model/vision_encoder.h"
 #include "vllm_mem/model/weights.h"
 #include "expect_invalid_argument.h"
 
@@ -56,8 +57,9 @@ const char* const kPhi4Mini = R"({"architectures": ["Phi3ForCausalLM"], "model_t
   "sliding_window": 262144, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 200064})";
 
 // Qwen/Qwen3.5-35B-A3B (and Qwen3.6-35B-A3B) config.json text_config: 40 layers, 3 gated-DeltaNet
-// : 1 gated attention, 256 experts of 512 + a 512 shared expert. The vision tower is left out
-// (the caveat) so the count is the language model's.
+// : 1 gated attention, 256 experts of 512 + a 512 shared expert; its vision_config as published
+// (Qwen3_5MoeVisionConfig, model_type qwen3_5_moe; the sizes code-index id 62049265089 writes for
+// this model, and the 35,951,822,704-parameter total below confirms them).
 const char* const kQwen35Moe = R"({"architectures": ["Qwen3_5MoeForConditionalGeneration"],
   "model_type": "qwen3_5_moe", "tie_word_embeddings": false,
   "text_config": {"model_type": "qwen3_5_moe_text", "dtype": "bfloat16", "hidden_size": 2048,
@@ -70,7 +72,10 @@ const char* const kQwen35Moe = R"({"architectures": ["Qwen3_5MoeForConditionalGe
     "mamba_ssm_dtype": "float32", "tie_word_embeddings": false,
     "rope_parameters": {"rope_type": "default", "rope_theta": 10000000, "mrope_interleaved": true,
                         "mrope_section": [11, 11, 10]}},
-  "vision_config": {"depth": 27, "hidden_size": 1152}})";
+  "vision_config": {"deepstack_visual_indexes": [], "depth": 27, "hidden_act": "gelu_pytorch_tanh",
+    "hidden_size": 1152, "in_channels": 3, "intermediate_size": 4304, "model_type": "qwen3_5_moe",
+    "num_heads": 16, "num_position_embeddings": 2304, "out_hidden_size": 2048, "patch_size": 16,
+    "spatial_merge_size": 2, "temporal_patch_size": 2}})";
 
 WeightOptions Opts(int64_t tp = 1, int64_t pp = 1) {
   WeightOptions o;
@@ -202,11 +207,25 @@ TEST(ModelFamilies, Qwen35MoePublishedCount) {
   const int64_t attention = 2048 * (2 * 16 * 256 + 2 * 2 * 256) + 4096 * 2048 + 512;
   const int64_t gdn = 2048 * 12288 + 2048 * 64 + 8192 * 4 + 64 + 128 + 4096 * 2048;
   const int64_t moe = 256 * 3 * 2048 * 512 + 2048 * 256 + 3 * 2048 * 512 + 2048;
-  EXPECT_EQ(NumParameters(s), 2 * 248320 * 2048 + 10 * attention + 30 * gdn + 40 * (moe + 2 * 2048) + 2048);
-  EXPECT_EQ(NumParameters(s), 34660610688);
-  // The vision tower has no rules yet: the report says so.
-  ASSERT_EQ(s.caveats.size(), 1u);
-  EXPECT_EQ(s.caveats[0], MultimodalCaveat());
+  ASSERT_TRUE(s.vision.has_value());
+  const int64_t language_model = NumParameters(s) - VisionEncoderParameters(*s.vision);
+  EXPECT_EQ(language_model, 2 * 248320 * 2048 + 10 * attention + 30 * gdn + 40 * (moe + 2 * 2048) + 2048);
+  EXPECT_EQ(language_model, 34660610688);
+  // vllm qwen3_5.py builds qwen3_vl.py's Qwen3_VisionTransformer: Conv3d (with bias), the
+  // 2304-row position table, 27 blocks [LayerNorms 4 x 1152, qkv / proj / fc1 / fc2 with biases],
+  // the patch merger [LayerNorm over 1152, fc1 4608^2, fc2 4608 -> 2048, biases]; no DeepStack.
+  const int64_t h = 1152;
+  const int64_t block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * 4304 + 4304) + (4304 * h + h);
+  const int64_t merger = 2 * h + (4608LL * 4608 + 4608) + (4608LL * 2048 + 2048);
+  EXPECT_EQ(VisionEncoderParameters(*s.vision), (h * 3 * 2 * 16 * 16 + h) + 2304 * h + 27 * block + merger);
+  // The checkpoint also holds the MTP layer vLLM skips (skip_prefixes ["mtp."]): fc 2h -> h, two
+  // pre-fc norms, one gated-attention MoE layer with its two norms, the final norm. With it, the
+  // Hub's safetensors total of Qwen/Qwen3.5-35B-A3B and Qwen/Qwen3.6-35B-A3B (BF16), 35,951,822,704
+  // (code-index ids 55778153074, 71142266638).
+  const int64_t mtp = 2 * 2048 * 2048 + 2 * 2048 + attention + moe + 2 * 2048 + 2048;
+  EXPECT_EQ(NumParameters(s) + mtp, 35951822704);
+  // Both the tower and vLLM's profile run of it have rules: no caveat.
+  EXPECT_TRUE(s.caveats.empty());
 }
 
 // Item 3 of issue 20: each malformed field is refused by name instead of read as absent.
