@@ -252,6 +252,19 @@ TEST(Weights, RotaryCacheRowsAndWidth) {
   EXPECT_EQ(ComputeWeights(yarn, Opts(1, 1, "float32")).per_pp_rank[0].buffer_bytes, 400 * 8 * 4);
 }
 
+// Multimodal rope (a rope dict with mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5): vLLM's
+// get_rope builds an MRotaryEmbedding, whose cos/sin table holds 4 x max_position_embeddings rows
+// (rotary_embedding/mrope.py cache_max_position_num); the length vLLM derives stays 100.
+TEST(Weights, MultimodalRopeTableHasFourTimesTheRows) {
+  for (const char* rope : {R"("rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]})",
+                           R"("rope_parameters": {"rope_type": "default", "mrope_section": [1, 1, 2]})"}) {
+    const ModelSpec s =
+        ModelSpec::FromHfConfigText(TinyLlama(std::string(R"(, "max_position_embeddings": 100, )") + rope));
+    EXPECT_EQ(s.traits.rope_cache_positions, 100);
+    EXPECT_EQ(ComputeWeights(s, Opts(1, 1, "float32")).per_pp_rank[0].buffer_bytes, 4 * 100 * 8 * 4) << rope;
+  }
+}
+
 
 // openai/gpt-oss-20b (python/vllm_mem/configs/openai--gpt-oss-20b.json).
 TEST(Weights, Mxfp4ExpertPaddingPerBackend) {
