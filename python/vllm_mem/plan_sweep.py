@@ -218,25 +218,21 @@ def sweep(
         "quantization": np.array([q or None for q in raw["quantization_values"]], dtype=object)[
             raw["quantization_index"]],
         "kv_cache_dtype": np.array(raw["kv_cache_dtype_values"], dtype=object)[raw["kv_cache_dtype_index"]],
-        "enforce_eager": raw["enforce_eager"].astype(bool),
-        "fits": raw["fits"].astype(bool),
+        # 0/1 bytes read as NumPy's bool (one byte, 0 or 1): no copy.
+        "enforce_eager": raw["enforce_eager"].view(bool),
+        "fits": raw["fits"].view(bool),
         "failure_phase": phase_names[codes],
         # Why an "invalid" row is refused: the error plan() raises for it ("field: message"). With no
         # invalid row, NumPy's None-filled object array (a tenth of the cost of indexing one).
         "invalid_reason": (np.array([None, *raw["invalid_reasons"]], dtype=object)[raw["invalid_reason_index"] + 1]
                            if raw["invalid_reasons"] else np.empty(len(codes), dtype=object)),
     }
-    total = raw["total_memory_bytes"].astype(np.float64)
     for key in ("requested_bytes", "weights_bytes", "activation_peak_bytes", "non_torch_bytes",
                 "cudagraph_bytes", "available_kv_cache_bytes"):
-        cols[key] = raw[key]
         stem = key[: -len("_bytes")]
-        # The bytes as float64 once (the same conversion a mixed int64 / float64 division makes,
-        # there chunk by chunk through a buffer, which was twice as slow), then both ratios.
-        figures = raw[key].astype(np.float64)
-        fraction = figures / total
-        cols[stem + "_gib"] = np.divide(figures, float(GiB_bytes), out=figures)
-        cols[stem + "_fraction"] = fraction
+        # The GiB and fraction-of-total figures come from the core beside the bytes (no array
+        # allocated, and page-faulted in, here for them).
+        cols[key], cols[stem + "_gib"], cols[stem + "_fraction"] = raw[key], raw[stem + "_gib"], raw[stem + "_fraction"]
     for key in ("num_blocks", "num_tokens", "max_concurrency", "max_model_len_that_fits"):
         cols[key] = raw[key]
 

@@ -16,6 +16,8 @@ def test_sweep_rows_equal_plan() -> None:
     n = 3 * 2 * 2 * 3 * 2
     assert all(len(v) == n for v in cols.values())
     assert isinstance(cols["fits"], np.ndarray) and cols["fits"].dtype == bool
+    assert cols["enforce_eager"].dtype == bool and not cols["enforce_eager"].any()
+    assert all(cols[k].dtype == np.float64 for k in cols if k.endswith(("_gib", "_fraction")))
     totals = {"H100-80GB": vllm_mem.lookup_gpu("H100-80GB").total_memory_bytes,
               "L4": vllm_mem.lookup_gpu("L4").total_memory_bytes}
     seen = set()
@@ -41,9 +43,12 @@ def test_sweep_rows_equal_plan() -> None:
         assert cols["available_kv_cache_bytes"][i] == p.available_kv_cache_bytes
         assert cols["weights_bytes"][i] == p.weights_bytes
         assert cols["max_model_len_that_fits"][i] == p.max_model_len_that_fits
-        assert cols["available_kv_cache_gib"][i] == pytest.approx(p.available_kv_cache_bytes / (1 << 30))
-        assert cols["available_kv_cache_fraction"][i] == pytest.approx(
-            p.available_kv_cache_bytes / p.total_memory_bytes)
+        # The core's GiB and fraction columns are plan()'s figures over a GiB and over the total,
+        # exactly (bytes below 2**53 convert to float64 exactly, and one division rounds once).
+        for stem in ("requested", "weights", "activation_peak", "non_torch", "cudagraph", "available_kv_cache"):
+            figure = getattr(p, stem + "_bytes")
+            assert cols[stem + "_gib"][i] == figure / (1 << 30), stem
+            assert cols[stem + "_fraction"][i] == figure / p.total_memory_bytes, stem
         if p.kv_cache is not None:
             assert cols["num_tokens"][i] == p.kv_cache.num_tokens
             assert cols["max_concurrency"][i] == pytest.approx(p.kv_cache.max_concurrency)

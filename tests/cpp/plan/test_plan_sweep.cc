@@ -46,6 +46,14 @@ TEST(PlanSweep, RowsEqualEvaluatePlan) {
     EXPECT_GT(c.num_fast_rows, 0);
     int phases_seen[8] = {0};
     for (int64_t i = 0; i < c.num_rows; ++i) {
+      // The derived columns: each figure over a GiB and over the row's total, every row.
+      const double total = static_cast<double>(c.total_memory_bytes[i]);
+      ASSERT_EQ(c.weights_gib[i], static_cast<double>(c.weights_bytes[i]) / static_cast<double>(kGiB)) << i;
+      ASSERT_EQ(c.weights_fraction[i], static_cast<double>(c.weights_bytes[i]) / total) << i;
+      ASSERT_EQ(c.available_kv_cache_gib[i], static_cast<double>(c.available_kv_cache_bytes[i]) / static_cast<double>(kGiB)) << i;
+      ASSERT_EQ(c.available_kv_cache_fraction[i], static_cast<double>(c.available_kv_cache_bytes[i]) / total) << i;
+      ASSERT_EQ(c.requested_fraction[i], static_cast<double>(c.requested_bytes[i]) / total) << i;
+      ASSERT_EQ(c.cudagraph_gib[i] * static_cast<double>(kGiB), static_cast<double>(c.cudagraph_bytes[i])) << i;
       PlanInputs in = axes.base;
       in.total_memory_bytes = c.total_memory_bytes[i];
       in.gpu_memory_utilization = c.gpu_memory_utilization[i];

@@ -56,6 +56,12 @@ struct SweepColumns {
   std::vector<int64_t> requested_bytes, weights_bytes, activation_peak_bytes, non_torch_bytes, cudagraph_bytes,
       available_kv_cache_bytes, num_blocks, num_tokens, max_model_len_that_fits;
   std::vector<double> max_concurrency;
+  //! The six byte figures above (requested ... available_kv_cache) in GiB and as fractions of the
+  //! row's total_memory_bytes: the sweep's *_gib and *_fraction columns, made here so the
+  //! caller allocates (and page-faults in) no array of its own for them.
+  std::vector<double> requested_gib, requested_fraction, weights_gib, weights_fraction, activation_peak_gib,
+      activation_peak_fraction, non_torch_gib, non_torch_fraction, cudagraph_gib, cudagraph_fraction,
+      available_kv_cache_gib, available_kv_cache_fraction;
   std::vector<uint8_t> fits;
   std::vector<int8_t> failure_phase;
   //! Why an invalid row is refused: an index into invalid_reasons ("field: message", the error
@@ -94,6 +100,18 @@ void ForEachColumn(SweepColumns& c, F&& f) {
   f("num_tokens", c.num_tokens);
   f("max_model_len_that_fits", c.max_model_len_that_fits);
   f("max_concurrency", c.max_concurrency);
+  f("requested_gib", c.requested_gib);
+  f("requested_fraction", c.requested_fraction);
+  f("weights_gib", c.weights_gib);
+  f("weights_fraction", c.weights_fraction);
+  f("activation_peak_gib", c.activation_peak_gib);
+  f("activation_peak_fraction", c.activation_peak_fraction);
+  f("non_torch_gib", c.non_torch_gib);
+  f("non_torch_fraction", c.non_torch_fraction);
+  f("cudagraph_gib", c.cudagraph_gib);
+  f("cudagraph_fraction", c.cudagraph_fraction);
+  f("available_kv_cache_gib", c.available_kv_cache_gib);
+  f("available_kv_cache_fraction", c.available_kv_cache_fraction);
   f("fits", c.fits);
   f("failure_phase", c.failure_phase);
   f("invalid_reason_index", c.invalid_reason_index);
