@@ -131,9 +131,9 @@ void ResolveRelease(PlanRun& run, PlanInputs&& inputs, StartupPlan& plan) {
 
 /*! Phase 1 for a request in an environment on the model's SizingCache, which remembers the
  *  resolution (a pure function of the three). */
-void ResolveRememberedRelease(PlanRun& run, const PlanRequest& request, const PlanEnvironment& env,
-                              StartupPlan& plan) {
-  const std::shared_ptr<const ResolvedRelease> r = run.sizing->Release(request, env, [&] {
+std::shared_ptr<const ResolvedRelease> RememberedRelease(const PlanRun& run, const PlanRequest& request,
+                                                         const PlanEnvironment& env) {
+  return run.sizing->Release(request, env, [&] {
     PlanInputs in;
     static_cast<PlanRequest&>(in) = request;
     in.total_memory_bytes = env.total_memory_bytes;
@@ -143,9 +143,6 @@ void ResolveRememberedRelease(PlanRun& run, const PlanRequest& request, const Pl
     in.allow_long_max_model_len = env.allow_long_max_model_len;
     return Resolve(run.spec, std::move(in));
   });
-  run.profile = plan.profile = r->profile;
-  plan.request = request;
-  plan.inputs = r->inputs;
 }
 
 /*! The KV layouts every KV question goes through: the caller's cache for this spec, else one
@@ -632,8 +629,11 @@ StartupPlan EvaluatePlan(const SizingCache& sizing, PlanInputs inputs) {
 StartupPlan EvaluateRequest(const SizingCache& sizing, const PlanRequest& request, const PlanEnvironment& environment) {
   PlanRun run(sizing.spec());
   run.sizing = &sizing;
-  StartupPlan plan;
-  ResolveRememberedRelease(run, request, environment, plan);
+  const std::shared_ptr<const ResolvedRelease> release = RememberedRelease(run, request, environment);
+  // Copied in as the plan is made, not assigned over default-made ones: a default request makes
+  // its strings (cudagraph_mode's takes the heap) only to drop them.
+  StartupPlan plan{.request = request, .inputs = release->inputs};
+  run.profile = plan.profile = release->profile;
   RunPhases(run, plan, &sizing.kv_layouts());
   return plan;
 }

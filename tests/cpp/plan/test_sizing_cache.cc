@@ -358,7 +358,7 @@ TEST(PlanSweep, ReusedColumnsEqualFreshColumns) {
       }
     });
   });
-  EXPECT_EQ(compared, 26);
+  EXPECT_EQ(compared, 38);  // every column, the twelve GiB / fraction ones included
   EXPECT_EQ(reused.invalid_reasons, fresh.invalid_reasons);
   ASSERT_EQ(fresh.invalid_reasons.size(), 1u);  // TP 3: each invalid row points at the one refusal
   EXPECT_EQ(fresh.invalid_reasons[0].rfind("tensor_parallel_size: ", 0), 0u);

@@ -119,7 +119,7 @@ struct StartupPlan {
   PlanInputs inputs;                 //!< with defaults resolved (max_model_len, free memory)
   bool free_memory_assumed = true;   //!< free memory was not given: total minus the idle baseline
   int64_t requested_bytes = 0;
-  std::vector<RankPlan> ranks;
+  std::vector<RankPlan> ranks{};  // (the {} initializers let EvaluateRequest designate only request and inputs)
   int64_t tightest_pp_rank = 0;      //!< the rank with the fewest KV blocks (or least budget)
   // The tightest rank's figures, for the headline.
   int64_t weights_bytes = 0;
@@ -130,9 +130,9 @@ struct StartupPlan {
   int64_t available_kv_cache_bytes = 0;
   bool fits = false;
   FailurePhase failure_phase = FailurePhase::kNone;
-  std::string failure_message;       //!< vLLM's own message where vLLM has one
+  std::string failure_message{};     //!< vLLM's own message where vLLM has one
   int64_t shortfall_bytes = 0;       //!< how many bytes the failing phase lacks (per GPU)
-  std::optional<KvCacheCapacity> kv_cache;  //!< when fits
+  std::optional<KvCacheCapacity> kv_cache{};//!< when fits
   int64_t max_model_len_that_fits = 0;      //!< largest L <= the model's limit one request fits
   int64_t model_max_model_len = 0;          //!< the upper bound searched (model's max_position_embeddings)
   /*! --max-model-len auto / -1 (vLLM's _auto_fit_max_model_len): the derived length the fit
@@ -150,7 +150,7 @@ struct StartupPlan {
    *  would start: it holds one max_model_len request on every rank and the phases before the
    *  KV cache pass. */
   bool kv_cache_memory_suggestion_fits = false;
-  std::string request_memory_error;  //!< vLLM's free-memory ValueError text, when it applies
+  std::string request_memory_error{};  //!< vLLM's free-memory ValueError text, when it applies
   /*! The release profile that planned it (an entry of the static VllmVersionProfiles() table,
    *  never freed): the lines below are worded by it. */
   const VllmVersionProfile* profile = nullptr;
