@@ -13,6 +13,7 @@ after changing a row, run ``PYTHONPATH=build/dev-NAME/site python scripts/gen_se
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,26 @@ TYPES = ROOT / "python" / "vllm_mem" / "_settings.py"
 DOCS = ROOT / "docs" / "settings.md"
 
 _PY_TYPES = {"int": "int", "float": "float", "bool": "bool", "optional bool": "bool", "str": "str",
-             "enum": "str", "int list": "Sequence[int]", "text list": "Sequence[str]"}
+             "enum": "str", "int list": "Sequence[int]", "text list": "Sequence[str]",
+             "mapping": "Mapping[str, Any] | str"}
 
 
 def _py_type(row: dict[str, Any]) -> str:
     base = _PY_TYPES[row["kind"]]
+    if row["kind"] == "mapping" and row["high"]:  # a bounded mapping row also takes the int form
+        base = "int | " + base
     if row["auto_text"]:  # vLLM's word for the row's auto value (max_model_len="auto")
         base += f' | Literal["{row["auto_text"]}"]'
     return f"{base} | None" if row["unset"] or row["kind"] == "optional bool" else base
+
+
+def _docstring(text: str) -> str:
+    """A field's docstring within the linters' 120 columns: one line, else wrapped."""
+    one = f'    """{text}"""'
+    if len(one) <= 120:
+        return one
+    body = textwrap.fill(text, width=112, initial_indent="    ", subsequent_indent="    ")
+    return f'    """\n{body}\n    """'
 
 
 def types_text(rows: list[dict[str, Any]]) -> str:
@@ -40,8 +53,8 @@ def types_text(rows: list[dict[str, Any]]) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from collections.abc import Sequence",
-        "from typing import Literal, TypedDict",
+        "from collections.abc import Mapping, Sequence",
+        "from typing import Any, Literal, TypedDict",
         "",
         '__all__ = ["KvCacheSettingsArgs", "PlanSettingsArgs"]',
         "",
@@ -53,7 +66,7 @@ def types_text(rows: list[dict[str, Any]]) -> str:
         for row in rows:
             if row["kv"] == kv:
                 lines.append(f"    {row['name']}: {_py_type(row)}")
-                lines.append(f'    """{row["help"]}."""')
+                lines.append(_docstring(row["help"] + "."))
     return "\n".join(lines) + "\n"
 
 
@@ -62,6 +75,8 @@ def _bounds(row: dict[str, Any]) -> str:
         return "one of " + row["choices"]
     if row["kind"] == "text list":
         return f"at most {row['max_items']} values"
+    if row["kind"] == "mapping" and row["high"]:
+        return f"int form and counts in [{int(row['low'])}, {int(row['high'])}]"
     if row["kind"] in ("int", "float", "int list"):
         def show(v: float) -> str:
             return str(int(v)) if float(v).is_integer() else repr(v)

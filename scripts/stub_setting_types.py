@@ -27,6 +27,7 @@ KIND_TYPES = {
     "enum": "str",
     "int list": "list[int] | tuple[int, ...] | None",
     "text list": "list[str] | tuple[str, ...] | None",
+    "mapping": "dict[str, typing.Any] | str",
 }
 CLASSES = ("KvCacheSettings", "PlanRequest")
 
@@ -35,6 +36,8 @@ def setter_types() -> dict[str, str]:
     types = {}
     for row in _C.plan_settings():
         kind = KIND_TYPES[row["kind"]]
+        if row["kind"] == "mapping" and row["high"]:  # a bounded mapping row also takes the int form
+            kind = "int | " + kind
         if row.get("auto_text"):  # a word for the row's auto value ("auto" for max_model_len)
             kind += " | str"
         types[row["name"]] = kind + " | None" if row["unset"] and "None" not in kind else kind

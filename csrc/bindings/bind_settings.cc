@@ -198,6 +198,63 @@ struct Setting<std::vector<std::string>> {
   static const std::vector<std::string>& To(const std::vector<std::string>& v) { return v; }
 };
 
+/*! The JSON text of a mapping row's value: a dict through Python's json.dumps (vLLM's flag takes the
+ *  same JSON), a str as it is (the command line's spelling); the core reads it (mm_settings.h). */
+std::string MappingText(py::handle v, const std::string& field, const char* expected) {
+  if (PyUnicode_Check(v.ptr())) return v.cast<std::string>();
+  if (!PyDict_Check(v.ptr())) RaiseType(field, expected, v);
+  try {
+    return py::module_::import("json").attr("dumps")(v, py::arg("allow_nan") = false).cast<std::string>();
+  } catch (const py::error_already_set&) {  // a value JSON cannot hold (a set, NaN, an object)
+    RaiseType(field, std::string(expected) + " of JSON values", v);
+  }
+}
+
+py::object JsonToPython(const std::string& text) {
+  if (text.empty()) return py::none();
+  return py::module_::import("json").attr("loads")(text);
+}
+
+template <>
+struct Setting<MmLimitPerPrompt> {
+  static MmLimitPerPrompt From(py::handle v, const SettingRow& row, const std::string& field) {
+    MmLimitPerPrompt limit;
+    if (v.is_none()) return limit;
+    if (IsExactInt(v)) {  // the planner's int form: N images, every other modality off
+      limit.images = ToInt(v, row, field);
+      ValidateExplicitSetting(row, limit.images, field);
+      return limit;
+    }
+    const std::string text = MappingText(v, field, "an int or a mapping such as {\"image\": 2, \"video\": 0}");
+    limit = ReadMmLimitPerPrompt(ParseJson(text, field), field);
+    ValidateSetting(row, limit, field);
+    return limit;
+  }
+  static py::object To(const MmLimitPerPrompt& v) {
+    if (v.images >= 0) return py::int_(v.images);
+    return JsonToPython(MmLimitPerPromptJson(v));
+  }
+};
+
+template <>
+struct Setting<MmProcessorKwargs> {
+  static MmProcessorKwargs From(py::handle v, const SettingRow& row, const std::string& field) {
+    if (v.is_none()) return {};
+    const std::string text = MappingText(v, field, "a mapping such as {\"max_pixels\": 1003520}");
+    MmProcessorKwargs k = ReadMmProcessorKwargs(ParseJson(text, field), field);
+    if (k.IsSet()) k.text = text;  // {} is unset
+    return k;
+  }
+  static py::object To(const MmProcessorKwargs& v) { return JsonToPython(v.text); }
+};
+
+/*! A setting's Python value: the caster's, or the object a mapping row already built. */
+template <typename T>
+py::object AsObject(const T& v) {
+  return py::cast(v);
+}
+inline py::object AsObject(py::object v) { return v; }
+
 /*! Keyword -> setter of one request class, built from the table once. */
 /*! Looked up by a keyword's UTF-8 view, with no std::string built per keyword. */
 struct KeywordHash {
@@ -378,7 +435,7 @@ void BindSettings(py::module_& m) {
     const std::string& shown = field.empty() ? std::string(row->name) : field;
     PlanRequest r;
 #define VLLM_MEM_CONVERT(type, field_name, init, ...) \
-    if (name == #field_name) return py::cast(Setting<type>::To(Setting<type>::From(value, *row, shown)));
+    if (name == #field_name) return AsObject(Setting<type>::To(Setting<type>::From(value, *row, shown)));
     VLLM_MEM_KV_CACHE_SETTINGS(VLLM_MEM_CONVERT)
     VLLM_MEM_PLAN_SETTINGS(VLLM_MEM_CONVERT)
 #undef VLLM_MEM_CONVERT

@@ -961,12 +961,12 @@ class PlanRequest(KvCacheSettings):
     def language_model_only(self, value: bool) -> None:
         ...
     @property
-    def limit_mm_per_prompt(self) -> int:
+    def limit_mm_per_prompt(self) -> int | dict[str, typing.Any] | None:
         """
-        Multimodal models: images per prompt (0: text only, no encoder profile run)
+        Multimodal models: items per prompt by modality ({"image": 2, "video": 0}, or {"image": {"count": 1, "width": 512, "height": 512}}); an int N: N images, other modalities off
         """
     @limit_mm_per_prompt.setter
-    def limit_mm_per_prompt(self, value: int | None) -> None:
+    def limit_mm_per_prompt(self, value: int | dict[str, typing.Any] | str | None) -> None:
         ...
     @property
     def lora_dtype(self) -> str:
@@ -1023,6 +1023,14 @@ class PlanRequest(KvCacheSettings):
         """
     @mm_processor_cache_gb.setter
     def mm_processor_cache_gb(self, value: float) -> None:
+        ...
+    @property
+    def mm_processor_kwargs(self) -> dict[str, typing.Any] | None:
+        """
+        Multimodal models: processor overrides; max_pixels / min_pixels (or size) bound the Qwen-VL dummy image
+        """
+    @mm_processor_kwargs.setter
+    def mm_processor_kwargs(self, value: dict[str, typing.Any] | str | None) -> None:
         ...
     @property
     def quantization(self) -> str:
@@ -1373,6 +1381,16 @@ class MmProfileBreakdown:
     @property
     def runs(self) -> bool:
         ...
+    @property
+    def modality(self) -> str:
+        ...
+    @property
+    def no_effect_kwargs(self) -> list[str]:
+        ...
+    @property
+    def video_frames(self) -> int:
+        ...
+
 class ActivationBreakdown:
     @property
     def attention_bytes(self) -> int:

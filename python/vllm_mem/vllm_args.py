@@ -94,6 +94,7 @@ _MODELLED = (
     # Only its default is accepted (engine_args_to_plan_keywords).
     _f("enable_chunked_prefill", "bool"),
     _f("limit_mm_per_prompt", "json"),
+    _f("mm_processor_kwargs", "json"),
 )
 
 #: Flags that do not change start-up GPU memory: accepted, listed as ignored.
@@ -133,7 +134,7 @@ _NOT_MODELLED = {
     "max_seq_len_to_capture": "the CUDA-graph capture limit of older releases",
     "cuda_graph_sizes": "explicit CUDA-graph sizes of this spelling (use -O '{\"cudagraph_capture_sizes\": [...]}')",
     "kv_transfer_config": "KV-cache transfer buffers", "kv_offloading_size": "KV offloading buffers",
-    "mm_processor_kwargs": "the multimodal processor's sizes", "mm_encoder_tp_mode": "the vision encoder's split",
+    "mm_encoder_tp_mode": "the vision encoder's split",
     "data_parallel_size_local": "local data parallelism", "optimization_level": "optimization levels (their "
     "CUDA-graph settings differ by release; give -O as JSON or --enforce-eager)",
     "disable_hybrid_kv_cache_manager": "the hybrid KV-cache manager switched off",
@@ -441,11 +442,14 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
         if name == "kv_cache_memory_bytes" and value == 0:
             continue  # vLLM reads 0 as "not set"
         kw[name] = value
-    limit = engine.get("limit_mm_per_prompt")
-    if limit not in (None, {}, ""):
-        images = _image_limit(limit, flag_of("limit_mm_per_prompt"))
-        if images is not None:
-            kw["limit_mm_per_prompt"] = images
+    for name in ("limit_mm_per_prompt", "mm_processor_kwargs"):
+        value = engine.get(name)
+        if value in (None, {}, ""):
+            continue
+        if not isinstance(value, Mapping):  # vLLM's flags take a JSON object (the int form is this API's)
+            raise V.bad_value(flag_of(name), 'a JSON object such as {"image": 2}', value)
+        V.setting(name, dict(value), flag_of(name))  # each key typed by the settings row, named by the flag
+        kw[name] = dict(value)
     if engine.get("enable_chunked_prefill") is False:
         _not_modelled(flag_of("enable_chunked_prefill") + "=False", "the unchunked scheduler's batch sizes differ")
     compilation = engine.get("compilation_config")
@@ -468,27 +472,6 @@ def engine_args_to_plan_keywords(engine: Mapping[str, Any], *, flag_of: Any = fl
             elif key not in _COMPILATION_NO_EFFECT:
                 _not_modelled(where, f"planned keys: {', '.join(_COMPILATION_PLANNED)}")
     return kw
-
-
-def _image_limit(limit: Any, flag: str) -> int | None:
-    """The image entry of vLLM's ``--limit-mm-per-prompt`` JSON (``{"image": 2, "video": 0}``, or
-    ``{"image": {"count": 2}}``): the planned towers take images only, so another modality must be
-    0; a dummy size (``width`` / ``height``) changes the profiled item and is not modelled."""
-    if not isinstance(limit, Mapping):
-        raise V.bad_value(flag, 'a JSON object such as {"image": 2}', limit)
-    images: int | None = None
-    for modality, value in limit.items():
-        if isinstance(value, Mapping):
-            if set(value) - {"count"}:
-                _not_modelled(f"{flag}.{modality}", "a dummy item size changes the profiled encoder batch")
-            value = value.get("count")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise V.bad_value(f"{flag}.{modality}", "a count >= 0", value)
-        if modality == "image":
-            images = value
-        elif value != 0:
-            _not_modelled(f"{flag}.{modality}", "only image encoders are planned; give it 0")
-    return images
 
 
 @dataclass(frozen=True)
@@ -541,7 +524,7 @@ _KEYWORD_FLAGS = {name: flag_name(name) for name in (
     "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "kv_cache_dtype", "block_size", "enforce_eager", "speculative_config",
     "kv_cache_memory_bytes", "quantization", "dtype", "cpu_offload_gb", "limit_mm_per_prompt",
-    "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb",
+    "mm_processor_kwargs", "skip_mm_profiling", "language_model_only", "mm_processor_cache_gb",
     "enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras", "max_cpu_loras",
     "mamba_cache_mode")}
 _KEYWORD_FLAGS.update(cudagraph_mode="--compilation-config.cudagraph_mode",

@@ -122,9 +122,10 @@ def test_no_profiling_caveat_and_the_switches_turn_it_off(config: dict[str, Any]
 
 
 def test_a_longer_batch_takes_the_image_whole() -> None:
-    """max_num_batched_tokens 32768 holds two 16,384-token images: the budget is the batch, and the
-    decoder side allows max_model_len // 16384 = 2 per prompt."""
-    m = _profile(QWEN25_VL_7B, max_model_len=32768, max_num_batched_tokens=32768)
+    """Images only: max_num_batched_tokens 32768 holds two 16,384-token images: the budget is the batch,
+    and the decoder side allows max_model_len // 16384 = 2 per prompt. (With video on, vLLM profiles
+    the 4-frame video of 32,768 tokens instead: test_mm_settings.py.)"""
+    m = _profile(QWEN25_VL_7B, max_model_len=32768, max_num_batched_tokens=32768, limit_mm_per_prompt={"video": 0})
     assert m["encoder_budget_tokens"] == 32768 and m["items"] == 2
     assert m["pixel_bytes"] == 2 * PATCHES * 1176 * BF16
 

@@ -170,8 +170,6 @@ def test_unknown_flag_refused_by_name() -> None:
 
 
 @pytest.mark.parametrize(("args", "flag"), [
-    (["--limit-mm-per-prompt", '{"video": 1}'], "--limit-mm-per-prompt.video"),
-    (["--limit-mm-per-prompt", '{"image": {"count": 1, "width": 512}}'], "--limit-mm-per-prompt.image"),
     (["--num-gpu-blocks-override", "100"], "--num-gpu-blocks-override"),
     (["-O3"], "-O3"),
     (["-O", '{"full_cuda_graph": true}'], "full_cuda_graph"),
@@ -184,6 +182,16 @@ def test_memory_flags_not_modelled_are_refused(args: list[str], flag: str) -> No
     assert flag in str(info.value) and info.value.field is not None and flag in info.value.field
     rc, err = _run_cli(["plan", "--gpu", "H100", "--", "vllm", "serve", LLAMA, *args])
     assert rc == 2 and "not modelled yet" in err and err.count("\n") == 1
+
+
+def test_multimodal_flags_on_a_text_model_are_refused_as_vllm_does() -> None:
+    """vLLM's ModelConfig refuses them on a text model; on a multimodal one they are planned
+    (test_mm_settings.py: video, dummy sizes and the processor's bounds)."""
+    for args, flag in ((["--limit-mm-per-prompt", '{"video": 1}'], "--limit-mm-per-prompt"),
+                       (["--mm-processor-kwargs", '{"max_pixels": 1003520}'], "--mm-processor-kwargs")):
+        with pytest.raises(vllm_mem.InvalidArgumentError, match="is only supported for multimodal models") as info:
+            plan_from_vllm_args(["serve", LLAMA, *args], "H100")
+        assert info.value.field == flag
 
 
 def test_zero_offload_is_the_default_and_accepted() -> None:
@@ -246,17 +254,22 @@ def _run_cli(argv: list[str]) -> tuple[int, str]:
 
 
 def test_multimodal_flags_are_planned() -> None:
-    """--limit-mm-per-prompt's image entry, --skip-mm-profiling, --language-model-only and
-    --mm-processor-cache-gb become plan() keywords (test_multimodal_profile.py checks their effect)."""
+    """--limit-mm-per-prompt (vLLM's mapping, as given: the settings row reads it), --mm-processor-kwargs,
+    --skip-mm-profiling, --language-model-only and --mm-processor-cache-gb become plan() keywords
+    (test_multimodal_profile.py and test_mm_settings.py check their effect)."""
     kw = vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": 0, "video": 0},
                                                  "skip_mm_profiling": True, "language_model_only": False,
                                                  "mm_processor_cache_gb": 8.0})
-    assert kw == {"limit_mm_per_prompt": 0, "skip_mm_profiling": True, "language_model_only": False,
-                  "mm_processor_cache_gb": 8.0}
+    assert kw == {"limit_mm_per_prompt": {"image": 0, "video": 0}, "skip_mm_profiling": True,
+                  "language_model_only": False, "mm_processor_cache_gb": 8.0}
     assert vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": {"count": 3}}}) == {
-        "limit_mm_per_prompt": 3}
-    with pytest.raises(ValueError, match="limit-mm-per-prompt"):
+        "limit_mm_per_prompt": {"image": {"count": 3}}}
+    assert vllm_args.engine_args_to_plan_keywords({"mm_processor_kwargs": {"max_pixels": 1003520}}) == {
+        "mm_processor_kwargs": {"max_pixels": 1003520}}
+    with pytest.raises(ValueError, match="limit-mm-per-prompt.image"):
         vllm_args.engine_args_to_plan_keywords({"limit_mm_per_prompt": {"image": -1}})
+    with pytest.raises(ValueError, match="mm-processor-kwargs.max_pixels"):
+        vllm_args.engine_args_to_plan_keywords({"mm_processor_kwargs": {"max_pixels": "big"}})
 
 
 def test_prefix_caching_flags_reach_the_plan_of_a_hybrid(tmp_path: Path) -> None:

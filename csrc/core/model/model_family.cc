@@ -108,19 +108,25 @@ JsonValue ResolveTraits(const JsonValue& traits) {
   return JsonValue(std::move(out));
 }
 
-/*! "vision_processors": per vision_config class, the source and a positive max_pixels (at most
- *  2^31: a 46,340-pixel square, far past any processor's bound). */
+/*! A pixel bound of a "vision_processors" entry: positive, at most 2^31 (a 46,340-pixel square, far
+ *  past any processor's bound). */
+bool PixelBound(const JsonValue* v) {
+  return v != nullptr && v->IsNumber() && v->AsNumber().integer.has_value() && *v->AsNumber().integer > 0 &&
+         *v->AsNumber().integer <= (int64_t{1} << 31);
+}
+
+/*! "vision_processors": per vision_config class, the source, max_pixels and min_pixels. */
 void CheckVisionProcessors(const JsonValue* table) {
   if (table == nullptr) return;
   if (!table->IsObject()) throw std::logic_error("model_families.json: 'vision_processors' must be an object");
   for (const auto& [cls, entry] : table->AsObject()) {
     if (cls == "_about") continue;
     const JsonValue* source = entry.Find("source");
-    const JsonValue* max_pixels = entry.Find("max_pixels");
-    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() && max_pixels != nullptr &&
-                    max_pixels->IsNumber() && max_pixels->AsNumber().integer.has_value() &&
-                    *max_pixels->AsNumber().integer > 0 && *max_pixels->AsNumber().integer <= (int64_t{1} << 31);
-    if (!ok) throw std::logic_error("model_families.json: vision_processors." + cls + " needs a source and max_pixels");
+    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() &&
+                    PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"));
+    if (!ok) {
+      throw std::logic_error("model_families.json: vision_processors." + cls + " needs a source, max_pixels and min_pixels");
+    }
   }
 }
 

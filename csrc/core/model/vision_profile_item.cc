@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/base/checked_math.h"
+#include "vllm_mem/base/error.h"
+#include "vllm_mem/base/units.h"
 
 namespace vllm_mem {
 namespace {
@@ -58,34 +60,61 @@ VisionDummyItem Mistral3Item(const VisionEncoderSpec& s) {
   return item;
 }
 
-/*! One side of the largest image a smart_resize processor keeps (transformers
- *  image_processing_qwen2_vl.py smart_resize, on the 9999999 x 9999999 image vLLM asks about in
- *  Qwen2VLProcessingInfo.get_image_size_with_most_features): beta = sqrt(h * w / max_pixels), side =
- *  max(factor, floor(h / beta / factor) * factor), in the same double arithmetic as Python (every
- *  operand below is an exact double, so each step rounds as Python's does). */
-int64_t SmartResizeSide(int64_t max_pixels, int64_t factor) {
-  constexpr double kSide = 9999999.0;  // the width and height vLLM passes
-  const double rounded = std::nearbyint(kSide / static_cast<double>(factor)) * static_cast<double>(factor);
-  if (rounded * rounded <= static_cast<double>(max_pixels)) return static_cast<int64_t>(rounded);
-  const double beta = std::sqrt(kSide * kSide / static_cast<double>(max_pixels));
-  const auto steps = static_cast<int64_t>(std::floor(kSide / beta / static_cast<double>(factor)));
-  return std::max(factor, Mul(steps, factor));
+/*! transformers' smart_resize (image_processing_qwen2_vl.py) of an h x w image: each side rounded to
+ *  the factor (Python's round, half to even), then scaled into [min_pixels, max_pixels] keeping the
+ *  aspect: beta = sqrt(h * w / max_pixels), side = max(factor, floor(side / beta / factor) * factor)
+ *  above, ceil(side * beta / factor) * factor below; in the same double arithmetic as Python (every
+ *  operand is an exact double, so each step rounds as Python's does). An aspect ratio above 200 is
+ *  refused as transformers refuses it. Returns {height, width}. */
+std::array<int64_t, 2> SmartResize(int64_t h, int64_t w, int64_t factor, int64_t min_pixels, int64_t max_pixels,
+                                   const std::string& field) {
+  const double fh = static_cast<double>(h);
+  const double fw = static_cast<double>(w);
+  const double ff = static_cast<double>(factor);
+  const double ratio = std::max(fh, fw) / std::min(fh, fw);
+  if (ratio > 200.0) {
+    throw InvalidArgument(field, "absolute aspect ratio must be smaller than 200, got " + FormatRounded(ratio, 2) +
+                                     " (transformers' smart_resize refuses the dummy image)");
+  }
+  auto side = [factor](double x) { return Mul(static_cast<int64_t>(x), factor); };
+  int64_t hb = side(std::nearbyint(fh / ff));
+  int64_t wb = side(std::nearbyint(fw / ff));
+  if (Mul(hb, wb) > max_pixels) {
+    const double beta = std::sqrt(fh * fw / static_cast<double>(max_pixels));
+    hb = std::max(factor, side(std::floor(fh / beta / ff)));
+    wb = std::max(factor, side(std::floor(fw / beta / ff)));
+  } else if (Mul(hb, wb) < min_pixels) {
+    const double beta = std::sqrt(static_cast<double>(min_pixels) / (fh * fw));
+    hb = side(std::ceil(fh * beta / ff));
+    wb = side(std::ceil(fw * beta / ff));
+  }
+  return {hb, wb};
 }
 
 /*! Qwen2-VL, Qwen2.5-VL, Qwen3-VL (vllm qwen2_vl.py Qwen2VLProcessingInfo._get_vision_info, which
- *  qwen2_5_vl.py and qwen3_vl.py reuse): the largest image is the smart_resize square within the
- *  processor's max_pixels at a factor of patch x merge; one image is one temporal patch (grid_t =
- *  max((1 + 1 % temporal_patch_size) // temporal_patch_size, 1) = 1), so the tower sees grid^2
- *  patches of C x T x p x p pixels each (the processor's flattened pixel_values), and the merger
- *  folds merge^2 of them into one embedding, which is one placeholder token
- *  (num_patches // merge_size^2). Qwen2.5-VL-7B: 3584^2 pixels, 256^2 = 65,536 patches of 1,176
- *  pixels, 16,384 tokens. */
-VisionDummyItem SmartResizeItem(const VisionEncoderSpec& s) {
+ *  qwen2_5_vl.py and qwen3_vl.py reuse): the largest image is the smart_resize of the 9999999 x
+ *  9999999 image vLLM asks about (get_image_size_with_most_features) within the processor's bounds at
+ *  a factor of patch x merge; vLLM's dummy keeps the smaller of it and the dummy options' size
+ *  (BaseDummyInputsBuilder._get_dummy_images / _get_dummy_videos: min(width, overrides.width)), and the
+ *  processor resizes that again. Frames are padded to the temporal patch (grid_t = max((frames +
+ *  frames % T) // T, 1)), so the tower sees grid_t x grid_h x grid_w patches of C x T x p x p pixels
+ *  each (the processor's flattened pixel_values), and the merger folds merge^2 of them into one
+ *  embedding, which is one placeholder token (num_patches // merge_size^2). Qwen2.5-VL-7B: 3584^2
+ *  pixels, 256^2 = 65,536 patches of 1,176 pixels, 16,384 tokens. */
+VisionDummyItem SmartResizeItem(const VisionEncoderSpec& s, const VisionItemRequest& r) {
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
+  const int64_t max_pixels = r.max_pixels > 0 ? r.max_pixels : s.max_pixels;
+  const int64_t min_pixels = r.min_pixels > 0 ? r.min_pixels : s.min_pixels;
+  constexpr int64_t kSide = 9999999;  // the width and height vLLM passes
+  const std::array<int64_t, 2> largest = SmartResize(kSide, kSide, factor, min_pixels, max_pixels, r.field);
+  const int64_t h = r.height > 0 ? std::min(r.height, largest[0]) : largest[0];
+  const int64_t w = r.width > 0 ? std::min(r.width, largest[1]) : largest[1];
+  const std::array<int64_t, 2> resized = SmartResize(h, w, factor, min_pixels, max_pixels, r.field);
+  const int64_t frames = std::max<int64_t>(r.num_frames, 1);
+  const int64_t grid_t = std::max<int64_t>((frames + frames % s.temporal_patch_size) / s.temporal_patch_size, 1);
   VisionDummyItem item;
-  const int64_t merge_area = Mul(s.spatial_merge_size, s.spatial_merge_size);
-  const int64_t grid = SmartResizeSide(s.max_pixels, Mul(s.patch_size, s.spatial_merge_size)) / s.patch_size;
-  item.patch_tokens = Mul(grid, grid);
-  item.embed_rows = item.patch_tokens / merge_area;
+  item.patch_tokens = Mul(grid_t, Mul(resized[0] / s.patch_size, resized[1] / s.patch_size));
+  item.embed_rows = item.patch_tokens / Mul(s.spatial_merge_size, s.spatial_merge_size);
   item.prompt_tokens = item.embed_rows;
   const int64_t patch_pixels = Mul(Mul(s.num_channels, s.temporal_patch_size), Mul(s.patch_size, s.patch_size));
   item.pixel_elements = Mul(item.patch_tokens, patch_pixels);
@@ -214,12 +243,41 @@ bool IsClipOrSiglip(VisionEncoderKind kind) { return kind == VisionEncoderKind::
 
 }  // namespace
 
-std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec) {
-  if (spec.patch_size <= 0) return std::nullopt;
+bool IsSmartResizeProcessor(const VisionEncoderSpec& spec) {
   // A processor bounded by max_pixels (model_families.json vision_processors) resizes smartly.
-  if (spec.max_pixels > 0 && spec.spatial_merge_size > 0 && spec.temporal_patch_size > 0) {
-    return SmartResizeItem(spec);
+  return spec.patch_size > 0 && spec.max_pixels > 0 && spec.spatial_merge_size > 0 && spec.temporal_patch_size > 0;
+}
+
+std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec) {
+  // vllm qwen2_vl.py (and qwen2_5_vl.py, qwen3_vl.py) get_supported_mm_limits: {"image": None,
+  // "video": None}; gemma3_mm.py, mistral3.py, llava.py, llava_next.py, internvl.py (its image-only
+  // processors): {"image": None}.
+  if (IsSmartResizeProcessor(spec)) return {"image", "video"};
+  return {"image"};
+}
+
+ProcessorKwargEffect ClassifyProcessorKwarg(const VisionEncoderSpec& spec, std::string_view key) {
+  // The smart_resize bounds (transformers Qwen2VLImageProcessor: min_pixels / max_pixels override
+  // size {"shortest_edge", "longest_edge"}), which VisionItemRequest carries.
+  if (IsSmartResizeProcessor(spec) && (key == "max_pixels" || key == "min_pixels" || key == "size")) {
+    return ProcessorKwargEffect::kModelled;
   }
+  // transformers' BaseImageProcessor keys that change pixel values, never a shape (rescale, normalize,
+  // RGB conversion of the dummy's RGB image), and use_fast, which vLLM pops to pick the processor
+  // class (vllm qwen2_vl.py get_hf_processor: use_fast=kwargs.pop("use_fast", True)).
+  static constexpr std::string_view kNoEffect[] = {"do_convert_rgb", "do_normalize", "do_rescale", "image_mean",
+                                                   "image_std",      "rescale_factor", "use_fast"};
+  for (std::string_view k : kNoEffect) {
+    if (key == k) return ProcessorKwargEffect::kNoEffect;
+  }
+  return ProcessorKwargEffect::kNotModelled;
+}
+
+std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec) { return VisionItem(spec, {}); }
+
+std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const VisionItemRequest& request) {
+  if (spec.patch_size <= 0) return std::nullopt;
+  if (IsSmartResizeProcessor(spec)) return SmartResizeItem(spec, request);
   if (spec.image_size <= 0) return std::nullopt;
   if (spec.encoder == VisionEncoderKind::kSiglip && spec.projector == VisionProjectorKind::kGemma3) {
     const VisionDummyItem item = Gemma3Item(spec);

@@ -691,8 +691,10 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   ReadTowerDimensions(v, s);
   ReadEncoderExtras(config, v, s);
   // The processor's largest image, from the published preprocessor_config.json (not in config.json).
-  if (const JsonValue* processor = VisionProcessorTraits(cls))
+  if (const JsonValue* processor = VisionProcessorTraits(cls)) {
     s.max_pixels = *processor->Find("max_pixels")->AsNumber().integer;
+    s.min_pixels = *processor->Find("min_pixels")->AsNumber().integer;
+  }
   if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext ||
       s.projector == VisionProjectorKind::kLlava) {
     ReadLlavaProjector(config, s);

@@ -155,7 +155,10 @@ MmProfileBreakdown MultimodalProfile(const ModelSpec& spec, const ActivationOpti
   mo.max_num_seqs = o.max_num_seqs;
   mo.max_model_len = o.max_model_len > 0 ? o.max_model_len : o.max_num_batched_tokens;
   mo.limit_mm_per_prompt = o.limit_mm_per_prompt;
+  mo.mm_processor_kwargs = o.mm_processor_kwargs;
+  mo.language_model_only = o.language_model_only;
   mo.skip_mm_profiling = o.skip_mm_profiling;
+  mo.mm_dummy_options = o.mm_dummy_options;
   mo.tensor_parallel_size = o.tensor_parallel_size;
   mo.dtype = o.dtype;
   mo.pixtral_dense_block_mask = o.pixtral_dense_block_mask;

@@ -5,10 +5,13 @@
 #include "vllm_mem/plan/mm_profile_estimate.h"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/dtype.h"
+#include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/vision_profile_item.h"
 
 namespace vllm_mem {
@@ -91,7 +94,154 @@ bool IsQwenVlTower(VisionEncoderKind kind) {
          kind == VisionEncoderKind::kQwen3Vl;
 }
 
+/*! vLLM qwen2_vl.py _MAX_FRAMES_PER_VIDEO ("For profile run", 14 at commit 002d181 of
+ *  vllm/model_executor/models/qwen2_vl.py): get_num_frames_with_most_features caps each dummy video
+ *  at it. Other revisions carried other caps, so a plan whose frames the cap decides is refused. */
+constexpr int64_t kQwenVlMaxFramesPerVideo = 14;
+
+/*! vLLM refuses the multimodal settings on a text model (vllm/config.py
+ *  ModelConfig._init_multimodal_config: "`limit_mm_per_prompt` is only supported for multimodal
+ *  models."). A multimodal checkpoint whose tower has no rules has no vision spec but carries the
+ *  multimodal caveat: vLLM takes the settings there, and so does the plan. */
+void RefuseOnTextModel(const ModelSpec& spec, const MmProfileOptions& o) {
+  if (spec.vision || std::find(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()) != spec.caveats.end()) {
+    return;
+  }
+  for (const auto& [field, set] : {std::pair{"limit_mm_per_prompt", o.limit_mm_per_prompt.IsSet()},
+                                   std::pair{"mm_processor_kwargs", o.mm_processor_kwargs.IsSet()}}) {
+    if (set) throw InvalidArgument(field, std::string("`") + field + "` is only supported for multimodal models.");
+  }
+}
+
+bool Takes(const std::vector<std::string>& modalities, std::string_view m) {
+  return std::find(modalities.begin(), modalities.end(), m) != modalities.end();
+}
+
+/*! Each modality the mapping names is one the processor takes, with options the release takes. */
+void CheckModalities(const std::vector<std::string>& modalities, const MmProfileOptions& o) {
+  for (const MmModalityLimit& m : o.limit_mm_per_prompt.modalities) {
+    const std::string field = "limit_mm_per_prompt." + m.modality;
+    if (!Takes(modalities, m.modality)) {
+      std::string takes;
+      for (const std::string& t : modalities) takes += (takes.empty() ? "" : ", ") + t;
+      throw InvalidArgument(field, "the model's multimodal processor takes no " + EchoValue(m.modality) +
+                                       " items (its modalities: " + takes + ")");
+    }
+    if (m.HasDummyOptions() && !o.mm_dummy_options) {
+      throw InvalidArgument(field, "must be an integer count in this release (limit_per_prompt: dict[str, int]; "
+                                   "the per-modality options arrived in 0.11.0, vllm_versions.json mm_dummy_options)");
+    }
+  }
+}
+
+/*! The processor's bounds from --mm-processor-kwargs (transformers Qwen2VLImageProcessor: size
+ *  {"shortest_edge", "longest_edge"}, min_pixels / max_pixels overriding it); every other key is
+ *  listed when it changes no tensor's size, and refused by name when it may. */
+VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorKwargs& k, MmProfileBreakdown& m) {
+  for (const std::string& key : k.keys) {
+    const ProcessorKwargEffect effect = ClassifyProcessorKwarg(v, key);
+    if (effect == ProcessorKwargEffect::kNoEffect) m.no_effect_kwargs.push_back(key);
+    if (effect == ProcessorKwargEffect::kNotModelled) {
+      throw Unsupported("mm_processor_kwargs." + key + ": what it does to the " +
+                        std::string(VisionEncoderKindName(v.encoder)) +
+                        " processor's profile item is not modelled (planned: max_pixels, min_pixels and size for the "
+                        "Qwen-VL processors; do_convert_rgb, do_normalize, do_rescale, image_mean, image_std, "
+                        "rescale_factor and use_fast change no size)");
+    }
+  }
+  if ((k.longest_edge > 0) != (k.shortest_edge > 0)) {
+    throw InvalidArgument("mm_processor_kwargs.size", "size must contain 'shortest_edge' and 'longest_edge' keys.");
+  }
+  VisionItemRequest r;
+  r.max_pixels = k.max_pixels > 0 ? k.max_pixels : k.longest_edge;
+  r.min_pixels = k.min_pixels > 0 ? k.min_pixels : k.shortest_edge;
+  return r;
+}
+
+/*! The dummy video's frames (vllm qwen2_vl.py get_num_frames_with_most_features(max_model_len,
+ *  {"video": 1}), as MultiModalBudget and _get_mm_dummy_batch ask it): the most frames whose
+ *  tokens fit max_model_len (_get_max_video_frames, from 1), at most the cap. */
+int64_t QwenVideoFrames(const VisionEncoderSpec& v, VisionItemRequest r, int64_t max_model_len) {
+  int64_t frames = 1;
+  while (frames <= kQwenVlMaxFramesPerVideo) {
+    r.num_frames = frames + 1;
+    if (VisionItem(v, r)->prompt_tokens > max_model_len) return frames;
+    ++frames;
+  }
+  throw Unsupported("limit_mm_per_prompt.video: the dummy video's frames are capped by the release's "
+                    "_MAX_FRAMES_PER_VIDEO (vLLM qwen2_vl.py; 14 at the revision read, other revisions differ), "
+                    "which is not recorded per release: limit video to 0, or shorten max_model_len below " +
+                    std::to_string(VisionItem(v, r)->prompt_tokens) + " tokens");
+}
+
+/*! One modality's largest item (what the budget and the pick read) and its dummy (what is encoded:
+ *  the dummy options shrink it, not the budget's item: get_mm_max_tokens_per_item reads no option). */
+struct ModalityItems {
+  std::string modality;
+  VisionDummyItem largest;
+  VisionDummyItem dummy;
+  int64_t frames = 0;
+};
+
+ModalityItems ItemsFor(const VisionEncoderSpec& v, const std::string& modality, const VisionItemRequest& bounds,
+                       const MmProfileOptions& o) {
+  ModalityItems out;
+  out.modality = modality;
+  VisionItemRequest r = bounds;
+  r.field = "limit_mm_per_prompt." + modality;
+  if (modality == "video") {
+    if (v.encoder == VisionEncoderKind::kQwen3Vl) {
+      throw Unsupported("limit_mm_per_prompt.video: Qwen3-VL's dummy video (its video processor's own bound and "
+                        "frame rule) is not modelled, and with these settings vLLM may profile it: limit video to 0 "
+                        "({\"video\": 0}) for a plan");
+    }
+    r.num_frames = QwenVideoFrames(v, r, o.max_model_len);
+    out.frames = r.num_frames;
+  }
+  out.largest = *VisionItem(v, r);
+  const MmModalityLimit* options = o.limit_mm_per_prompt.Find(modality);
+  if (options != nullptr && options->HasDummyOptions()) {
+    if (!IsSmartResizeProcessor(v)) {
+      throw Unsupported(r.field + ": a dummy size for the " + std::string(VisionEncoderKindName(v.encoder)) +
+                        " processor is not modelled (the Qwen-VL processors' is)");
+    }
+    r.width = options->width;
+    r.height = options->height;
+    if (options->num_frames > 0) r.num_frames = std::min(r.num_frames, options->num_frames);
+    out.frames = modality == "video" ? r.num_frames : 0;
+  }
+  out.dummy = *VisionItem(v, r);
+  return out;
+}
+
+/*! The modality vLLM profiles (MultiModalBudget.get_modality_with_max_tokens): of those whose limit
+ *  is above 0, the one with the most tokens per item; a tie is the same item size, image first.
+ *  Qwen3-VL's video stays out while images run at the published bounds: its default video item
+ *  holds fewer tokens than the image (PR #34330: 12,288 against 16,384). */
+std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const VisionItemRequest& bounds,
+                                              const MmProfileOptions& o) {
+  std::optional<ModalityItems> best;
+  for (const std::string& modality : VisionModalities(v)) {
+    if (o.limit_mm_per_prompt.Count(modality) == 0) continue;
+    const bool qwen3_video_below_image = modality == "video" && v.encoder == VisionEncoderKind::kQwen3Vl && best &&
+                                         bounds.max_pixels == 0 && bounds.min_pixels == 0;
+    if (qwen3_video_below_image) continue;
+    ModalityItems items = ItemsFor(v, modality, bounds, o);
+    if (!best || items.largest.prompt_tokens > best->largest.prompt_tokens) best = std::move(items);
+  }
+  return best;
+}
+
 }  // namespace
+
+bool MmAllModalitiesOff(const ModelSpec& spec, const MmLimitPerPrompt& limit) {
+  if (!limit.IsSet()) return false;
+  if (!spec.vision) return limit.images == 0;
+  for (const std::string& modality : VisionModalities(*spec.vision)) {
+    if (limit.Count(modality) > 0) return false;
+  }
+  return true;
+}
 
 MmEncoderBudget ComputeMmEncoderBudget(const MmBudgetOptions& o) {
   RequirePositive(o.max_tokens_per_item, "max_tokens_per_item");
@@ -117,32 +267,38 @@ MmEncoderBudget ComputeMmEncoderBudget(const MmBudgetOptions& o) {
 
 MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptions& o) {
   MmProfileBreakdown m;
-  if (!spec.vision) return m;
-  const std::optional<VisionDummyItem> item = LargestVisionItem(*spec.vision);
-  if (!item) return m;
+  RefuseOnTextModel(spec, o);
+  if (!spec.vision || !LargestVisionItem(*spec.vision)) return m;
+  const VisionEncoderSpec& v = *spec.vision;
   m.modelled = true;
-  if (o.skip_mm_profiling || o.limit_mm_per_prompt == 0) return m;
+  CheckModalities(VisionModalities(v), o);
+  const VisionItemRequest bounds = ProcessorBounds(v, o.mm_processor_kwargs, m);
+  if (o.skip_mm_profiling || o.language_model_only) return m;
+  const std::optional<ModalityItems> profiled = ProfiledModality(v, bounds, o);
+  if (!profiled) return m;  // every modality limited to 0
   RequirePositive(o.tensor_parallel_size, "tensor_parallel_size");
   MmBudgetOptions bo;
-  bo.max_tokens_per_item = item->prompt_tokens;
+  bo.max_tokens_per_item = profiled->largest.prompt_tokens;
   bo.max_num_batched_tokens = o.max_num_batched_tokens;
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_model_len = o.max_model_len;
-  bo.limit_per_prompt = o.limit_mm_per_prompt < 0 ? kDefaultMmLimitPerPrompt : o.limit_mm_per_prompt;
+  bo.limit_per_prompt = o.limit_mm_per_prompt.Count(profiled->modality);
   m.budget = ComputeMmEncoderBudget(bo);
   if (m.budget.encoder_budget_tokens == 0) return m;
   m.runs = true;
+  m.modality = profiled->modality;
+  m.video_frames = profiled->frames;
   m.items = m.budget.max_items_per_batch;
+  const VisionDummyItem& item = profiled->dummy;
   const int64_t dtype_bytes =
       DTypeSizeBytes(ResolveModelDType(o.dtype.empty() ? "auto" : o.dtype, spec.dtype, "dtype"));
-  const VisionEncoderSpec& v = *spec.vision;
-  const int64_t patches = Mul(m.items, item->patch_tokens);
-  m.pixel_bytes = Mul(Mul(m.items, item->pixel_elements), dtype_bytes);
+  const int64_t patches = Mul(m.items, item.patch_tokens);
+  m.pixel_bytes = Mul(Mul(m.items, item.pixel_elements), dtype_bytes);
   // Qwen3-VL's tower returns its merger output and one DeepStack feature per
   // deepstack_visual_indexes entry side by side (torch.cat(..., dim=1)), and the encoder cache keeps
   // that whole row: (1 + len(deepstack_visual_indexes)) text-width embeddings per token.
   const int64_t embeds_per_row = Add(1, v.num_deepstack_mergers);
-  m.encoder_output_bytes = Mul(Mul(Mul(Mul(m.items, item->embed_rows), embeds_per_row), spec.hidden_size), dtype_bytes);
+  m.encoder_output_bytes = Mul(Mul(Mul(Mul(m.items, item.embed_rows), embeds_per_row), spec.hidden_size), dtype_bytes);
   if (v.encoder == VisionEncoderKind::kPixtral && o.pixtral_dense_block_mask) {
     // transformers' generate_block_attention_mask: torch.full((N, N), finfo.min) in the patch
     // embeddings' dtype over every patch of the batch, expanded (not copied) to the heads.

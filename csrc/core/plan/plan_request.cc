@@ -84,8 +84,9 @@ std::string SettingKindName(SettingKind kind) {
     case SettingKind::kText: return "str";
     case SettingKind::kEnum: return "enum";
     case SettingKind::kIntList: return "int list";
-    case SettingKind::kTextList:
-      return "text list";
+    case SettingKind::kTextList: return "text list";
+    case SettingKind::kMapping:
+      return "mapping";
   }
   return "";
 }
@@ -183,6 +184,12 @@ void ValidateSetting(const SettingRow& row, const std::vector<std::string>& valu
   }
   // Each item as a string of the row (length, NUL, choices); what the items mean is the area's.
   for (size_t i = 0; i < value.size(); ++i) ValidateSetting(row, value[i], name + "[" + std::to_string(i) + "]");
+}
+
+void ValidateSetting(const SettingRow& row, const MmLimitPerPrompt& value, const std::string& field) {
+  const std::string name = FieldName(row, field);
+  if (value.images >= 0) IntInRange(row, value.images, name);
+  for (const MmModalityLimit& m : value.modalities) IntInRange(row, m.count, name + "." + m.modality);
 }
 
 // The rows are in the structs' order (BuildRows), so field i is checked against rows[i].

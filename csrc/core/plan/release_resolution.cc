@@ -116,6 +116,7 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.mxfp4_hopper_value_align = profile.mxfp4_hopper_value_align;
   in.pixtral_dense_block_mask = profile.pixtral_dense_block_mask;
   in.text_only_skips_vision_tower = profile.text_only_skips_vision_tower;
+  in.mm_dummy_options = profile.mm_dummy_options;
   in.lora_extra_vocab = profile.lora_extra_vocab;
   if (in.enable_lora && !in.enforce_eager && in.cudagraph_mode != CudagraphMode::kNone) {
     in.lora_note = "lora: the CUDA graphs vLLM captures per active-adapter count are not in the graph estimate "

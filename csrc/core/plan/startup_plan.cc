@@ -208,9 +208,11 @@ int64_t CheckpointShare(const RankWeights& rw, int64_t whole_model_param_bytes, 
       NotInCheckpoint(rw), "checkpoint_weights_bytes");
 }
 
-/*! --language-model-only, or --limit-mm-per-prompt with 0 images: vLLM treats the model as text
- *  only (no encoder profile run; the release may not build the tower). */
-bool TextOnly(const PlanInputs& in) { return in.language_model_only || in.limit_mm_per_prompt == 0; }
+/*! --language-model-only, or --limit-mm-per-prompt with every modality the model takes at 0: vLLM
+ *  treats the model as text only (no encoder profile run; the release may not build the tower). */
+bool TextOnly(const ModelSpec& spec, const PlanInputs& in) {
+  return in.language_model_only || MmAllModalitiesOff(spec, in.limit_mm_per_prompt);
+}
 
 /*! DeepSeek-V3.2: DeepseekV2Model allocates the indexer's topk_indices_buffer (max_num_batched_tokens x
  *  index_topk int32) on every pipeline rank while the model is built (vLLM deepseek_v2.py), so vLLM's
@@ -311,7 +313,7 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
     rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
     rank.weights_bytes = CheckedAdd(
         rank.weights_bytes, ModelBuildBufferBytes(run.spec, in.max_num_batched_tokens, weights.dtype), "weights_bytes");
-    if (TextOnly(in) && in.text_only_skips_vision_tower) {
+    if (TextOnly(run.spec, in) && in.text_only_skips_vision_tower) {
       // Every modality limited to 0: the release builds no tower (vllm_versions.json).
       rank.weights_bytes -= rank.vision_encoder_bytes;
       rank.vision_encoder_bytes = 0;
@@ -353,8 +355,11 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.dtype = run.weight_options.dtype;
     ao.constants = in.activation_constants;
     ao.max_model_len = in.max_model_len;
+    ao.limit_mm_per_prompt = in.limit_mm_per_prompt;
+    ao.mm_processor_kwargs = in.mm_processor_kwargs;
     // --language-model-only is vLLM's limit of 0 for every modality: no encoder profile run.
-    ao.limit_mm_per_prompt = TextOnly(in) ? 0 : in.limit_mm_per_prompt;
+    ao.language_model_only = in.language_model_only;
+    ao.mm_dummy_options = in.mm_dummy_options;
     ao.skip_mm_profiling = in.skip_mm_profiling;
     ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
     ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;

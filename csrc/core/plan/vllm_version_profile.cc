@@ -167,6 +167,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"sliding_window_capped_at_full", &VllmVersionProfile::sliding_window_capped_at_full},
     {"pixtral_dense_block_mask", &VllmVersionProfile::pixtral_dense_block_mask},
     {"text_only_skips_vision_tower", &VllmVersionProfile::text_only_skips_vision_tower},
+    {"mm_dummy_options", &VllmVersionProfile::mm_dummy_options},
     {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},
     {"mamba_cache_mode_align_by_default", &VllmVersionProfile::mamba_cache_mode_align_by_default},
     {"max_model_len_auto", &VllmVersionProfile::max_model_len_auto},

@@ -309,12 +309,23 @@ def add_table_setting(parser: argparse.ArgumentParser, name: str, help: str | No
             "int": lambda t, f: V.setting(name, t if _is_auto_word(row, t) else parse_int(t, f), f),
             "float": lambda t, f: V.setting(name, _float(t, f), f),
             "int list": lambda t, f: V.setting(name, [parse_int(x, f) for x in t.split(",") if x.strip()], f),
+            # vLLM's JSON (--limit-mm-per-prompt '{"image": 2, "video": 0}'); the row types each key.
+            "mapping": lambda t, f: V.setting(name, _json_value(t, f), f),
         }
         convert = read.get(kind, lambda t, f: V.setting(name, t, f))
-        metavar = {"int": "N", "float": "X", "int list": "N[,N...]", "text list": "NAME"}.get(kind, "NAME")
+        metavar = {"int": "N", "float": "X", "int list": "N[,N...]", "text list": "NAME", "mapping": "JSON"}.get(
+            kind, "NAME")
         parser.add_argument(flag, *_SHORT_FLAGS.get(name, ()), metavar=metavar, type=typed(flag, convert), **common)
     _fields(parser)[name] = flag
     parser.set_defaults(**{TABLE_KEY: [*(parser.get_default(TABLE_KEY) or []), name]})
+
+
+def _json_value(text: str, flag: str) -> Any:
+    """A mapping flag's JSON text as vLLM's parser reads it (json.loads), bounded like every JSON
+    text from outside (_bounded_json); malformed text names the flag."""
+    from .._bounded_json import load_json
+
+    return load_json(text, flag)
 
 
 def _is_auto_word(row: dict[str, Any], text: str) -> bool:

@@ -204,8 +204,9 @@ def _breakdown(plan: StartupPlan) -> str:
     mm = t.activation.multimodal
     if mm.runs:
         encoder_peak = mm.encoder_phase_bytes >= t.activation_peak_bytes - t.activation.pipeline_buffers_bytes
-        activation = (f"estimate: encoder run of {mm.items} dummy images" if encoder_peak
-                      else activation + f" + {mm.items} dummy images' pixels and embeddings")
+        what = f"{mm.items} dummy {mm.modality}s" + (f" of {mm.video_frames} frames" if mm.video_frames else "")
+        activation = (f"estimate: encoder run of {what}" if encoder_peak
+                      else activation + f" + {what}' pixels and embeddings")
     out += _row("peak activation", t.activation_peak_bytes, total, activation + "  [torch peak memory increase]")
     non_torch = "CUDA runtime + NCCL buffers" if t.non_torch.nccl_bytes > 0 else "CUDA runtime, cuBLAS"
     out += _row("non-torch", t.non_torch_bytes, total, f"estimate: {non_torch}  [non-torch forward increase memory]")
@@ -235,6 +236,9 @@ def _breakdown(plan: StartupPlan) -> str:
         )
         if s.no_effect_keys:  # docs/speculative_decoding.md: keys vLLM reads that change no memory sized here
             out += f"  speculative_config keys with no memory effect: {', '.join(s.no_effect_keys)}\n"
+    mm_keys = t.activation.multimodal.no_effect_kwargs
+    if mm_keys:  # accepted as vLLM forwards them; they change no tensor's size (vision_profile_item.cc)
+        out += f"  mm_processor_kwargs keys with no memory effect: {', '.join(mm_keys)}\n"
     if t.available_kv_cache_bytes < 0:
         out += f"  (the KV budget is negative: {_gib(t.available_kv_cache_bytes)} GiB)\n"
     return out

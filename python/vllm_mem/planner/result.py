@@ -126,17 +126,22 @@ class StartupPlan:
         return int(self._p.ranks[self._p.tightest_pp_rank].lora_slots_bytes)
 
     @property
-    def multimodal_profile(self) -> dict[str, int] | None:
+    def multimodal_profile(self) -> dict[str, Any] | None:
         """vLLM's multimodal profile run on the tightest GPU (part of ``activation_peak_bytes``):
         the encoder budget and dummy images it prints ("Encoder cache will be initialized with a
-        budget of N tokens, and profiled with M image items"), the pixels and cached embeddings
-        alive beside the text phases, and the encoder phase. None for a text model or a vision
-        tower whose processor has no rule (the plan's caveat says so); ``runs`` is 0 when the
-        limit, ``skip_mm_profiling`` or ``language_model_only`` turn the run off."""
+        budget of N tokens, and profiled with M image items"), the modality profiled ("image",
+        "video": the one with the most tokens per item among those ``limit_mm_per_prompt`` leaves
+        on) and the dummy video's frames, the pixels and cached embeddings alive beside the text
+        phases, the encoder phase, and the ``mm_processor_kwargs`` keys that change no size. None
+        for a text model or a vision tower whose processor has no rule (the plan's caveat says so);
+        ``runs`` is 0 when the limits, ``skip_mm_profiling`` or ``language_model_only`` turn the run
+        off."""
         m = self._p.ranks[self._p.tightest_pp_rank].activation.multimodal
         if not m.modelled:
             return None
         return {"runs": int(m.runs), "encoder_budget_tokens": m.budget.encoder_budget_tokens, "items": m.items,
+                "modality": m.modality, "video_frames": m.video_frames,
+                "no_effect_kwargs": list(m.no_effect_kwargs),
                 "pixel_bytes": m.pixel_bytes, "encoder_output_bytes": m.encoder_output_bytes,
                 "attention_mask_bytes": m.attention_mask_bytes, "encoder_layer_bytes": m.encoder_layer_bytes,
                 "encoder_phase_bytes": m.encoder_phase_bytes, "resident_bytes": m.resident_bytes}

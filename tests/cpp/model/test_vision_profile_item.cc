@@ -71,7 +71,7 @@ TEST(QwenVlItem, Qwen2VlSharesTheProcessor) {
 }
 
 TEST(QwenVlItem, SmartResizeFollowsMaxPixels) {
-  // --mm-processor-kwargs '{"max_pixels": ...}' values users pass (not a setting yet): the square
+  // --mm-processor-kwargs '{"max_pixels": ...}' values users pass (the mm_processor_kwargs setting): the square
   // smart_resize keeps, computed in Python as transformers does: 1,003,520 (1280 x 28 x 28) ->
   // 980 x 980; 1,048,576 -> 1008 x 1008; Qwen3-VL's 16,777,216 at factor 32 -> 4096 x 4096.
   VisionEncoderSpec v;

@@ -78,6 +78,8 @@ struct VisionEncoderSpec {
   /*! The processor's largest image area in pixels (Qwen-VL's smart_resize max_pixels, from
    *  model_families.json vision_processors); 0 when the tower's processor takes no such bound. */
   int64_t max_pixels = 0;
+  /*! Its smallest area (smart_resize min_pixels, from the same table): a smaller image is scaled up. */
+  int64_t min_pixels = 0;
   /*! LLaVA's vision_feature_select_strategy "default": the CLS token's feature is dropped (a CLIP
    *  tower's image features are its patches only); "full" keeps every token. */
   bool feature_drops_cls = false;

@@ -16,6 +16,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "vllm_mem/model/vision_encoder.h"
 
@@ -31,6 +34,40 @@ struct VisionDummyItem {
 
 /*! \brief The largest item of \p spec's processor, or nullopt when its processor has no rule. */
 std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec);
+
+/*! \brief What a serving start asks of the processor beyond its published defaults: vLLM's
+ *  --mm-processor-kwargs bounds and the --limit-mm-per-prompt dummy options. 0: not given. */
+struct VisionItemRequest {
+  int64_t max_pixels = 0;  //!< the smart_resize processors' largest area
+  int64_t min_pixels = 0;  //!< their smallest area
+  int64_t width = 0;       //!< the dummy's width (vLLM keeps the smaller of it and the largest image's)
+  int64_t height = 0;
+  int64_t num_frames = 1;                           //!< frames: 1 an image, more a video (smart_resize processors)
+  std::string field = "limit_mm_per_prompt.image";  //!< named when the processor refuses the size
+};
+
+/*! \brief True when \p spec's processor is a smart_resize one (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): the
+ *  one kind whose item follows VisionItemRequest's bounds, sizes and frames. */
+bool IsSmartResizeProcessor(const VisionEncoderSpec& spec);
+
+/*! \brief The dummy item vLLM builds for \p request: the largest image (or video of
+ *  request.num_frames frames) within the bounds, shrunk to the dummy options' size, as the
+ *  processor resizes it. nullopt when the processor has no rule; the request's bounds and sizes
+ *  apply to smart_resize processors only (the caller refuses them elsewhere). InvalidArgument
+ *  (request.field) for a size transformers refuses (an aspect ratio above 200). */
+std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const VisionItemRequest& request);
+
+/*! \brief The modalities vLLM's processor for \p spec takes (its get_supported_mm_limits): image,
+ *  and video for the Qwen-VL processors. */
+std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec);
+
+/*! \brief What an --mm-processor-kwargs key does to the profile run's dummy item of \p spec. */
+enum class ProcessorKwargEffect {
+  kModelled,     //!< sizes the item, and the item follows it (VisionItemRequest)
+  kNoEffect,     //!< read by the processor, changes no tensor's size
+  kNotModelled,  //!< may change the item; no rule here
+};
+ProcessorKwargEffect ClassifyProcessorKwarg(const VisionEncoderSpec& spec, std::string_view key);
 
 }  // namespace vllm_mem
 

@@ -58,8 +58,11 @@ struct ActivationOptions {
   ActivationConstants constants;
   // The multimodal profile run (mm_profile_estimate.h); a text model ignores them.
   int64_t max_model_len = 0;           //!< bounds the items per prompt; 0: max_num_batched_tokens
-  int64_t limit_mm_per_prompt = -1;    //!< images per prompt; -1 vLLM's default, 0 none
+  MmLimitPerPrompt limit_mm_per_prompt;  //!< --limit-mm-per-prompt (unset: 999 of every modality)
+  MmProcessorKwargs mm_processor_kwargs;  //!< --mm-processor-kwargs
+  bool language_model_only = false;    //!< --language-model-only
   bool skip_mm_profiling = false;      //!< --skip-mm-profiling
+  bool mm_dummy_options = true;        //!< the release takes per-modality dummy options (vllm_versions.json)
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral attention mask (vllm_versions.json)
   /*! --enable-lora's max_lora_rank (0: LoRA off): every LoRA linear's shrink buffer is float32
    *  (slices, tokens, max_lora_rank) beside the layer's output (lora_estimate.h). */

@@ -17,14 +17,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/plan/mm_settings.h"
 
 namespace vllm_mem {
-
-/*! \brief vLLM's default per-modality item limit when --limit-mm-per-prompt leaves a modality
- *  out (vllm/config/multimodal.py MultiModalConfig.get_limit_per_prompt: 999). */
-inline constexpr int64_t kDefaultMmLimitPerPrompt = 999;
 
 /*! \brief What the encoder budget is computed from. */
 struct MmBudgetOptions {
@@ -55,8 +53,13 @@ struct MmProfileOptions {
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
   int64_t max_model_len = 8192;
-  int64_t limit_mm_per_prompt = -1;  //!< images per prompt; -1: vLLM's default (999); 0: text only
+  MmLimitPerPrompt limit_mm_per_prompt;  //!< unset: vLLM's 999 of every modality
+  MmProcessorKwargs mm_processor_kwargs;
+  bool language_model_only = false;  //!< every modality limited to 0
   bool skip_mm_profiling = false;
+  /*! The release takes --limit-mm-per-prompt's per-modality options (vllm_versions.json
+   *  mm_dummy_options); before it an entry is a count only. */
+  bool mm_dummy_options = true;
   int64_t tensor_parallel_size = 1;
   std::string dtype = "auto";
   /*! The release builds Pixtral's block-diagonal attention mask as a dense [N, N] tensor over
@@ -69,18 +72,27 @@ struct MmProfileBreakdown {
   bool modelled = false;  //!< the tower's processor has a rule (vision_profile_item.h)
   bool runs = false;      //!< the encoder profile runs (modelled, not skipped, budget > 0)
   MmEncoderBudget budget;
-  int64_t items = 0;                 //!< dummy items encoded
-  int64_t pixel_bytes = 0;           //!< the dummy pixel_values, alive to profile_run's end
-  int64_t encoder_output_bytes = 0;  //!< cached embeddings, alive through the text phases
-  int64_t attention_mask_bytes = 0;  //!< Pixtral's dense block mask (releases that build it)
-  int64_t encoder_layer_bytes = 0;   //!< the tower's largest layer working set
-  int64_t encoder_phase_bytes = 0;   //!< pixels + mask + layer working set
-  int64_t resident_bytes = 0;        //!< pixels + cached embeddings, beside the text phases
+  std::string modality;                       //!< the modality profiled ("image", "video"); "" when none runs
+  int64_t video_frames = 0;                   //!< the dummy video's frames when the modality is video
+  std::vector<std::string> no_effect_kwargs;  //!< mm_processor_kwargs keys that change no tensor's size
+  int64_t items = 0;                          //!< dummy items encoded
+  int64_t pixel_bytes = 0;                    //!< the dummy pixel_values, alive to profile_run's end
+  int64_t encoder_output_bytes = 0;           //!< cached embeddings, alive through the text phases
+  int64_t attention_mask_bytes = 0;           //!< Pixtral's dense block mask (releases that build it)
+  int64_t encoder_layer_bytes = 0;            //!< the tower's largest layer working set
+  int64_t encoder_phase_bytes = 0;            //!< pixels + mask + layer working set
+  int64_t resident_bytes = 0;                 //!< pixels + cached embeddings, beside the text phases
 };
 
 /*! \brief The multimodal profile run of \p spec; all zero for a text model, a tower without an
- *  item rule (modelled false), a limit of 0 or --skip-mm-profiling. */
+ *  item rule (modelled false), every modality limited to 0, --language-model-only or
+ *  --skip-mm-profiling. InvalidArgument for a modality the model does not take or options the
+ *  release does not take; Unsupported (named) for a processor kwarg or a dummy item with no rule. */
 MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptions& options);
+
+/*! \brief Every modality \p spec's processor takes is limited to 0 (vLLM then serves text only);
+ *  false for a model with no vision tower rules. */
+bool MmAllModalitiesOff(const ModelSpec& spec, const MmLimitPerPrompt& limit);
 
 }  // namespace vllm_mem
 

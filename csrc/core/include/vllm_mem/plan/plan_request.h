@@ -25,12 +25,15 @@
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/kv_cache/kv_cache_dtype.h"
 #include "vllm_mem/plan/cudagraph_estimate.h"
+#include "vllm_mem/plan/mm_settings.h"
 
 namespace vllm_mem {
 
 /*! \brief How a setting is typed (Python, CLI and docs read it). */
-enum class SettingKind { kInt, kFloat, kBool, kOptionalBool, kText, kEnum, kIntList, kTextList };
-std::string SettingKindName(SettingKind kind);  //!< "int", "float", "bool", ..., "text list"
+/*! kMapping: a JSON object as vLLM's flag takes it (plan/mm_settings.h reads it), given as a dict or its
+ *  JSON text; a row whose unset_int is set also takes that int form. */
+enum class SettingKind { kInt, kFloat, kBool, kOptionalBool, kText, kEnum, kIntList, kTextList, kMapping };
+std::string SettingKindName(SettingKind kind);  //!< "int", "float", "bool", ..., "text list", "mapping"
 
 /*! \brief One row of the settings table. Bounds apply to a set value (not to "unset"). */
 struct SettingRow {
@@ -172,10 +175,15 @@ inline constexpr int64_t kMaxModelLenAuto = -1;
   X(int64_t, max_cpu_loras, 0, .kind = SettingKind::kInt, .low = 1, .high = kMaxNumSeqs, .unset = "max_loras",       \
     .why = "vLLM's LoRAConfig: at least max_loras", .flag = "--max-cpu-loras",                                       \
     .help = "LoRA adapters cached in host memory (no GPU memory; accepted so a command line plans)")                \
-  X(int64_t, limit_mm_per_prompt, -1, .kind = SettingKind::kInt, .low = 0, .high = kMaxNumSeqs, .unset_int = -1,      \
-    .unset = "vLLM's default: 999 per modality", .why = "items per prompt, bounded like max_num_seqs",               \
+  X(MmLimitPerPrompt, limit_mm_per_prompt, {}, .kind = SettingKind::kMapping, .low = 0, .high = kMaxNumSeqs,         \
+    .unset_int = -1, .unset = "vLLM's default: 999 of every modality the model takes",                              \
+    .why = "items per prompt, bounded like max_num_seqs; options as vLLM's DummyOptions (config/multimodal.py)",     \
     .flag = "--limit-mm-per-prompt",                                                                                 \
-    .help = "Multimodal models: images per prompt (0: text only, no encoder profile run)")                           \
+    .help = "Multimodal models: items per prompt by modality ({\"image\": 2, \"video\": 0}, or "                   \
+            "{\"image\": {\"count\": 1, \"width\": 512, \"height\": 512}}); an int N: N images, other modalities off")  \
+  X(MmProcessorKwargs, mm_processor_kwargs, {}, .kind = SettingKind::kMapping, .unset = "the processor's published defaults", \
+    .why = "a JSON object forwarded to the processor (config/multimodal.py)", .flag = "--mm-processor-kwargs",       \
+    .help = "Multimodal models: processor overrides; max_pixels / min_pixels (or size) bound the Qwen-VL dummy image") \
   X(bool, skip_mm_profiling, false, .kind = SettingKind::kBool, .flag = "--skip-mm-profiling",                       \
     .help = "Multimodal models: skip the encoder's profile run (its memory is then not reserved)")                   \
   X(bool, language_model_only, false, .kind = SettingKind::kBool, .flag = "--language-model-only",                   \
@@ -219,6 +227,9 @@ void ValidateSetting(const SettingRow& row, const std::vector<std::string>& valu
 inline void ValidateSetting(const SettingRow&, bool, const std::string& = "") {}
 inline void ValidateSetting(const SettingRow&, std::optional<bool>, const std::string& = "") {}
 inline void ValidateSetting(const SettingRow&, CudagraphMode, const std::string& = "") {}
+/*! \brief Each count against the row's bounds (the reader typed the rest). */
+void ValidateSetting(const SettingRow& row, const MmLimitPerPrompt& value, const std::string& field = "");
+inline void ValidateSetting(const SettingRow&, const MmProcessorKwargs&, const std::string& = "") {}
 
 /*! \brief Every field against its row. */
 void ValidateKvCacheSettings(const KvCacheSettings& settings);

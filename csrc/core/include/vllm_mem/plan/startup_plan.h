@@ -71,6 +71,7 @@ struct PlanInputs : PlanRequest {
   int64_t mxfp4_hopper_value_align = 64;  //!< the release's WeightOptions::mxfp4_hopper_value_align
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
   bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
+  bool mm_dummy_options = true;  //!< the release's --limit-mm-per-prompt takes per-modality options
   bool lora_extra_vocab = false;  //!< the release's LoRA slots carry lora_extra_vocab_size rows (not modelled)
   // cap_sliding_window_at_full (PlanRequest): set here to the release's rule when not asked.
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;

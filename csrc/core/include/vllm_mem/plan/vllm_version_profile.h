@@ -93,6 +93,7 @@ struct VllmVersionProfile {
   int64_t mxfp4_hopper_value_align = 64;  //!< WeightOptions::mxfp4_hopper_value_align (vendored triton_kernels)
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
+  bool mm_dummy_options = true;  //!< --limit-mm-per-prompt takes per-modality options (count, width, ...)
   bool hybrid_prefix_caching_default = true;  //!< prefix caching on when unset for a hybrid model
   bool mamba_cache_mode_align_by_default = true;  //!< prefix caching on, mode unset: 'align' for every class
   bool lora_extra_vocab = false;  //!< LoRA slots with lora_extra_vocab_size rows (rule lora_extra_vocab)

@@ -1,0 +1,336 @@
+"""vLLM's multimodal settings as vLLM spells them: --limit-mm-per-prompt (a mapping of modality to a
+count, or from 0.11 to its dummy options) and --mm-processor-kwargs (the processor's overrides), rows
+of the settings table (csrc/core/include/vllm_mem/plan/plan_request.h) read by
+csrc/core/plan/mm_settings.cc; what they do to the profile run in csrc/core/plan/mm_profile_estimate.cc.
+
+Sources of the hand figures:
+- vllm/model_executor/models/qwen2_vl.py (revision 002d181, the Qwen2VLProcessingInfo that
+  qwen2_5_vl.py reuses): _get_vision_info smart_resizes within the image processor's min/max pixels at
+  a factor of patch x merge (28), pads frames to the temporal patch (grid_t = (f + f % 2) // 2), and
+  counts num_patches // merge^2 tokens; get_num_frames_with_most_features(seq_len, {"video": 1}) is the
+  most frames whose tokens fit seq_len, at most _MAX_FRAMES_PER_VIDEO = 14;
+- vllm/multimodal/encoder_budget.py MultiModalBudget: every modality left on is asked with one item,
+  the modality with the most tokens per item is profiled, budget = max(max_num_batched_tokens, its
+  tokens), items = max(1, min(budget // tokens, max_num_seqs x max(1, min(limit, max_model_len //
+  tokens))));
+- transformers image_processing_qwen2_vl.py smart_resize (Python's round, floor / ceil by beta);
+- Qwen/Qwen2.5-VL-7B-Instruct config.json (tests/data/multimodal_configs.json) and
+  preprocessor_config.json (min_pixels 3136, max_pixels 12845056; model_families.json
+  vision_processors); the Qwen2.5-VL tower's block at TP 1: the SiLU MLP's 4 h + 4 I elements a patch
+  (h 1280, I 3420; test_multimodal_profile_processors.py) and the float32 rotary table, 40 x 4 B a patch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import vllm_mem
+from vllm_mem import vllm_args
+from vllm_mem.cli import main
+from vllm_mem.planner.evaluate import PlanRequest
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+QWEN25_VL_7B = json.loads((DATA / "multimodal_configs.json").read_text())["Qwen/Qwen2.5-VL-7B-Instruct"]["config"]
+GEMMA3_4B = json.loads((DATA / "multimodal_configs.json").read_text())["google/gemma-3-4b-it"]["config"]
+BF16 = 2
+PATCH_PIXELS = 3 * 2 * 14 * 14  # C x T x p x p = 1,176
+TEXT_HIDDEN = 3584
+LAYER_PER_PATCH = (4 * 1280 + 4 * 3420) * BF16 + 40 * 4  # the block's MLP set + the rotary table
+BASE = {
+    "gpu": "H100-80GB",
+    "max_model_len": 8192,
+    "max_num_batched_tokens": 8192,
+    "max_num_seqs": 256,
+    "vllm_version": "0.19.0",
+}
+# smart_resize(9999999, 9999999, 28, max_pixels=1003520): beta = 9999999 / sqrt(1003520), 9999999 / beta
+# / 28 = 35.78 -> 35 x 28 = 980 a side: 70^2 = 4,900 patches, 1,225 tokens.
+SMALL = {"max_pixels": 1003520}
+SMALL_PATCHES, SMALL_TOKENS = 70 * 70, 35 * 35
+
+
+def _profile(config: dict[str, Any] = QWEN25_VL_7B, **settings: Any) -> dict[str, Any]:
+    plan = vllm_mem.plan(config, **{**BASE, **settings})
+    assert plan.multimodal_profile is not None
+    return plan.multimodal_profile
+
+
+def _expect(m: dict[str, Any], *, items: int, patches: int, tokens: int) -> None:
+    """The run's bytes for `items` dummy items of `patches` patches and `tokens` tokens each."""
+    assert m["items"] == items
+    assert m["pixel_bytes"] == items * patches * PATCH_PIXELS * BF16
+    assert m["encoder_output_bytes"] == items * tokens * TEXT_HIDDEN * BF16
+    assert m["encoder_layer_bytes"] == items * patches * LAYER_PER_PATCH
+    assert m["encoder_phase_bytes"] == m["pixel_bytes"] + m["encoder_layer_bytes"]
+
+
+# ---- --mm-processor-kwargs ---------------------------------------------------------------------------
+
+
+def test_max_pixels_1003520_shrinks_the_image_by_hand() -> None:
+    """Images only: budget max(8192, 1225) = 8192 holds 8192 // 1225 = 6 images (the decoder side allows
+    256 x min(999, 8192 // 1225) = 1,536), 6 x 4,900 patches."""
+    m = _profile(limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)
+    assert m["modality"] == "image" and m["encoder_budget_tokens"] == 8192
+    _expect(m, items=6, patches=SMALL_PATCHES, tokens=SMALL_TOKENS)
+    published = _profile(limit_mm_per_prompt={"video": 0})
+    _expect(published, items=1, patches=256 * 256, tokens=16384)
+    # The run the user lowered max_pixels for is smaller than the published bound's.
+    assert m["encoder_phase_bytes"] < published["encoder_phase_bytes"]
+
+
+def test_size_spelling_is_the_same_bound() -> None:
+    """transformers' Qwen2VLImageProcessor: size {"shortest_edge", "longest_edge"} is min / max_pixels,
+    and max_pixels / min_pixels override it."""
+    by_size = _profile(
+        limit_mm_per_prompt={"video": 0}, mm_processor_kwargs={"size": {"longest_edge": 1003520, "shortest_edge": 3136}}
+    )
+    by_pixels = _profile(limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)
+    assert by_size == by_pixels
+    overridden = _profile(
+        limit_mm_per_prompt={"video": 0},
+        mm_processor_kwargs={"size": {"longest_edge": 12845056, "shortest_edge": 3136}, **SMALL},
+    )
+    assert overridden == by_pixels
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="shortest_edge") as e:
+        _profile(mm_processor_kwargs={"size": {"longest_edge": 1003520}})
+    assert e.value.field == "mm_processor_kwargs.size"
+
+
+def test_keys_with_no_memory_effect_are_listed_and_others_refused_by_name() -> None:
+    plan = vllm_mem.plan(
+        QWEN25_VL_7B,
+        **BASE,
+        limit_mm_per_prompt={"video": 0},
+        mm_processor_kwargs={"do_normalize": False, "use_fast": True, **SMALL},
+    )
+    assert plan.multimodal_profile["no_effect_kwargs"] == ["do_normalize", "use_fast"]
+    assert "mm_processor_kwargs keys with no memory effect: do_normalize, use_fast" in str(plan)
+    with pytest.raises(vllm_mem.NotModelledError, match=r"mm_processor_kwargs\.fps"):
+        _profile(mm_processor_kwargs={"fps": 2})
+    # Gemma-3's processor takes no pixel bound: max_pixels there is not a rule this planner has.
+    with pytest.raises(vllm_mem.NotModelledError, match=r"mm_processor_kwargs\.max_pixels"):
+        _profile(GEMMA3_4B, mm_processor_kwargs=SMALL)
+
+
+# ---- --limit-mm-per-prompt ---------------------------------------------------------------------------
+
+
+def test_image_zero_profiles_the_video_not_text_only() -> None:
+    """vLLM's {"image": 0} leaves video on (999): at max_model_len 8192 the video's frames stop at 1
+    (2 frames are 16,384 tokens > 8192), one temporal patch: the image's 65,536 patches and 16,384
+    tokens. The int form 0 is every modality off: no encoder run."""
+    m = _profile(limit_mm_per_prompt={"image": 0})
+    assert m["runs"] == 1 and m["modality"] == "video" and m["video_frames"] == 1
+    _expect(m, items=1, patches=256 * 256, tokens=16384)
+    assert _profile(limit_mm_per_prompt=0)["runs"] == 0
+    assert _profile(limit_mm_per_prompt={"image": 0, "video": 0})["runs"] == 0
+
+
+def test_video_outgrows_the_image_when_its_frames_fit() -> None:
+    """max_pixels 1,003,520, video on: frames whose tokens fit 8192 are 12 (ceil(12 / 2) x 1,225 = 7,350;
+    13 frames are 7 x 1,225 = 8,575), more than the image's 1,225 tokens, so the video is profiled:
+    budget max(8192, 7350) = 8192, one item of 6 x 4,900 patches."""
+    m = _profile(mm_processor_kwargs=SMALL)
+    assert m["modality"] == "video" and m["video_frames"] == 12 and m["encoder_budget_tokens"] == 8192
+    _expect(m, items=1, patches=6 * SMALL_PATCHES, tokens=6 * SMALL_TOKENS)
+
+
+def test_default_long_context_profiles_a_fourteen_frame_video() -> None:
+    """At the model's 128,000 tokens: 14 frames fit (7 x 16,384 = 114,688; 15 frames are 8 x 16,384 =
+    131,072), the cap's 14 too; budget 114,688 tokens, one video item of 7 x 65,536 patches."""
+    m = _profile(max_model_len=128000)
+    assert m["modality"] == "video" and m["video_frames"] == 14 and m["encoder_budget_tokens"] == 114688
+    _expect(m, items=1, patches=7 * 65536, tokens=114688)
+
+
+def test_frames_the_release_cap_decides_are_refused_by_name() -> None:
+    """max_pixels 1,003,520 at 32,768 tokens: 52 frames fit, past _MAX_FRAMES_PER_VIDEO, whose value
+    other revisions of qwen2_vl.py set otherwise."""
+    with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.video"):
+        _profile(max_model_len=32768, max_num_batched_tokens=32768, mm_processor_kwargs=SMALL)
+    _profile(
+        max_model_len=32768, max_num_batched_tokens=32768, mm_processor_kwargs=SMALL, limit_mm_per_prompt={"video": 0}
+    )
+
+
+def test_dummy_size_shrinks_the_item_not_the_budget() -> None:
+    """{"image": {"count": 1, "width": 512, "height": 512}}: the budget and the item count are the largest
+    image's (16,384 tokens: one item), the encoder runs vLLM's 512 x 512 dummy, which smart_resize makes
+    504 x 504 (round(512 / 28) = 18): 36^2 = 1,296 patches, 324 tokens."""
+    m = _profile(limit_mm_per_prompt={"image": {"count": 1, "width": 512, "height": 512}, "video": 0})
+    assert m["encoder_budget_tokens"] == 16384
+    _expect(m, items=1, patches=36 * 36, tokens=324)
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:  # before 0.11 an entry is a count
+        _profile(vllm_version="0.10.2", limit_mm_per_prompt={"image": {"count": 1, "width": 512}, "video": 0})
+    assert e.value.field == "limit_mm_per_prompt.image"
+    with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.image"):
+        _profile(GEMMA3_4B, limit_mm_per_prompt={"image": {"count": 1, "width": 512, "height": 512}})
+
+
+def test_int_form_is_images_with_every_other_modality_off() -> None:
+    assert _profile(limit_mm_per_prompt=3) == _profile(limit_mm_per_prompt={"image": 3, "video": 0})
+    request = PlanRequest(limit_mm_per_prompt=3)
+    assert request.limit_mm_per_prompt == 3
+    request = request.replace(limit_mm_per_prompt='{"image": 2, "video": 0}')  # vLLM's JSON text
+    assert request.limit_mm_per_prompt == {"image": 2, "video": 0}
+    assert PlanRequest().limit_mm_per_prompt is None
+
+
+def test_unknown_modalities_and_wrong_types_name_the_field() -> None:
+    for bad, field in (
+        ({"audio": 1}, "limit_mm_per_prompt.audio"),
+        ({"image": "2"}, "limit_mm_per_prompt.image"),
+        ({"image": -1}, "limit_mm_per_prompt.image"),
+        ({"image": {"depth": 3}}, "limit_mm_per_prompt.image.depth"),
+    ):
+        with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+            _profile(limit_mm_per_prompt=bad)
+        assert e.value.field == field, bad
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:  # Gemma-3's processor takes images only
+        _profile(GEMMA3_4B, limit_mm_per_prompt={"video": 0})
+    assert e.value.field == "limit_mm_per_prompt.video"
+    for bad in ([1], True, 2.5):
+        with pytest.raises(TypeError) as t:
+            _profile(limit_mm_per_prompt=bad)
+        assert t.value.field == "limit_mm_per_prompt"
+    with pytest.raises(TypeError) as t:
+        _profile(mm_processor_kwargs=5)
+    assert t.value.field == "mm_processor_kwargs"
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        _profile(mm_processor_kwargs={"max_pixels": "big"})
+    assert e.value.field == "mm_processor_kwargs.max_pixels"
+
+
+def test_qwen3_vl_video_is_refused_where_it_may_be_profiled() -> None:
+    """Qwen3-VL's video processor has its own bound and frame rule (not modelled). At the published
+    bounds its item is below the image's (PR #34330: 12,288 against 16,384 tokens) and the image is
+    profiled; with images off, or processor bounds given, the plan would be a guess."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    assert _profile(QWEN3_VL_8B)["modality"] == "image"
+    for settings in ({"limit_mm_per_prompt": {"image": 0}}, {"mm_processor_kwargs": SMALL}):
+        with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.video"):
+            _profile(QWEN3_VL_8B, **settings)
+    assert _profile(QWEN3_VL_8B, limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)["modality"] == "image"
+
+
+# ---- every entry point ---------------------------------------------------------------------------------
+
+
+def test_sweep_takes_the_mappings_fixed_for_every_row() -> None:
+    settings = {"limit_mm_per_prompt": {"video": 0}, "mm_processor_kwargs": SMALL}
+    rows = vllm_mem.sweep(
+        QWEN25_VL_7B,
+        gpus=["H100-80GB"],
+        max_model_len=[8192, 16384],
+        max_num_seqs=256,
+        max_num_batched_tokens=8192,
+        vllm_version="0.19.0",
+        as_frame=False,
+        **settings,
+    )
+    for n, length in enumerate((8192, 16384)):
+        p = vllm_mem.plan(QWEN25_VL_7B, **{**BASE, "max_model_len": length}, **settings)
+        assert rows["activation_peak_bytes"][n] == p.activation_peak_bytes
+
+
+# vLLM's spelling of BASE's engine settings, and of the images-only, max_pixels 1,003,520 settings.
+ENGINE_FLAGS = "--max-model-len 8192 --max-num-batched-tokens 8192 --max-num-seqs 256".split()
+MM_FLAGS = ["--limit-mm-per-prompt", '{"video": 0}', "--mm-processor-kwargs", '{"max_pixels": 1003520}']
+MM_SETTINGS = {"limit_mm_per_prompt": {"video": 0}, "mm_processor_kwargs": SMALL}
+
+
+def test_vllm_command_line_round_trip() -> None:
+    argv = ["vllm", "serve", "Qwen/Qwen2.5-VL-7B-Instruct", *ENGINE_FLAGS, *MM_FLAGS]
+    got = vllm_args.plan_from_vllm_args(argv, "H100-80GB", vllm_version="0.19.0", model=QWEN25_VL_7B)
+    assert got.plan.multimodal_profile == _profile(**MM_SETTINGS)
+    bad = [*argv[:-1], '{"max_pixels": 0}']
+    with pytest.raises(ValueError, match=r"--mm-processor-kwargs\.max_pixels"):
+        vllm_args.plan_from_vllm_args(bad, "H100-80GB", vllm_version="0.19.0", model=QWEN25_VL_7B)
+
+
+def test_cli_reads_the_json_as_vllm_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(QWEN25_VL_7B))
+    argv = ["plan", str(config), "--gpu", "H100-80GB", "--vllm-version", "0.19.0", "--json", *ENGINE_FLAGS, *MM_FLAGS]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["multimodal_profile"] == _profile(**MM_SETTINGS)
+    assert main([*argv[:-1], '{"max_pixels": ']) == 2  # malformed JSON: the flag named, exit 2
+    assert "--mm-processor-kwargs" in capsys.readouterr().err
+
+
+# Qwen/Qwen2.5-VL-3B-Instruct config.json (the Hugging Face checkpoint's file, as published).
+QWEN25_VL_3B: dict[str, Any] = {
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151645,
+    "vision_start_token_id": 151652,
+    "vision_end_token_id": 151653,
+    "vision_token_id": 151654,
+    "image_token_id": 151655,
+    "video_token_id": 151656,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 11008,
+    "max_position_embeddings": 128000,
+    "max_window_layers": 70,
+    "model_type": "qwen2_5_vl",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 32768,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.41.2",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vision_config": {
+        "depth": 32,
+        "hidden_act": "silu",
+        "hidden_size": 1280,
+        "intermediate_size": 3420,
+        "num_heads": 16,
+        "in_chans": 3,
+        "out_hidden_size": 2048,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "spatial_patch_size": 14,
+        "window_size": 112,
+        "fullatt_block_indexes": [7, 15, 23, 31],
+        "tokens_per_second": 2,
+        "temporal_patch_size": 2,
+    },
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    "vocab_size": 151936,
+}
+
+
+def test_pr_25631_default_start_up_profiles_the_video() -> None:
+    """vllm-project/vllm PR #25631 ("[Multi Modal] Configurable MM Profiling", tested on an A100-40GB on
+    main of 2025-09-25): `vllm serve Qwen/Qwen2.5-VL-3B-Instruct` printed "Available KV cache memory:
+    5.26 GiB", and with --limit-mm-per-prompt '{"image": 1, "video": 0}' 25.05 GiB: the default run
+    encodes a video (here 14 frames, 114,688 tokens, 458,752 patches) that costs 19.79 GiB more than the
+    image. The plan profiles the same video; its cost is 14.69 GiB (0.74 of the print: the tower's
+    working set over so long a sequence holds more than the block's live set, not yet identified), the
+    image-only start-up 25.95 GiB (+0.90). The bounds pin what is measured, so a change shows."""
+    gib = float(1 << 30)
+    default = vllm_mem.plan(QWEN25_VL_3B, "A100-40GB", vllm_version="0.11.0")
+    images = vllm_mem.plan(
+        QWEN25_VL_3B, "A100-40GB", vllm_version="0.11.0", limit_mm_per_prompt={"image": 1, "video": 0}
+    )
+    m = default.multimodal_profile
+    assert m["modality"] == "video" and m["video_frames"] == 14 and m["encoder_budget_tokens"] == 114688
+    assert images.multimodal_profile["modality"] == "image"
+    printed_gap = 25.05 - 5.26
+    planned_gap = (images.available_kv_cache_bytes - default.available_kv_cache_bytes) / gib
+    assert 0.70 * printed_gap < planned_gap < 0.80 * printed_gap
+    assert abs(images.available_kv_cache_bytes / gib - 25.05) < 1.0
