@@ -276,10 +276,15 @@ def test_applied_keys_come_from_the_settings_table_and_leave_the_notes() -> None
     )
     assert not set(UNMODELLED_STAGE_KEYS) & set(APPLIED_STAGE_KEYS)
     assert not set(NO_MEMORY_STAGE_KEYS) & set(APPLIED_STAGE_KEYS)
-    r = check_stages(_doc({"kv_cache_dtype": "fp8", "mm_processor_kwargs": {"max_pixels": 1}}), gpus=GPU)
+    r = check_stages(_doc({"kv_cache_dtype": "fp8", "hf_overrides": {"num_hidden_layers": 2}}), gpus=GPU)
     assert not [n for n in r.notes if "kv_cache_dtype" in n]
-    [note] = [n for n in r.notes if "mm_processor_kwargs" in n]
-    assert note.startswith(f"{LABEL} engine_args.mm_processor_kwargs changes the stage's memory")
+    [note] = [n for n in r.notes if "hf_overrides" in n]
+    assert note.startswith(f"{LABEL} engine_args.hf_overrides changes the stage's memory")
+    # mm_processor_kwargs became a settings row (test_mm_settings.py): applied, so on a text model
+    # the stage's plan refuses it as vLLM's ModelConfig does.
+    assert "mm_processor_kwargs" in APPLIED_STAGE_KEYS
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="only supported for multimodal models"):
+        check_stages(_doc({"mm_processor_kwargs": {"max_pixels": 1}}), gpus=GPU)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -95,8 +95,8 @@ def test_unknown_top_level_key_is_refused() -> None:
 
 def test_real_deploy_keys_are_accepted_and_unmodelled_ones_noted() -> None:
     # The keys vLLM-Omni's own deploy files carry (vllm_omni/deploy/qwen3_omni_moe.yaml).
-    # kv_cache_dtype and enable_prefix_caching are plan settings the stage's plan applies
-    # (test_stages_engine_settings.py); mm_processor_kwargs has no plan setting: noted.
+    # kv_cache_dtype, enable_prefix_caching and mm_processor_kwargs are plan settings the stage's plan
+    # applies (test_stages_engine_settings.py, test_mm_settings.py): none is noted as unmodelled.
     doc = {"async_chunk": True, "connectors": {}, "stages": [
         {"stage_id": 0, "devices": "0", "gpu_memory_utilization": 0.5, "max_num_seqs": 64,
          "trust_remote_code": True, "enable_prefix_caching": False, "async_scheduling": False,
@@ -105,8 +105,7 @@ def test_real_deploy_keys_are_accepted_and_unmodelled_ones_noted() -> None:
     r = check_stages(doc, gpus="H100-80GB")
     assert r.ok
     assert not [n for n in r.notes if "kv_cache_dtype" in n or "enable_prefix_caching" in n]
-    [note] = [n for n in r.notes if "mm_processor_kwargs" in n]
-    assert "no plan setting models it" in note and note in r.report
+    assert not [n for n in r.notes if "mm_processor_kwargs" in n]
 
 
 def test_stage_html_names_physical_gpus_and_marks_the_failing_stage() -> None:
