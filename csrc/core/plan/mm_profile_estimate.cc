@@ -104,6 +104,8 @@ constexpr int64_t kQwenVlMaxFramesPerVideo = 14;
  *  models."). A multimodal checkpoint whose tower has no rules has no vision spec but carries the
  *  multimodal caveat: vLLM takes the settings there, and so does the plan. */
 void RefuseOnTextModel(const ModelSpec& spec, const MmProfileOptions& o) {
+  // Unset settings first: a text model's plan in a loop pays two comparisons, not the caveat search.
+  if (!o.limit_mm_per_prompt.IsSet() && !o.mm_processor_kwargs.IsSet()) return;
   if (spec.vision || std::find(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()) != spec.caveats.end()) {
     return;
   }
