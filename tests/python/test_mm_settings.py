@@ -334,3 +334,19 @@ def test_pr_25631_default_start_up_profiles_the_video() -> None:
     planned_gap = (images.available_kv_cache_bytes - default.available_kv_cache_bytes) / gib
     assert 0.70 * printed_gap < planned_gap < 0.80 * printed_gap
     assert abs(images.available_kv_cache_bytes / gib - 25.05) < 1.0
+
+
+def test_a_profiled_dummy_video_is_a_caveat_of_the_plan() -> None:
+    """The one printed start-up that profiled a dummy video (PR #25631, above) shows its cost a quarter
+    above these rules': every plan that encodes one says so in the report, the JSON and the notebook,
+    with the knob that plans the image run instead; a plan of the image run does not."""
+    default = vllm_mem.plan(QWEN25_VL_3B, "A100-40GB", vllm_version="0.11.0")
+    images = vllm_mem.plan(
+        QWEN25_VL_3B, "A100-40GB", vllm_version="0.11.0", limit_mm_per_prompt={"image": 1, "video": 0}
+    )
+    video_caveats = [c for c in default.to_dict()["caveats"] if "dummy video (14 frames)" in c]
+    assert len(video_caveats) == 1 and 'limit_mm_per_prompt={"video": 0}' in video_caveats[0]
+    assert "caveat: the profile run encodes vLLM's dummy video (14 frames)" in str(default)
+    assert "dummy video (14 frames)" in default._repr_html_().replace("&#x27;", "'")
+    assert not any("dummy video" in c for c in images.to_dict()["caveats"])
+    assert "dummy video" not in str(images)

@@ -244,14 +244,15 @@ def legend(segments: Sequence[Segment], total: int, *, markers: Sequence[Marker]
     return table(list(header), rows, numeric=(1,), row_styles=styles, nowrap=(0,))
 
 
-def exactness_callouts(spec: Any) -> list[str]:
+def exactness_callouts(spec: Any, caveats: Sequence[str] | None = None) -> list[str]:
     """What a reader must know before trusting a number: a generic estimate (a model family
-    read with allow_unknown) and the caveats of a supported family (a vision tower not counted)."""
+    read with allow_unknown) and the caveats of a supported family (a vision tower not counted),
+    or ``caveats`` where the caller has more (a plan's own)."""
     out = []
     if spec.generic_estimate_reason:
         out.append(callout(f"<b style='color:{FAIL}'>Generic estimate</b> (allow_unknown): "
                            f"{esc(spec.generic_estimate_reason)}", kind="fail"))
-    for caveat in spec.caveats:
+    for caveat in spec.caveats if caveats is None else caveats:
         out.append(callout(f"<b>Caveat:</b> {esc(caveat)}", kind="change"))
     return out
 

@@ -101,7 +101,7 @@ def plan_html(plan: StartupPlan) -> str:
     tp, pp = int(inputs.tensor_parallel_size), int(inputs.pipeline_parallel_size)
     gpus = f"{tp * pp}&times; " if tp * pp > 1 else ""
     # The total says how it is known where it is not a runtime figure (a catalog estimate, a given size).
-    from ..planner.render import total_memory_figure
+    from ..planner.render import plan_caveats, total_memory_figure
 
     figure = total_memory_figure(plan)
     known = {"estimated": ", estimated", "given": ", as given"}.get(figure, "")
@@ -119,7 +119,7 @@ def plan_html(plan: StartupPlan) -> str:
     if inputs.enforce_eager:
         settings.append("enforce_eager")
     body = [para(muted(esc(" · ".join(settings))), "margin-top:0")]
-    body.extend(exactness_callouts(plan._spec))
+    body.extend(exactness_callouts(plan._spec, plan_caveats(plan)))
 
     if not plan.fits:
         phase = plan.failure_phase or ""
