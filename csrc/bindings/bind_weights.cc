@@ -20,13 +20,15 @@ namespace vllm_mem::bindings {
 namespace {
 
 WeightOptions MakeOptions(const std::string& dtype, const std::optional<std::string>& quantization,
-                          int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
+                          int64_t tp, int64_t pp, const std::string& mxfp4_backend,
+                          const std::string& mp_linear_kernel) {
   WeightOptions o;
   o.dtype = dtype;
   o.quantization = quantization.value_or("");
   o.tensor_parallel_size = tp;
   o.pipeline_parallel_size = pp;
   o.mxfp4_backend = mxfp4_backend;
+  o.mp_linear_kernel = mp_linear_kernel;
   return o;
 }
 
@@ -71,31 +73,33 @@ void BindWeights(py::module_& m) {
   m.def(
       "weight_bytes",
       [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,
-         int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
-        return WeightBytes(spec, MakeOptions(dtype, quantization, tp, pp, mxfp4_backend));
+         int64_t tp, int64_t pp, const std::string& mxfp4_backend, const std::string& mp_linear_kernel) {
+        return WeightBytes(spec, MakeOptions(dtype, quantization, tp, pp, mxfp4_backend, mp_linear_kernel));
       },
       py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
       py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1, py::arg("mxfp4_backend") = "triton",
-      "Weight bytes of the fullest GPU (vLLM's 'Model loading took')");
+      py::arg("mp_linear_kernel") = "", "Weight bytes of the fullest GPU (vLLM's 'Model loading took')");
   // ModelSpec.weight_bytes(): the model's SizingCache remembers the breakdown per weight settings.
   m.def(
       "weight_bytes_for",
       [](const SizingCache& cache, const std::string& dtype, const std::optional<std::string>& quantization,
-         int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
-        return cache.Weights(MakeOptions(dtype, quantization, tp, pp, mxfp4_backend))->fullest_rank_bytes;
+         int64_t tp, int64_t pp, const std::string& mxfp4_backend, const std::string& mp_linear_kernel) {
+        const WeightOptions o = MakeOptions(dtype, quantization, tp, pp, mxfp4_backend, mp_linear_kernel);
+        return cache.Weights(o)->fullest_rank_bytes;
       },
       py::arg("cache"), py::arg("dtype"), py::arg("quantization"), py::arg("tensor_parallel_size"),
-      py::arg("pipeline_parallel_size"), py::arg("mxfp4_backend"),
+      py::arg("pipeline_parallel_size"), py::arg("mxfp4_backend"), py::arg("mp_linear_kernel"),
       "weight_bytes on the model's SizingCache (each weight setting computed once)");
   m.def(
       "weight_breakdown",
       [](const ModelSpec& spec, const std::string& dtype, const std::optional<std::string>& quantization,
-         int64_t tp, int64_t pp, const std::string& mxfp4_backend) {
-        return BreakdownToDict(ComputeWeights(spec, MakeOptions(dtype, quantization, tp, pp, mxfp4_backend)));
+         int64_t tp, int64_t pp, const std::string& mxfp4_backend, const std::string& mp_linear_kernel) {
+        const WeightOptions o = MakeOptions(dtype, quantization, tp, pp, mxfp4_backend, mp_linear_kernel);
+        return BreakdownToDict(ComputeWeights(spec, o));
       },
       py::arg("spec"), py::arg("dtype") = "auto", py::arg("quantization") = py::none(),
       py::arg("tensor_parallel_size") = 1, py::arg("pipeline_parallel_size") = 1, py::arg("mxfp4_backend") = "triton",
-      "Weight bytes per component and per pipeline rank");
+      py::arg("mp_linear_kernel") = "", "Weight bytes per component and per pipeline rank");
 
   m.def("rule_of_thumb_kv_cache_bytes",
         py::overload_cast<const ModelSpec&, int64_t, int64_t, std::string_view>(&RuleOfThumbKvCacheBytes),

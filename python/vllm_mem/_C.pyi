@@ -2555,15 +2555,15 @@ def vllm_version_profiles() -> list[typing.Any]:
     """
     Every vLLM release profile, oldest first, each rule with its value and source.
     """
-def weight_breakdown(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, mxfp4_backend: str = 'triton') -> dict[str, typing.Any]:
+def weight_breakdown(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, mxfp4_backend: str = 'triton', mp_linear_kernel: str = '') -> dict[str, typing.Any]:
     """
     Weight bytes per component and per pipeline rank
     """
-def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, mxfp4_backend: str = 'triton') -> int:
+def weight_bytes(spec: ModelSpec, dtype: str = 'auto', quantization: str | None = None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex = 1, mxfp4_backend: str = 'triton', mp_linear_kernel: str = '') -> int:
     """
     Weight bytes of the fullest GPU (vLLM's 'Model loading took')
     """
-def weight_bytes_for(cache: SizingCache, dtype: str, quantization: str | None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, mxfp4_backend: str) -> int:
+def weight_bytes_for(cache: SizingCache, dtype: str, quantization: str | None, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, mxfp4_backend: str, mp_linear_kernel: str) -> int:
     """
     weight_bytes on the model's SizingCache (each weight setting computed once)
     """

@@ -102,6 +102,12 @@ def _weight_args(dtype: Any, quantization: Any, tensor_parallel_size: Any,
 #: WeightOptions::mxfp4_backend; ``plan()`` picks the one vLLM picks on its GPU).
 MXFP4_BACKENDS = ("triton", "marlin", "flashinfer_trtllm", "flashinfer_cutlass", "triton_rocm", "triton_rocm_gfx950")
 
+#: vLLM's mixed-precision linear kernels for AWQ / GPTQ / compressed-tensors WNA16 linears
+#: (choose_mp_linear_kernel), which keep different tensors after loading (WeightOptions::
+#: mp_linear_kernel in csrc/core/include/vllm_mem/model/weights.h): "" counts the checkpoint's
+#: layout; ``plan()`` picks the one vLLM picks on its GPU and release.
+MP_LINEAR_KERNELS = ("", "marlin", "machete")
+
 
 class ModelSpec:
     """Dimensions, per-layer attention kinds, MLA, MoE and quantization of one model.
@@ -328,6 +334,7 @@ class ModelSpec:
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
         mxfp4_backend: str = "triton",
+        mp_linear_kernel: str = "",
     ) -> int:
         """Bytes of weights on the fullest GPU, as vLLM's "Model loading took X GiB" reports.
 
@@ -337,16 +344,20 @@ class ModelSpec:
         GPU (:data:`MXFP4_BACKENDS`; "triton" on Hopper, "flashinfer_trtllm" on B200/B300,
         "marlin" on Ampere, Ada and RTX 50xx): it sets how an MXFP4 checkpoint's expert weights
         are padded and what the kernel's layout adds after loading, and nothing else.
+        ``mp_linear_kernel`` is the kernel vLLM picks for AWQ / GPTQ / compressed-tensors WNA16
+        linears (:data:`MP_LINEAR_KERNELS`; "machete" on H100 / H200, "marlin" on other GPUs from
+        compute capability 8.0): "" (the default) counts the checkpoint's tensors as stored.
         """
         tp = tensor_parallel_size
         if (tp.__class__ is int and 1 <= tp <= _MAX_TP and quantization is None and pipeline_parallel_size.__class__
                 is int and pipeline_parallel_size == 1 and dtype == "auto" and dtype.__class__ is str
-                and mxfp4_backend == "triton" and mxfp4_backend.__class__ is str):
+                and mxfp4_backend == "triton" and mxfp4_backend.__class__ is str and mp_linear_kernel == ""
+                and mp_linear_kernel.__class__ is str):
             # The defaults and a TP in its row's bounds: nothing for the checks below to refuse.
-            return _weight_bytes_for(self._sizing, "auto", None, tp, 1, "triton")
+            return _weight_bytes_for(self._sizing, "auto", None, tp, 1, "triton", "")
         return _weight_bytes_for(self._sizing, *_weight_args(dtype, quantization, tensor_parallel_size,
                                                              pipeline_parallel_size),
-                                 _mxfp4_backend(mxfp4_backend))
+                                 _mxfp4_backend(mxfp4_backend), _mp_linear_kernel(mp_linear_kernel))
 
     def weight_breakdown(
         self,
@@ -355,13 +366,15 @@ class ModelSpec:
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
         mxfp4_backend: str = "triton",
+        mp_linear_kernel: str = "",
     ) -> dict[str, Any]:
         """Weights per component and per pipeline rank (bytes), for reports; a multimodal
         model's vision tower and projector are ``vision_encoder_bytes`` of each rank (every
         pipeline rank builds them) and ``vision_encoder_parameters`` of the whole."""
         return dict(_C.weight_breakdown(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
                                                                   pipeline_parallel_size),
-                                        mxfp4_backend=_mxfp4_backend(mxfp4_backend)))
+                                        mxfp4_backend=_mxfp4_backend(mxfp4_backend),
+                                        mp_linear_kernel=_mp_linear_kernel(mp_linear_kernel)))
 
     def __repr__(self) -> str:
         extra = []
@@ -399,6 +412,10 @@ _MAX_TP = L.MAX_TENSOR_PARALLEL_SIZE
 
 def _mxfp4_backend(value: Any) -> str:
     return V.text(value, "mxfp4_backend", allowed=MXFP4_BACKENDS)
+
+
+def _mp_linear_kernel(value: Any) -> str:
+    return V.text(value, "mp_linear_kernel", allowed=MP_LINEAR_KERNELS)
 
 
 def _weights_source(value: Any) -> bool:

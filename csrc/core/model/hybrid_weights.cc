@@ -323,6 +323,7 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
       LayerElements e = Layer(spec, spec.layers[static_cast<size_t>(i)], tp, true);
       ApplyUnquantizedModules(e.linears, quant, {i});  // hybrids are counted layer by layer
       AddLayerBytes(e, quant, dt, r);
+      AddMpLinearLayout(r, e.linears, quant, dt, 1, options);
     }
     if (first) {
       // Zamba2 has no pipeline parallelism (CheckWeightLayout refuses it): its blocks are rank 0's.

@@ -55,6 +55,7 @@ void ReadGroupedInt(const JsonValue& q, QuantizationSpec& spec) {
   spec.group_size = OptionalInt(q, {"group_size", "q_group_size"}).value_or(128);
   spec.zero_point = spec.method.rfind("awq", 0) == 0 ? OptionalBool(q, "zero_point").value_or(true) : true;
   spec.desc_act = OptionalBool(q, "desc_act").value_or(false);
+  spec.gptq_symmetric = OptionalBool(q, "sym").value_or(true);
   ReadModuleList(q, "modules_to_not_convert", spec);
   if (const JsonValue* d = q.Find("dynamic"); d != nullptr && d->IsObject() && !d->AsObject().empty()) {
     // gptq.py's per-module overrides ("-:" skips a module, "+:" changes its bits or group size).

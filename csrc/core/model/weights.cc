@@ -469,12 +469,13 @@ Mxfp4Layout Mxfp4LayoutOf(const std::string& backend) {
 
 /*! Layers [begin, end) described one by one into \p r (LayersDifferInWidth), each with the
  *  checkpoint's unquantized modules decided for its own index. */
-void AddLayersOneByOne(const ModelSpec& spec, int64_t tp, int64_t begin, int64_t end,
+void AddLayersOneByOne(const ModelSpec& spec, const WeightOptions& options, int64_t begin, int64_t end,
                        const std::optional<QuantizationSpec>& quant, int64_t dtype_bytes, RankWeights& r) {
   for (int64_t i = begin; i < end; ++i) {
-    Tensors layer = DescribeLayer(spec, spec.layers[static_cast<size_t>(i)], tp);
+    Tensors layer = DescribeLayer(spec, spec.layers[static_cast<size_t>(i)], options.tensor_parallel_size);
     ApplyUnquantizedModules(layer.linears, quant, {i});
     AddBytes(r, layer, quant, dtype_bytes, 1);
+    AddMpLinearLayout(r, layer.linears, quant, dtype_bytes, 1, options);
   }
 }
 
@@ -694,11 +695,12 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     r.first_layer = begin;
     r.end_layer = end;
     const std::array<int64_t, kLayerKinds> counts = CountKinds(spec, begin, end);
-    if (LayersDifferInWidth(spec)) AddLayersOneByOne(spec, tp, begin, end, quant, dt, r);
+    if (LayersDifferInWidth(spec)) AddLayersOneByOne(spec, options, begin, end, quant, dt, r);
     for (int kind = 0; kind < kLayerKinds && !LayersDifferInWidth(spec); ++kind) {
       if (counts[kind] == 0) continue;
       const bool mx_experts = mxfp4 && IsMoeKind(kind);
       AddBytes(r, *kinds[kind], quant, dt, counts[kind], mx_experts ? &mx : nullptr);
+      AddMpLinearLayout(r, kinds[kind]->linears, quant, dt, counts[kind], options);
       if (mx_experts) {
         r.kernel_layout_bytes =
             Add(r.kernel_layout_bytes, Mul(LayoutExtraBytes(*kinds[kind], quant, dt, mx), counts[kind]));

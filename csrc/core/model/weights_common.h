@@ -68,6 +68,15 @@ int64_t LinearElements(const std::vector<Linear>& linears);
  *  \p l is not quantizable); MXFP4 kernel layouts are weights.cc's own. */
 LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes);
 
+/*! \brief Adds to \p r (\p times over) what WeightOptions::mp_linear_kernel changes in \p linears'
+ *  bytes after loading, against StoredLinearBytes' checkpoint layout (mp_linear_layout.cc): to
+ *  quantization_overhead_bytes (signed: Marlin frees unused qzeros / g_idx) and, for what no
+ *  checkpoint tensor holds, to kernel_layout_bytes. Nothing for an empty kernel, methods other
+ *  than 4-bit AWQ / GPTQ / compressed-tensors WNA16, MoE experts and unquantized linears;
+ *  InvalidArgument (mp_linear_kernel) for a kernel other than "", "marlin", "machete". */
+void AddMpLinearLayout(RankWeights& r, const std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
+                       int64_t dtype_bytes, int64_t times, const WeightOptions& options);
+
 /*! \brief Whether \p q's list of unquantized modules covers the linear whose shards are \p modules
  *  (Linear::modules) in each of the decoder layers \p layers (bare names when empty);
  *  Unsupported when it covers only some of those layers or shards (unquantized_modules.cc). */

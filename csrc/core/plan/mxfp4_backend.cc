@@ -21,12 +21,6 @@ constexpr int kMinCapability = 80;
  *  (quantization/utils/mxfp4_utils.py on_gfx950); the other catalog AMD GPUs keep strided scales. */
 bool IsGfx950(const GpuInfo& gpu) { return gpu.name == "MI350X" || gpu.name == "MI355X"; }
 
-/*! "9.0" -> 90, as vLLM's DeviceCapability.to_int(). */
-int CapabilityInt(const std::string& cc) {
-  const size_t dot = cc.find('.');
-  return std::stoi(cc.substr(0, dot)) * 10 + (dot == std::string::npos ? 0 : std::stoi(cc.substr(dot + 1)));
-}
-
 std::string NvidiaBackend(const GpuInfo& gpu) {
   const int capability = CapabilityInt(gpu.compute_capability);
   if (capability < kMinCapability) {
@@ -48,14 +42,14 @@ std::string NvidiaBackend(const GpuInfo& gpu) {
 
 }  // namespace
 
+int CapabilityInt(const std::string& cc) {
+  const size_t dot = cc.find('.');
+  return std::stoi(cc.substr(0, dot)) * 10 + (dot == std::string::npos ? 0 : std::stoi(cc.substr(dot + 1)));
+}
+
 std::string Mxfp4BackendForGpu(const std::string& gpu_name) {
-  if (gpu_name.empty()) return "";
-  const GpuInfo* gpu = nullptr;
-  try {
-    gpu = &LookupGpu(gpu_name);
-  } catch (const InvalidArgument&) {
-    return "";  // not a catalog GPU: its capability is unknown
-  }
+  const GpuInfo* gpu = FindCatalogGpu(gpu_name);
+  if (gpu == nullptr) return "";  // not a catalog GPU: its capability is unknown
   if (gpu->vendor == GpuVendor::kAmd) {
     // ROCm: CK needs AITER (off by default); TRITON's device check passes on CDNA (gfx9xx).
     return IsGfx950(*gpu) ? "triton_rocm_gfx950" : "triton_rocm";

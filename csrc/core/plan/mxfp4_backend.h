@@ -16,6 +16,9 @@ namespace vllm_mem {
  *  mxfp4 as InvalidArgument (field "quantization"). */
 std::string Mxfp4BackendForGpu(const std::string& gpu_name);
 
+/*! \brief "9.0" -> 90, as vLLM's DeviceCapability.to_int() (also plan/mp_linear_kernel.cc's). */
+int CapabilityInt(const std::string& cc);
+
 }  // namespace vllm_mem
 
 #endif  // VLLM_MEM_CORE_PLAN_MXFP4_BACKEND_H_

@@ -114,6 +114,7 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.hybrid_kv_cache_manager = v1 && profile.hybrid_kv_cache_manager;
   in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
   in.mxfp4_hopper_value_align = profile.mxfp4_hopper_value_align;
+  in.awq_mp_linear_kernel = profile.awq_mp_linear_kernel;
   in.pixtral_dense_block_mask = profile.pixtral_dense_block_mask;
   in.text_only_skips_vision_tower = profile.text_only_skips_vision_tower;
   in.mm_dummy_options = profile.mm_dummy_options;

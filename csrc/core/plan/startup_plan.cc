@@ -19,6 +19,7 @@
 #include "vllm_mem/plan/lora_estimate.h"
 #include "vllm_mem/plan/release_resolution.h"
 #include "vllm_mem/plan/sizing_cache.h"
+#include "core/plan/mp_linear_kernel.h"
 #include "core/plan/mxfp4_backend.h"
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
@@ -270,6 +271,24 @@ int64_t LoraSlotsBytes(const PlanRun& run, const PlanInputs& in, const RankPlan&
       .total_bytes;
 }
 
+/*! The kernels vLLM picks for the GPU and release, which decide what quantized weights hold after
+ *  loading: MXFP4 experts (H100's "triton" without a catalog GPU) and AWQ / GPTQ /
+ *  compressed-tensors WNA16 linears (Machete on 9.0 widens zero points; the checkpoint's layout
+ *  without a catalog GPU). An explicit --quantization gptq (and awq, while awq_marlin repacked for
+ *  Marlin only) makes vLLM "force" the plain kernels (override_quantization_method), which keep
+ *  the checkpoint's tensors. */
+void PickWeightKernels(const ModelSpec& spec, const PlanInputs& in, WeightOptions& wo) {
+  if (!spec.quantization) return;
+  if (spec.quantization->method == "mxfp4") {
+    const std::string backend = Mxfp4BackendForGpu(in.gpu_name);
+    if (!backend.empty()) wo.mxfp4_backend = backend;
+  }
+  const bool forced_plain = in.quantization == "gptq" || (in.quantization == "awq" && !in.awq_mp_linear_kernel);
+  if (!forced_plain) {
+    wo.mp_linear_kernel = MpLinearKernelForGpu(in.gpu_name, *spec.quantization, in.awq_mp_linear_kernel);
+  }
+}
+
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model
  *  loading took" includes it). */
 void SizeWeights(PlanRun& run, StartupPlan& plan) {
@@ -280,11 +299,7 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
   wo.tensor_parallel_size = in.tensor_parallel_size;
   wo.pipeline_parallel_size = in.pipeline_parallel_size;
   wo.mxfp4_hopper_value_align = in.mxfp4_hopper_value_align;
-  // MXFP4 experts are laid out by the kernel vLLM picks for the GPU (H100's "triton" without one).
-  if (run.spec.quantization && run.spec.quantization->method == "mxfp4") {
-    const std::string backend = Mxfp4BackendForGpu(in.gpu_name);
-    if (!backend.empty()) wo.mxfp4_backend = backend;
-  }
+  PickWeightKernels(run.spec, in, wo);
   // The model's remembered breakdown for these weight settings, when the caller keeps one.
   std::shared_ptr<const WeightBreakdown> remembered;
   std::optional<WeightBreakdown> computed;

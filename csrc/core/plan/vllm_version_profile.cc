@@ -177,6 +177,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"hybrid_kv_cache_manager", &VllmVersionProfile::hybrid_kv_cache_manager},
     {"v0_engine_available", &VllmVersionProfile::v0_engine_available},
     {"cudagraph_memory_in_budget", &VllmVersionProfile::cudagraph_memory_in_budget},
+    {"awq_mp_linear_kernel", &VllmVersionProfile::awq_mp_linear_kernel},
 };
 
 // True when \p rule is a boolean rule (kBoolRules), its value applied to \p p.

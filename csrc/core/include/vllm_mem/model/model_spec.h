@@ -99,6 +99,9 @@ struct QuantizationSpec {
   int64_t block_out = 0;      //!< fp8 weight_block_size [out, in] (DeepSeek-V3); 0: no blocks
   int64_t block_in = 0;
   bool desc_act = false;      //!< GPTQ act-order: g_idx is kept after loading
+  /*! GPTQ `sym` (default true): the kernels read no zero points, though the checkpoint carries
+   *  qzeros (zero_point); vLLM's gptq_marlin takes symmetric checkpoints only. */
+  bool gptq_symmetric = true;
   bool experts_only = false;  //!< only MoE expert weights are quantized (mxfp4 in gpt-oss)
   /*! NVFP4 (compressed-tensors nvfp4-pack-quantized, ModelOpt quant_algo NVFP4): two e2m1 values a
    *  byte, one float8_e4m3 scale per 16 inputs, float32 global scales per shard. */

@@ -38,6 +38,15 @@ struct WeightOptions {
    *  the mma tile pads (N to 16, K bytes to 32). plan() takes it from the release
    *  (vllm_versions.json mxfp4_hopper_value_align). */
   int64_t mxfp4_hopper_value_align = 64;
+  /*! The mixed-precision linear kernel vLLM's choose_mp_linear_kernel tries first for AWQ, GPTQ
+   *  and compressed-tensors WNA16 linears (not MoE experts), which decides what
+   *  process_weights_after_loading leaves allocated (docs/weights.md, Quantization): "" the
+   *  checkpoint's layout (no GPU known: today's count); "marlin" (compute capability 8.x, 10.x,
+   *  12.x) frees the unused g_idx / qzeros of symmetric schemes and keeps act-order's sort
+   *  indices; "machete" (9.0 only) keeps each zero point in the activation dtype, and a linear
+   *  Machete cannot implement (group size, shape, act-order under a row split) falls back to
+   *  Marlin. The plan picks it from the catalog GPU and the release (plan/mp_linear_kernel.h). */
+  std::string mp_linear_kernel;
 
   /*! Every field: the SizingCache keeps a breakdown per options, so a field added here is
    *  compared without a second list to keep in step. */
@@ -57,9 +66,10 @@ struct RankWeights {
   /*! The vision tower and projector of a multimodal model (every PP rank: vLLM's wrappers
    *  build them whatever the rank), in the model dtype; 0 for a text model. */
   int64_t vision_encoder_bytes = 0;
-  /*! Of mlp_bytes and quantization_overhead_bytes: what the MoE kernel's layout adds after
-   *  loading beyond the tensors as created (MXFP4: float32 biases, padding, scale copies). No
-   *  checkpoint file holds it, so a share of a checkpoint's size leaves it out. */
+  /*! Of mlp_bytes and quantization_overhead_bytes: what the kernels' layouts add after loading
+   *  beyond the tensors as created (MXFP4 experts: float32 biases, padding, scale copies; Machete
+   *  linears: zero points widened to the activation dtype). No checkpoint file holds it, so a
+   *  share of a checkpoint's size leaves it out. */
   int64_t kernel_layout_bytes = 0;
   int64_t first_layer = 0;       //!< decoder layers [first_layer, end_layer) on this rank
   int64_t end_layer = 0;
@@ -84,6 +94,10 @@ int64_t NumParameters(const ModelSpec& spec);
 /*! \brief Weight bytes on every GPU. InvalidArgument for an unknown dtype / quantization or a
  *  parallel layout that does not divide the model. */
 WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& options);
+
+/*! \brief Whether \p q's linears are 4-bit WNA16 ones vLLM hands to a mixed-precision linear kernel
+ *  (AWQ, GPTQ, compressed-tensors integer schemes; WeightOptions::mp_linear_kernel). */
+bool HasWna16Linears(const QuantizationSpec& q);
 
 /*! \brief ComputeWeights(...).fullest_rank_bytes. */
 int64_t WeightBytes(const ModelSpec& spec, const WeightOptions& options);

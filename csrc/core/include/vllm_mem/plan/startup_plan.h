@@ -69,6 +69,7 @@ struct PlanInputs : PlanRequest {
   bool hybrid_kv_cache_manager = true;
   bool hybrid_align_to_user_block_size = true;  //!< the kv_cache area's rule of that name
   int64_t mxfp4_hopper_value_align = 64;  //!< the release's WeightOptions::mxfp4_hopper_value_align
+  bool awq_mp_linear_kernel = true;  //!< the release's rule of that name (plan/mp_linear_kernel.h)
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
   bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
   bool mm_dummy_options = true;  //!< the release's --limit-mm-per-prompt takes per-modality options

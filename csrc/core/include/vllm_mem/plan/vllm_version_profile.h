@@ -91,6 +91,7 @@ struct VllmVersionProfile {
   bool hybrid_align_to_user_block_size = true;  //!< PR 37467 (kv_cache: KvCacheOptions)
   bool sliding_window_capped_at_full = false;    //!< KvCacheOptions.cap_sliding_window_at_full
   int64_t mxfp4_hopper_value_align = 64;  //!< WeightOptions::mxfp4_hopper_value_align (vendored triton_kernels)
+  bool awq_mp_linear_kernel = true;  //!< AWQ linears go through choose_mp_linear_kernel (Machete on 9.0), not Marlin only
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
   bool mm_dummy_options = true;  //!< --limit-mm-per-prompt takes per-modality options (count, width, ...)
