@@ -172,11 +172,15 @@ def test_70b_on_four_a100_40gb_suggests_context_and_budget_and_nothing_empty() -
 
 
 def test_vision_language_plan_carries_the_encoder_profiling_caveat() -> None:
-    # Llama-4's processor has no dummy-item rule yet (Qwen2.5-VL, this test's model until its
-    # processor got one, now plans the encoder run: test_multimodal_profile_processors.py).
+    # Kimi-VL's processor has no dummy-item rule yet (Qwen2.5-VL and then Llama-4-Scout, this test's
+    # models until their processors got one, now plan the encoder run:
+    # test_multimodal_profile_processors.py). Kimi-VL is not bundled: its config from tests/data.
     assert vllm_mem.plan("Qwen/Qwen2.5-VL-7B-Instruct", gpu="H100-80GB", max_model_len=8192).to_dict()["caveats"] == []
-    plan = vllm_mem.plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", gpu="H100-80GB", tensor_parallel_size=4,
-                         max_model_len=8192)
+    scout = vllm_mem.plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", gpu="H100-80GB", tensor_parallel_size=4,
+                          max_model_len=8192)
+    assert scout.fits and scout.to_dict()["caveats"] == []
+    configs = json.loads((ROOT / "tests" / "data" / "multimodal_configs.json").read_text())
+    plan = vllm_mem.plan(configs["moonshotai/Kimi-VL-A3B-Instruct"]["config"], gpu="H100-80GB", max_model_len=8192)
     assert plan.fits
     [caveat] = plan.to_dict()["caveats"]
     assert "image encoder" in caveat and "not modelled" in caveat

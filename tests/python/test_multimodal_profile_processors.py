@@ -35,6 +35,18 @@ thumbnail tile (use_thumbnail, the image being split): InternVL2.5's published c
 max_dynamic_patch 12, use_thumbnail true: 13 tiles, each (448 / 14)^2 = 1,024 patches and the class
 token in InternViT, pixel-shuffled by downsample_ratio 0.5 to 256 embeddings: 3,328 tokens an image.
 The encoder layer is the default rule, 2 h + max(2 I, 4 h / tp) elements a token.
+
+Llama-4 (vllm/model_executor/models/mllama4.py Mllama4ProcessingInfo, Mllama4MultiModalProcessor;
+transformers' Llama4Processor._prompt_split_image and Llama4ImageProcessorFast, max_patches 16 by
+default): the largest image is 16 x 336 by 336 (get_image_size_with_most_features), fitted unscaled on
+the 16 x 1 canvas: 16 tiles and the global tile, 17 tiles of (336 / 14)^2 = 576 patches and the class
+token in the tower; the pixel shuffle (ratio 0.5) leaves 576 / 4 = 144 embeddings a tile, 2,448 an
+image; the placeholder is <|image_start|>, 16 rows of 144 <|patch|> and a <|tile_y_separator|>,
+<|image|>, 144 <|patch|>, <|image_end|>: 2,467 tokens. The encoder layer per tower token, past the
+first layer (Llama4LayerElementsPerToken in mm_profile_estimate.cc): the tower's input and the layer's
+(2 h), then attention's normed input, qkv and the rotary's float32 q / k copies, their complex64
+products and the bf16 copies back (h + 13 h / tp), or the MLP's attention sum, normed input and
+fc1 + GELU outputs (2 h + 2 I / tp).
 """
 
 from __future__ import annotations
@@ -216,3 +228,57 @@ def test_malformed_processor_fields_are_refused_by_name(config: dict[str, Any], 
     with pytest.raises(vllm_mem.InvalidArgumentError) as e:
         vllm_mem.ModelSpec.from_hf_config({**config, field: value})
     assert e.value.field == field
+
+
+# ---- Llama-4 ---------------------------------------------------------------------------------------
+
+LLAMA4_SCOUT = MM_CONFIGS["meta-llama/Llama-4-Scout-17B-16E-Instruct"]
+LLAMA4_TILES = 16 + 1  # max_patches 16 one-wide tiles, and the global tile
+LLAMA4_TOWER_TOKENS = LLAMA4_TILES * (24 * 24 + 1)  # 9,809
+LLAMA4_EMBEDS = LLAMA4_TILES * 144  # 2,448
+LLAMA4_PLACEHOLDER = 1 + 16 * (144 + 1) + 1 + 144 + 1  # 2,467
+SCOUT_H, SCOUT_I = 1408, 5632  # vision_config hidden_size, intermediate_size
+
+
+def test_llama4_scout_by_hand() -> None:
+    assert vllm_mem.ModelSpec.from_hf_config(LLAMA4_SCOUT).caveats == []
+    m = _profile(LLAMA4_SCOUT)
+    # budget max(8192, 2467) = 8192: 8192 // 2467 = 3 images (the decoder side allows 256 x 3)
+    assert m["encoder_budget_tokens"] == 8192 and m["items"] == 3
+    assert m["pixel_bytes"] == 3 * LLAMA4_TILES * 3 * 336 * 336 * BF16  # 34,546,176
+    assert m["encoder_output_bytes"] == 3 * LLAMA4_EMBEDS * 5120 * BF16  # text width 5120: 75,202,560
+    # TP 1: attention 3 h + 13 h = 22,528 elements a token, above the MLP's 4 h + 2 I = 16,896.
+    layer = max(3 * SCOUT_H + 13 * SCOUT_H, 4 * SCOUT_H + max(2 * SCOUT_I, SCOUT_I + SCOUT_H))
+    assert layer == 22528
+    assert m["encoder_layer_bytes"] == 3 * LLAMA4_TOWER_TOKENS * layer * BF16  # 1,325,862,912
+    assert m["encoder_phase_bytes"] == m["pixel_bytes"] + m["encoder_layer_bytes"]
+    assert m["resident_bytes"] == m["pixel_bytes"] + m["encoder_output_bytes"]
+
+
+def test_llama4_scout_tensor_parallel_and_a_longer_batch() -> None:
+    m = _profile(LLAMA4_SCOUT, tensor_parallel_size=4)
+    # TP 4: attention 3 h + 13 h / 4 = 4,224 + 4,576 = 8,800; MLP 4 h + max(2 x 1408, 1408 + 1408) = 8,448.
+    assert m["encoder_layer_bytes"] == 3 * LLAMA4_TOWER_TOKENS * 8800 * BF16
+    assert m["pixel_bytes"] == 3 * LLAMA4_TILES * 3 * 336 * 336 * BF16  # every rank encodes every tile
+    # 16,384 batched tokens: 16384 // 2467 = 6 images.
+    longer = _profile(LLAMA4_SCOUT, max_model_len=16384, max_num_batched_tokens=16384)
+    assert longer["items"] == 6 and longer["encoder_output_bytes"] == 6 * LLAMA4_EMBEDS * 5120 * BF16
+
+
+def test_llama4_peak_takes_the_larger_phase() -> None:
+    plan = vllm_mem.plan(LLAMA4_SCOUT, gpu="H100-80GB", tensor_parallel_size=4, max_model_len=8192)
+    a = plan._p.ranks[0].activation
+    text_phase = max(a.forward_bytes, a.sampler_phase_bytes) + a.multimodal.resident_bytes
+    assert plan.activation_peak_bytes - a.pipeline_buffers_bytes == max(a.multimodal.encoder_phase_bytes, text_phase)
+    for setting in ({"limit_mm_per_prompt": 0}, {"skip_mm_profiling": True}):
+        assert _profile(LLAMA4_SCOUT, **setting)["runs"] == 0, setting
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("pixel_shuffle_ratio", 0.3), ("pixel_shuffle_ratio", "0.5"), ("image_size", 340)]
+)
+def test_llama4_tower_fields_vllm_cannot_tile_are_refused(field: str, value: Any) -> None:
+    config = {**LLAMA4_SCOUT, "vision_config": {**LLAMA4_SCOUT["vision_config"], field: value}}
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        vllm_mem.ModelSpec.from_hf_config(config)
+    assert e.value.field == f"vision_config.{field}"

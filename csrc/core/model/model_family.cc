@@ -108,24 +108,32 @@ JsonValue ResolveTraits(const JsonValue& traits) {
   return JsonValue(std::move(out));
 }
 
-/*! A pixel bound of a "vision_processors" entry: positive, at most 2^31 (a 46,340-pixel square, far
- *  past any processor's bound). */
-bool PixelBound(const JsonValue* v) {
+/*! A whole number in [1, bound]. */
+bool CountAtMost(const JsonValue* v, int64_t bound) {
   return v != nullptr && v->IsNumber() && v->AsNumber().integer.has_value() && *v->AsNumber().integer > 0 &&
-         *v->AsNumber().integer <= (int64_t{1} << 31);
+         *v->AsNumber().integer <= bound;
 }
 
-/*! "vision_processors": per vision_config class, the source, max_pixels and min_pixels. */
+/*! A pixel bound of a "vision_processors" entry: at most 2^31 (a 46,340-pixel square, far past any
+ *  processor's bound). */
+bool PixelBound(const JsonValue* v) { return CountAtMost(v, int64_t{1} << 31); }
+
+/*! "vision_processors": per vision_config class, the source and either a smart_resize processor's
+ *  max_pixels and min_pixels or a tiling processor's max_tiles (Llama-4's max_patches), not both. */
 void CheckVisionProcessors(const JsonValue* table) {
   if (table == nullptr) return;
   if (!table->IsObject()) throw std::logic_error("model_families.json: 'vision_processors' must be an object");
   for (const auto& [cls, entry] : table->AsObject()) {
     if (cls == "_about") continue;
     const JsonValue* source = entry.Find("source");
-    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() &&
-                    PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"));
+    const JsonValue* max_tiles = entry.Find("max_tiles");
+    const bool pixels = PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"));
+    const bool tiles = CountAtMost(max_tiles, 256) && entry.Find("max_pixels") == nullptr &&
+                       entry.Find("min_pixels") == nullptr;
+    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() && (pixels || tiles);
     if (!ok) {
-      throw std::logic_error("model_families.json: vision_processors." + cls + " needs a source, max_pixels and min_pixels");
+      throw std::logic_error("model_families.json: vision_processors." + cls +
+                             " needs a source and max_pixels and min_pixels, or max_tiles alone");
     }
   }
 }

@@ -239,6 +239,31 @@ VisionDummyItem InternVlItem(const VisionEncoderSpec& s) {
   return item;
 }
 
+/*! Llama-4 (vllm mllama4.py Mllama4ProcessingInfo): the largest image is max_patches tiles tall and
+ *  one wide (get_image_size_with_most_features: max_patches x image_size by image_size), which the
+ *  image processor's get_best_fit places on the max_patches x 1 canvas unscaled; a split image gets
+ *  the global tile too (Mllama4MultiModalProcessor: patches_per_image = 1 + r_h x r_w). Each tile is
+ *  (image_size / patch)^2 patches and the class token in the tower, pixel-shuffled to
+ *  get_patch_per_chunk = (image_size / patch)^2 / round(1 / ratio^2) embeddings. The placeholder is
+ *  Llama4Processor._prompt_split_image's whole string (the encoder budget counts every token of it):
+ *  <|image_start|>, per tile row the row's patches and one <|tile_y_separator|> (a one-wide canvas
+ *  has no x separators), <|image|>, the global tile's patches, <|image_end|>. Scout / Maverick
+ *  (336 / 14, ratio 0.5, 16 tiles): 17 tiles of 577 tower tokens, 17 x 144 = 2,448 embeddings,
+ *  2,448 + 16 + 3 = 2,467 placeholder tokens. */
+VisionDummyItem Llama4Item(const VisionEncoderSpec& s) {
+  VisionDummyItem item;
+  const int64_t side = s.image_size / s.patch_size;
+  const int64_t per_tile = Mul(side, side) / Mul(s.downsample_ratio_inverse, s.downsample_ratio_inverse);
+  const int64_t rows = s.max_dynamic_tiles;
+  const int64_t tiles = rows > 1 ? Add(rows, 1) : 1;
+  constexpr int64_t kImageMarkers = 3;  // <|image_start|>, <|image|>, <|image_end|>
+  item.patch_tokens = Mul(tiles, Add(Mul(side, side), 1));
+  item.embed_rows = Mul(tiles, per_tile);
+  item.prompt_tokens = Add(Add(item.embed_rows, rows > 1 ? rows : 0), kImageMarkers);
+  item.pixel_elements = Mul(tiles, Mul(s.num_channels, Mul(s.image_size, s.image_size)));
+  return item;
+}
+
 bool IsClipOrSiglip(VisionEncoderKind kind) { return kind == VisionEncoderKind::kClip || kind == VisionEncoderKind::kSiglip; }
 
 }  // namespace
@@ -250,7 +275,7 @@ bool IsSmartResizeProcessor(const VisionEncoderSpec& spec) {
 
 std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec) {
   // vllm qwen2_vl.py (and qwen2_5_vl.py, qwen3_vl.py) get_supported_mm_limits: {"image": None,
-  // "video": None}; gemma3_mm.py, mistral3.py, llava.py, llava_next.py, internvl.py (its image-only
+  // "video": None}; gemma3_mm.py, mistral3.py, llava.py, llava_next.py, mllama4.py, internvl.py (its image-only
   // processors): {"image": None}.
   if (IsSmartResizeProcessor(spec)) return {"image", "video"};
   return {"image"};
@@ -293,6 +318,10 @@ std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const V
   if (spec.encoder == VisionEncoderKind::kInternVit && spec.projector == VisionProjectorKind::kInternVl &&
       spec.max_dynamic_tiles > 0) {
     return InternVlItem(spec);
+  }
+  if (spec.encoder == VisionEncoderKind::kLlama4 && spec.projector == VisionProjectorKind::kLlama4 &&
+      spec.max_dynamic_tiles > 0) {
+    return Llama4Item(spec);
   }
   return std::nullopt;  // other processors: no rule yet (the plan keeps the caveat)
 }

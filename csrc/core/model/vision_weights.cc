@@ -519,6 +519,27 @@ void ReadTowerDimensions(const JsonValue& v, VisionEncoderSpec& s) {
   }
 }
 
+/*! Llama-4's pixel_shuffle_ratio (Llama4VisionConfig default 0.5): vLLM's pixel_shuffle folds
+ *  1 / ratio patches a side into one (mllama4.py pixel_shuffle reshapes by int(width * ratio)), and
+ *  Mllama4ProcessingInfo.get_patch_per_chunk divides a tile's patches by round(1 / ratio^2). A
+ *  ratio whose inverse is not a whole number folds no whole patches: refused. Read into
+ *  downsample_ratio_inverse (per side), as InternVL's downsample_ratio. */
+void ReadPixelShuffleRatio(const JsonValue& v, VisionEncoderSpec& s) {
+  const JsonValue* x = v.Find("pixel_shuffle_ratio");
+  if (x == nullptr || x->IsNull()) {
+    s.downsample_ratio_inverse = 2;  // Llama4VisionConfig's 0.5 (config_defaults.json fills it first)
+    return;
+  }
+  const double r = x->IsNumber() ? x->AsNumber().value : 0.0;
+  const double inverse = r > 0.0 ? 1.0 / r : 0.0;
+  if (!(r > 0.0 && r <= 1.0) || std::fabs(inverse - std::round(inverse)) > 1e-9) {
+    throw InvalidArgument("vision_config.pixel_shuffle_ratio",
+                          "must be 1 / n for a whole n (Llama-4's pixel shuffle folds n x n patches), got " +
+                              (x->IsNumber() ? std::to_string(r) : x->KindName()));
+  }
+  s.downsample_ratio_inverse = static_cast<int64_t>(std::round(inverse));
+}
+
 /*! MoonViT's merge_kernel_size: two positive integers. */
 void ReadMergeKernel(const JsonValue& v, VisionEncoderSpec& s) {
   const JsonValue* k = v.Find("merge_kernel_size");
@@ -564,6 +585,12 @@ void ReadEncoderExtras(const JsonValue& config, const JsonValue& v, VisionEncode
       ReadMergeKernel(v, s);
       break;
     case VisionEncoderKind::kLlama4:
+      // vLLM asserts whole patches per tile (Mllama4ProcessingInfo.get_patch_per_chunk), with its message.
+      if (s.image_size % s.patch_size != 0) {
+        throw InvalidArgument("vision_config.image_size",
+                              "chunk size " + std::to_string(s.image_size) + " should be multiple of ");
+      }
+      ReadPixelShuffleRatio(v, s);
       s.vision_output_dim = VisionInt(v, {"vision_output_dim"}, kMaxHiddenSize);
       s.projector_input_dim = VisionInt(v, {"projector_input_dim"}, kMaxHiddenSize);
       s.projector_output_dim = VisionInt(v, {"projector_output_dim"}, kMaxHiddenSize);
@@ -677,6 +704,14 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
   return "unknown";  // unreachable: every enumerator is handled above
 }
 
+/*! The processor's bound (model_families.json vision_processors, checked when the file is read):
+ *  smart_resize's max_pixels and min_pixels, or a tiling processor's max_tiles (Llama-4's max_patches). */
+void ReadProcessorBound(const JsonValue& processor, VisionEncoderSpec& s) {
+  if (const JsonValue* max_pixels = processor.Find("max_pixels")) s.max_pixels = *max_pixels->AsNumber().integer;
+  if (const JsonValue* min_pixels = processor.Find("min_pixels")) s.min_pixels = *min_pixels->AsNumber().integer;
+  if (const JsonValue* max_tiles = processor.Find("max_tiles")) s.max_dynamic_tiles = *max_tiles->AsNumber().integer;
+}
+
 std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int64_t text_hidden_size) {
   const std::string cls = VisionConfigClass(config);
   if (cls.empty()) return std::nullopt;
@@ -691,10 +726,7 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   ReadTowerDimensions(v, s);
   ReadEncoderExtras(config, v, s);
   // The processor's largest image, from the published preprocessor_config.json (not in config.json).
-  if (const JsonValue* processor = VisionProcessorTraits(cls)) {
-    s.max_pixels = *processor->Find("max_pixels")->AsNumber().integer;
-    s.min_pixels = *processor->Find("min_pixels")->AsNumber().integer;
-  }
+  if (const JsonValue* processor = VisionProcessorTraits(cls)) ReadProcessorBound(*processor, s);
   if (s.projector == VisionProjectorKind::kMistral3 || s.projector == VisionProjectorKind::kLlavaNext ||
       s.projector == VisionProjectorKind::kLlava) {
     ReadLlavaProjector(config, s);

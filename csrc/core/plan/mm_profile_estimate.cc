@@ -46,6 +46,27 @@ int64_t LayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
   return Add(Mul(2, h), std::max(Mul(2, inter), CeilDiv(Mul(4, h), tp)));
 }
 
+/*! Llama4VisionModel's largest live set per tower token of one layer past the first, in model-dtype
+ *  elements, on one TP rank (vllm mllama4.py, run eagerly; a Python argument stays alive until its
+ *  call returns). Beside every layer: the tower's own input, layernorm_pre's output, which
+ *  Llama4VisionModel.forward keeps as hidden_state while self.model runs (h), and the layer's input,
+ *  also the residual (h).
+ *  - attention: input_layernorm's output (h), the qkv projection (3 h / tp) and, inside
+ *    Llama4VisionRotaryEmbedding.forward_native (forward_cuda calls it), query.float() and
+ *    key.float() (float32: 2 x 2 h / tp), their complex64 products with the frequencies (2 x 2 h / tp)
+ *    and the two .type_as copies back to the model dtype (2 h / tp): 3 h + 13 h / tp; the
+ *    encoder attention's flash-attention backend materializes no score matrix;
+ *  - MLP (Llama4VisionMLP: fc1, nn.GELU, fc2): the attention sum and post_attention_layernorm's output
+ *    (2 h), then fc1's output with GELU's (2 I / tp), or GELU's with fc2's output (I / tp + h):
+ *    4 h + max(2 I / tp, I / tp + h). */
+int64_t Llama4LayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
+  const int64_t h = v.hidden_size;
+  const int64_t inter = CeilDiv(v.intermediate_size, tp);
+  const int64_t attention = Add(Mul(3, h), CeilDiv(Mul(13, h), tp));
+  const int64_t mlp = Add(Mul(4, h), std::max(Mul(2, inter), Add(inter, h)));
+  return std::max(attention, mlp);
+}
+
 /*! The Qwen-VL towers' largest live set per patch token of one block, in model-dtype elements,
  *  on one TP rank (vllm qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py; run eagerly, custom ops native,
  *  and a Python argument stays alive until its call returns). Attention (Qwen2_5_VisionAttention,
@@ -234,6 +255,14 @@ std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const 
   return best;
 }
 
+/*! The tower's largest layer over \p patches tower tokens, in bytes. */
+int64_t EncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, int64_t tp, int64_t dtype_bytes) {
+  if (IsQwenVlTower(v.encoder)) return QwenEncoderLayerBytes(v, patches, tp, dtype_bytes);
+  const int64_t per_token =
+      v.encoder == VisionEncoderKind::kLlama4 ? Llama4LayerElementsPerToken(v, tp) : LayerElementsPerToken(v, tp);
+  return Mul(Mul(patches, per_token), dtype_bytes);
+}
+
 }  // namespace
 
 bool MmAllModalitiesOff(const ModelSpec& spec, const MmLimitPerPrompt& limit) {
@@ -306,9 +335,7 @@ MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptio
     // embeddings' dtype over every patch of the batch, expanded (not copied) to the heads.
     m.attention_mask_bytes = Mul(Mul(patches, patches), dtype_bytes);
   }
-  m.encoder_layer_bytes = IsQwenVlTower(v.encoder)
-                              ? QwenEncoderLayerBytes(v, patches, o.tensor_parallel_size, dtype_bytes)
-                              : Mul(Mul(patches, LayerElementsPerToken(v, o.tensor_parallel_size)), dtype_bytes);
+  m.encoder_layer_bytes = EncoderLayerBytes(v, patches, o.tensor_parallel_size, dtype_bytes);
   m.encoder_phase_bytes = Add(Add(m.pixel_bytes, m.attention_mask_bytes), m.encoder_layer_bytes);
   m.resident_bytes = Add(m.pixel_bytes, m.encoder_output_bytes);
   return m;

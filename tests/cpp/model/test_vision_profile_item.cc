@@ -95,12 +95,48 @@ TEST(QwenVlItem, SmartResizeFollowsMaxPixels) {
   EXPECT_FALSE(LargestVisionItem(v).has_value());
 }
 
+// Llama-4-Scout's tower (vision_config of tests/data/multimodal_configs.json): vllm mllama4.py
+// Mllama4ProcessingInfo.get_image_size_with_most_features asks for a 16 x 336 by 336 image
+// (max_patches 16, Llama4ImageProcessorFast's default), which get_best_fit puts on the 16 x 1 canvas;
+// Mllama4MultiModalProcessor adds the global tile (1 + 16); get_patch_per_chunk = 24^2 / round(1 / 0.5^2).
+TEST(Llama4Item, ScoutLargestImage) {
+  VisionEncoderSpec v;
+  v.encoder = VisionEncoderKind::kLlama4;
+  v.projector = VisionProjectorKind::kLlama4;
+  v.hidden_size = 1408;
+  v.patch_size = 14;
+  v.image_size = 336;
+  v.downsample_ratio_inverse = 2;
+  v.max_dynamic_tiles = 16;
+  std::optional<VisionDummyItem> item = LargestVisionItem(v);
+  ASSERT_TRUE(item.has_value());
+  EXPECT_EQ(item->patch_tokens, 17 * (24 * 24 + 1));  // each tile's patches and the class token
+  EXPECT_EQ(item->embed_rows, 17 * 144);
+  // Llama4Processor._prompt_split_image: <|image_start|>, 16 x (144 <|patch|> + <|tile_y_separator|>),
+  // <|image|>, 144 <|patch|>, <|image_end|>.
+  EXPECT_EQ(item->prompt_tokens, 1 + 16 * 145 + 1 + 144 + 1);
+  EXPECT_EQ(item->pixel_elements, 17 * 3 * 336 * 336);
+  // max_patches 1: one tile, no global tile; placeholder 144 + 3.
+  v.max_dynamic_tiles = 1;
+  item = LargestVisionItem(v);
+  EXPECT_EQ(item->embed_rows, 144);
+  EXPECT_EQ(item->prompt_tokens, 147);
+  EXPECT_EQ(item->patch_tokens, 577);
+  // No max_patches rule for the tower: no item (the caveat stays).
+  v.max_dynamic_tiles = 0;
+  EXPECT_FALSE(LargestVisionItem(v).has_value());
+}
+
 TEST(QwenVlItem, ProcessorTableNamesItsSources) {
   for (const char* cls : {"qwen2_vl_vision", "qwen2_5_vl_vision", "qwen3_vl_vision"}) {
     const JsonValue* p = VisionProcessorTraits(cls);
     ASSERT_NE(p, nullptr) << cls;
     EXPECT_FALSE(p->Find("source")->AsString().empty());
   }
+  const JsonValue* llama4 = VisionProcessorTraits("llama4_vision_model");
+  ASSERT_NE(llama4, nullptr);
+  EXPECT_EQ(*llama4->Find("max_tiles")->AsNumber().integer, 16);
+  EXPECT_EQ(llama4->Find("max_pixels"), nullptr);
   EXPECT_EQ(VisionProcessorTraits("siglip_vision_model"), nullptr);
   EXPECT_EQ(VisionProcessorTraits("_about"), nullptr);
 }

@@ -85,8 +85,9 @@ struct VisionEncoderSpec {
   bool feature_drops_cls = false;
   /*! LLaVA-NeXT's image_grid_pinpoints, (height, width) each: the any-resolution canvases. */
   std::vector<std::array<int64_t, 2>> image_grid_pinpoints;
-  /*! InternVL's dynamic tiling: at most this many image_size tiles an image (max_dynamic_patch; 0
-   *  when the wrapper does not tile), plus a thumbnail tile when use_thumbnail and the image is split. */
+  /*! Tiling processors: at most this many image_size tiles an image (InternVL's max_dynamic_patch,
+   *  Llama-4's max_patches; 0 when the processor does not tile), plus a thumbnail / global tile when
+   *  use_thumbnail and the image is split. */
   int64_t max_dynamic_tiles = 0;
   int64_t min_dynamic_tiles = 1;
   bool use_thumbnail = false;

@@ -8,7 +8,8 @@
  * with most features" (vllm/multimodal/profiling.py, each model's ProcessingInfo
  * get_image_size_with_most_features / get_num_image_tokens): Gemma-3 and Mistral-3 from config.json,
  * the Qwen-VL processors from the published preprocessor's max_pixels (VisionEncoderSpec::max_pixels,
- * smart_resize). A tower whose processor has no rule
+ * smart_resize), Llama-4 from the image processor's max_patches (VisionEncoderSpec::max_dynamic_tiles).
+ * A tower whose processor has no rule
  * here has no item (nullopt): the plan then keeps the vision-profiling caveat.
  */
 #ifndef VLLM_MEM_MODEL_VISION_PROFILE_ITEM_H_
