@@ -373,7 +373,7 @@ def test_lfm2_layer_types_from_full_attn_idxs() -> None:
 
 @pytest.mark.parametrize(("model_type", "words"), [
     ("plamo2", "per-request state"),
-    ("minimax_m1", "lightning"),
+    ("minimax", "MiniMaxConfig"),
 ])
 def test_unmodelled_families_are_refused_with_the_reason(model_type: str, words: str) -> None:
     config = {"model_type": model_type, "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 8,

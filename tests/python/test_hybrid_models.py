@@ -99,9 +99,9 @@ def test_qwen3_5_refuses_mamba_cache_mode_all():
 def test_hybrid_families_are_supported_and_the_rest_still_refused():
     supported = vllm_mem.supported_model_types()
     for model_type in ("qwen3_next", "nemotron_h", "granitemoehybrid", "jamba", "falcon_h1", "bamba", "mamba2",
-                       "mamba", "falcon_mamba", "zamba2", "kimi_linear"):
+                       "mamba", "falcon_mamba", "zamba2", "kimi_linear", "minimax_text_01", "minimax_m1"):
         assert model_type in supported
-    for model_type in ("zamba", "minimax_text_01", "plamo2"):
+    for model_type in ("zamba", "minimax", "plamo2"):
         assert model_type not in supported
 
 

@@ -118,6 +118,14 @@ MambaStateLayout ComputeMambaState(const ModelSpec& model, DType model_dtype, co
                  DType::kFloat32));
       break;
     }
+    case RecurrentMixerKind::kLightning:
+      // MambaStateShapeCalculator.linear_attention_state_shape: (num_heads // tp, head_dim, head_dim), one
+      // tensor in linear_attention_state_dtype = get_kv_cache_torch_dtype(mamba_cache_dtype, model dtype)
+      // (mamba_utils.py); --mamba-ssm-cache-dtype is not read. MiniMaxText01LinearAttention asserts
+      // that TP divides the heads.
+      out.tensors.push_back(
+          Tensor("ssm", {Divide(h.num_heads, tp, "num_attention_heads"), h.head_dim, h.head_dim}, conv_dtype));
+      break;
     case RecurrentMixerKind::kShortConv:
       // MambaStateShapeCalculator.short_conv_state_shape: (conv_kernel - 1 + num_spec, conv_dim / tp),
       // in short_conv_state_dtype (the conv dtype); no SSM state.

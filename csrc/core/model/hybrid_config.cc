@@ -587,6 +587,61 @@ void ReadZamba2(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
                             "use_conv_bias", "add_bias_linear", 1, 256, 64});
 }
 
+/*! MiniMax-Text-01's layer types as MiniMaxText01Model reads them: attn_type_list, else
+ *  decoder_attention_types (0 linear, 1 full), else layer_types ("linear_attention" /
+ *  "full_attention", transformers' MiniMaxConfig), else full attention on every layer. True: full. */
+std::vector<bool> MiniMaxFullAttentionLayers(const ModelSpec& spec, const JsonValue& text) {
+  std::vector<bool> full(static_cast<size_t>(spec.num_layers), true);
+  for (const char* key : {"attn_type_list", "decoder_attention_types"}) {
+    const JsonValue* list = Present(text, key);
+    if (list == nullptr) continue;
+    if (!list->IsArray() || static_cast<int64_t>(list->AsArray().size()) != spec.num_layers) {
+      throw InvalidArgument(key, "must be a list of num_hidden_layers (" + std::to_string(spec.num_layers) +
+                                     ") attention types (0 linear, 1 full)");
+    }
+    for (size_t i = 0; i < full.size(); ++i) {
+      const JsonValue& t = list->AsArray()[i];
+      const int64_t type = t.IsNumber() && t.AsNumber().integer ? *t.AsNumber().integer : -1;
+      if (type != 0 && type != 1) {
+        throw InvalidArgument(key, "Unsupported attention_type: entries must be 0 (linear) or 1 (full)");
+      }
+      full[i] = type == 1;
+    }
+    return full;
+  }
+  if (const JsonValue* types = LayerTypes(spec, text)) {
+    for (size_t i = 0; i < full.size(); ++i) full[i] = FullAttentionAt(*types, i, "linear_attention");
+  }
+  return full;
+}
+
+/*! MiniMax-Text-01 / MiniMax-M1 (vllm minimax_text_01.py, layers/mamba/linear_attn.py): lightning
+ *  attention (MiniMaxText01LinearAttention: num_attention_heads x head_dim, its state
+ *  linear_attention_state_shape) on the linear layers, full attention on the others, the MoE of
+ *  num_local_experts on every layer (a dense MLP with one expert). What vLLM builds beyond that is
+ *  refused by name: per-layer expert counts and the shared MLP + coefficient. */
+void ReadMiniMaxText01(ModelSpec& spec, HybridSpec& h, const JsonValue& text) {
+  const std::vector<bool> full = MiniMaxFullAttentionLayers(spec, text);
+  if (const JsonValue* e = Present(text, "num_local_experts"); e != nullptr && e->IsArray()) {
+    throw InvalidArgument("num_local_experts", "per-layer expert counts (a list) are not modelled");
+  }
+  const JsonValue* shared = Present(text, "shared_intermediate_size");
+  if (shared != nullptr && (shared->IsArray() || IntOr(text, {"shared_intermediate_size"}, 0) != 0)) {
+    throw InvalidArgument("shared_intermediate_size",
+                          "the shared MLP and its coefficient gate (MiniMaxText01"
+                          "DecoderLayer.shared_mlp) are not modelled; published "
+                          "MiniMax-Text-01 / M1 configs say 0");
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    SetAttention(spec.layers[i], full[i]);
+    spec.layers[i].recurrent_state = !full[i];
+    spec.layers[i].moe = spec.moe.has_value() && spec.moe->num_experts > 1;
+  }
+  h.kind = RecurrentMixerKind::kLightning;
+  h.num_heads = spec.num_attention_heads;
+  h.head_dim = spec.head_dim;
+}
+
 /*! The family's layer reader (model_families.json "hybrid_layers"), or nullptr. */
 using HybridReader = void (*)(ModelSpec&, HybridSpec&, const JsonValue&);
 HybridReader ReaderFor(const std::string& model_type) {
@@ -604,7 +659,8 @@ HybridReader ReaderFor(const std::string& model_type) {
                   {"mamba1", ReadPureMamba1},
                   {"short_conv", ReadLfm2},
                   {"kimi_delta", ReadKimiLinear},
-                  {"zamba2", ReadZamba2}};
+                  {"zamba2", ReadZamba2},
+                  {"lightning", ReadMiniMaxText01}};
   for (const auto& r : kReaders) {
     if (name->AsString() == r.name) return r.read;
   }

@@ -152,8 +152,10 @@ void AddRecurrent(const ModelSpec& s, int64_t tp, bool per_rank, LayerElements& 
     case RecurrentMixerKind::kGatedDeltaNet: AddGatedDeltaNet(s, h, tp, per_rank, e); break;
     case RecurrentMixerKind::kShortConv: AddShortConv(s, h, tp, per_rank, e); break;
     case RecurrentMixerKind::kKimiDelta:
-      // Kimi-Linear's layers are counted by weights.cc (DeepSeek's MLA and MoE beside the KDA mixer).
-      throw std::logic_error("hybrid_weights.cc: Kimi-Linear's weights are weights.cc's");
+    case RecurrentMixerKind::kLightning:
+      // Kimi-Linear's and MiniMax-Text-01's layers are counted by weights.cc (their attention and MoE
+      // beside the KDA / lightning mixer).
+      throw std::logic_error("hybrid_weights.cc: Kimi-Linear's and MiniMax-Text-01's weights are weights.cc's");
   }
 }
 

@@ -57,7 +57,10 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
   if (key == "qk_norm_shape") return one_of({"head_dim", "per_head", "projection", "all_heads"});
   if (key == "bias_scope") return one_of({"all", "attention", "qkv"});
   if (key == "lora_layout") return one_of({"merged_qkv"});
-  if (key == "router_dtype" || key == "router_score_bias_dtype") return one_of({"float32", "model"});
+  if (key == "router_dtype" || key == "router_score_bias_dtype" || key == "lm_head_dtype" ||
+      key == "rope_cache_dtype") {
+    return one_of({"float32", "model"});
+  }
   if (key == "refused_switches" && value.IsObject()) {
     // config field -> why vllm_mem refuses it when true
     for (const auto& [field, reason] : value.AsObject()) {
@@ -67,7 +70,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
   }
   if (key == "hybrid_layers") {
     return one_of({"jamba", "nemotron_h", "gated_deltanet", "parallel_mamba2", "listed_mamba2", "mamba2", "mamba1",
-                   "short_conv", "kimi_delta", "zamba2"});
+                   "short_conv", "kimi_delta", "zamba2", "lightning"});
   }
   return false;
 }

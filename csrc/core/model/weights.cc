@@ -204,6 +204,19 @@ void DescribeKimiDelta(const ModelSpec& spec, int64_t tp, Tensors& out) {
   out.vectors.push_back({Component::kAttention, k.head_dim});       // o_norm
 }
 
+/*! MiniMax-Text-01's MiniMaxText01LinearAttention on one rank (vllm layers/mamba/linear_attn.py):
+ *  qkv_proj (3 x heads x head_dim) and output_gate column-parallel, out_proj row-parallel, all without
+ *  bias and with the quant_config; its MiniMaxText01RMSNormTP holds heads x head_dim / tp. */
+void DescribeLightning(const ModelSpec& spec, int64_t tp, Tensors& out) {
+  const HybridSpec& k = *spec.hybrid;
+  const int64_t h = spec.hidden_size;
+  const int64_t inner = Mul(SplitEvenly(k.num_heads, tp, "num_attention_heads"), k.head_dim);
+  out.linears.push_back({Component::kAttention, h, Mul(3, inner)});  // qkv_proj
+  out.linears.push_back({Component::kAttention, h, inner});          // output_gate
+  out.linears.push_back({Component::kAttention, inner, h});          // out_proj
+  out.vectors.push_back({Component::kAttention, inner});             // norm
+}
+
 /*! Gemma-3n's additions to a decoder layer (vLLM gemma3n.py Gemma3nDecoderLayer), reported with the
  *  MLP (RankWeights has no slot of their own): AltUp's replicated correction_coefs (n x n),
  *  prediction_coefs (n x n^2) and modality_router (hidden x n), its router_norm and float32
@@ -240,7 +253,9 @@ void DescribeLayerExtras(const ModelSpec& spec, int64_t tp, Tensors& out) {
  *  a recurrent mixer where the layer keeps a state), its MLP or MoE, its norms. */
 Tensors DescribeLayer(const ModelSpec& spec, const LayerSpec& layer, int64_t tp, const ExpertPadding& pad = {}) {
   Tensors out;
-  if (layer.recurrent_state) {
+  if (layer.recurrent_state && spec.hybrid->kind == RecurrentMixerKind::kLightning) {
+    DescribeLightning(spec, tp, out);
+  } else if (layer.recurrent_state) {
     DescribeKimiDelta(spec, tp, out);
   } else {
     DescribeAttention(spec, tp, out);
@@ -567,7 +582,15 @@ int64_t FinalNormElements(const ModelSpec& spec) {
  *  shapes hybrid_weights.cc owns. Kimi-Linear's layers are DeepSeek's (MLA, MoE with shared
  *  experts) with a KDA mixer in place of attention on its state layers (DescribeKimiDelta). */
 bool DecoderLayerWeights(const ModelSpec& spec) {
-  return !spec.hybrid || spec.hybrid->kind == RecurrentMixerKind::kKimiDelta;
+  return !spec.hybrid || spec.hybrid->kind == RecurrentMixerKind::kKimiDelta ||
+         spec.hybrid->kind == RecurrentMixerKind::kLightning;
+}
+
+/*! The bytes of one element of a tensor whose dtype the family fixes (model_families.json
+ *  lm_head_dtype, rope_cache_dtype: "float32"), else \p model_dtype_bytes. */
+int64_t FamilyDTypeBytes(const std::string& model_type, const char* key, int64_t model_dtype_bytes) {
+  const JsonValue* dtype = FamilyTrait(model_type, key);
+  return dtype != nullptr && dtype->AsString() == "float32" ? 4 : model_dtype_bytes;
 }
 
 }  // namespace
@@ -588,7 +611,8 @@ int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes) {
   const int64_t rope_rows =
       Add(Add(Add(global_rows, spec.traits.local_rope_cache_positions), spec.traits.short_rope_cache_positions),
           indexer_rope_rows);
-  return Mul(Mul(rope_rows, RotaryDim(spec)), dtype_bytes);
+  // MiniMax-Text-01 builds its rope in float32 (get_rope(dtype=torch.float32): rope_cache_dtype).
+  return Mul(Mul(rope_rows, RotaryDim(spec)), FamilyDTypeBytes(spec.model_type, "rope_cache_dtype", dtype_bytes));
 }
 
 int64_t VisionParameters(const ModelSpec& spec) { return spec.vision ? VisionEncoderParameters(*spec.vision) : 0; }
@@ -666,11 +690,13 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   out.dtype = DTypeName(dtype);
   out.quantization = quant ? quant->method : "";
 
-  // Embedding and LM head stay in the model dtype under every supported method.
+  // Embedding and LM head stay in the model dtype under every supported method; MiniMax-Text-01
+  // casts its LM head to float32 (model_families.json lm_head_dtype).
   const int64_t vocab_rows = VocabRowsPerRank(spec.vocab_size, tp);
   const int64_t embedding_bytes = Mul(Mul(vocab_rows, EmbedDim(spec)), dt);
+  const int64_t lm_head_dt = FamilyDTypeBytes(spec.model_type, "lm_head_dtype", dt);
   const int64_t lm_head_bytes =
-      Add(embedding_bytes, spec.traits.lm_head_bias ? Mul(vocab_rows, dt) : 0);
+      Mul(Add(Mul(vocab_rows, EmbedDim(spec)), spec.traits.lm_head_bias ? vocab_rows : 0), lm_head_dt);
   const int64_t final_norm_bytes = Mul(FinalNormElements(spec), dt);
   const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
   const Tensors extras = EmbeddingExtras(spec, tp, VocabRowsPerRank(spec.traits.per_layer_input_vocab_size, tp));

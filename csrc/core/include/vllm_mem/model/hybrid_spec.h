@@ -34,6 +34,11 @@ enum class RecurrentMixerKind {
    *  (H/tp, D, D) always float32 (kda_state_dtype). Its layers are otherwise DeepSeek-shaped (MLA
    *  beside it, MoE), so weights.cc counts them with the KDA mixer in place of attention. */
   kKimiDelta,
+  /*! MiniMax-Text-01 / MiniMax-M1's lightning (linear) attention: one (H/tp, D, D) state per layer
+   *  (MambaStateShapeCalculator.linear_attention_state_shape) in linear_attention_state_dtype (the
+   *  --mamba-cache-dtype, the model dtype under auto); no conv state. Its layers are otherwise
+   *  Mixtral-shaped (full attention beside it, MoE), so weights.cc counts them. */
+  kLightning,
 };
 
 /*! \brief The recurrent mixer's dimensions (the fields a kind does not use stay 0). */
