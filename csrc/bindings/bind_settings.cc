@@ -40,7 +40,6 @@ std::unique_ptr<StartupPlan> OnHeap(Evaluate&& evaluate) {
   return std::unique_ptr<StartupPlan>(new StartupPlan(evaluate()));
 }
 
-
 /*! vllm_mem.errors.InvalidArgumentTypeError naming the field, worded by the Python layer's one
  *  vocabulary (_validate.bad_type: "field: must be ...; got VALUE"). */
 [[noreturn]] void RaiseType(const std::string& field, const std::string& expected, py::handle value) {

@@ -364,22 +364,26 @@ void RunSetting(const SweepContext& ctx, const Setting& s, SweepColumns& c) {
 /*! Each byte column as GiB and as a fraction of its row's total (IEEE double division, as
  *  NumPy's true division of the same figures gives). */
 void DerivedColumns(SweepColumns& c) {
-  const std::pair<const std::vector<int64_t>*, std::pair<std::vector<double>*, std::vector<double>*>> figures[] = {
-      {&c.requested_bytes, {&c.requested_gib, &c.requested_fraction}},
-      {&c.weights_bytes, {&c.weights_gib, &c.weights_fraction}},
-      {&c.activation_peak_bytes, {&c.activation_peak_gib, &c.activation_peak_fraction}},
-      {&c.non_torch_bytes, {&c.non_torch_gib, &c.non_torch_fraction}},
-      {&c.cudagraph_bytes, {&c.cudagraph_gib, &c.cudagraph_fraction}},
-      {&c.available_kv_cache_bytes, {&c.available_kv_cache_gib, &c.available_kv_cache_fraction}},
+  struct Derived {
+    const std::vector<int64_t>& bytes;
+    std::vector<double>& gib;
+    std::vector<double>& fraction;
+  };
+  const Derived columns[] = {
+      {c.requested_bytes, c.requested_gib, c.requested_fraction},
+      {c.weights_bytes, c.weights_gib, c.weights_fraction},
+      {c.activation_peak_bytes, c.activation_peak_gib, c.activation_peak_fraction},
+      {c.non_torch_bytes, c.non_torch_gib, c.non_torch_fraction},
+      {c.cudagraph_bytes, c.cudagraph_gib, c.cudagraph_fraction},
+      {c.available_kv_cache_bytes, c.available_kv_cache_gib, c.available_kv_cache_fraction},
   };
   constexpr double kGiBDouble = static_cast<double>(kGiB);
   const size_t rows = c.total_memory_bytes.size();
-  for (const auto& [bytes, out] : figures) {
-    auto& [gib, fraction] = out;
+  for (const Derived& d : columns) {
     for (size_t i = 0; i < rows; ++i) {  // reserved by EmptyColumns: no reallocation
-      const double b = static_cast<double>((*bytes)[i]);
-      gib->push_back(b / kGiBDouble);
-      fraction->push_back(b / static_cast<double>(c.total_memory_bytes[i]));
+      const double b = static_cast<double>(d.bytes[i]);
+      d.gib.push_back(b / kGiBDouble);
+      d.fraction.push_back(b / static_cast<double>(c.total_memory_bytes[i]));
     }
   }
 }
