@@ -303,32 +303,9 @@ void BindStages(py::module_& m) {
         return AssignUtilizations(demands, o);
       },
       py::arg("demands"), py::arg("devices"), py::arg("max_device_utilization_ppm"), py::arg("step_ppm"));
-  m.def(
-      "stage_demand_for",
-      [](const ModelSpec& spec, int64_t stage_id, const std::vector<int64_t>& devices, double concurrency,
-         int64_t total_memory_bytes, int64_t max_model_len, int64_t tensor_parallel_size,
-         int64_t pipeline_parallel_size, int64_t max_num_seqs, int64_t max_num_batched_tokens,
-         const std::string& dtype, const std::string& quantization, const std::string& kv_cache_dtype,
-         int64_t block_size, bool enforce_eager) {
-        PlanInputs in;
-        in.total_memory_bytes = total_memory_bytes;
-        in.max_model_len = max_model_len;
-        in.tensor_parallel_size = tensor_parallel_size;
-        in.pipeline_parallel_size = pipeline_parallel_size;
-        in.max_num_seqs = max_num_seqs;
-        in.max_num_batched_tokens = max_num_batched_tokens;
-        in.dtype = dtype;
-        in.quantization = quantization;
-        in.kv_cache_dtype = kv_cache_dtype;
-        in.block_size = block_size;
-        in.enforce_eager = enforce_eager;
-        return StageDemandFor(spec, in, stage_id, devices, concurrency);
-      },
-      py::arg("spec"), py::arg("stage_id"), py::arg("devices"), py::arg("concurrency"),
-      py::arg("total_memory_bytes"), py::arg("max_model_len"), py::arg("tensor_parallel_size"),
-      py::arg("pipeline_parallel_size"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"),
-      py::arg("dtype"), py::arg("quantization"), py::arg("kv_cache_dtype"), py::arg("block_size"),
-      py::arg("enforce_eager"));
+  m.def("stage_demand_for", &StageDemandFor, py::arg("spec"), py::arg("inputs"), py::arg("stage_id"),
+        py::arg("devices"), py::arg("concurrency"),
+        "A stage's need from plan()'s settings object (PlanInputs, built as plan() builds it).");
   m.def("utilization_to_ppm", &UtilizationToPpm, py::arg("utilization"));
 }
 

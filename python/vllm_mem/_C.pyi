@@ -2517,8 +2517,10 @@ def speculative_config_keys() -> list[typing.Any]:
     """
 def speculative_unknown_keys_refused_since() -> str:
     ...
-def stage_demand_for(spec: ModelSpec, stage_id: typing.SupportsInt | typing.SupportsIndex, devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], concurrency: typing.SupportsFloat | typing.SupportsIndex, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex, max_model_len: typing.SupportsInt | typing.SupportsIndex, tensor_parallel_size: typing.SupportsInt | typing.SupportsIndex, pipeline_parallel_size: typing.SupportsInt | typing.SupportsIndex, max_num_seqs: typing.SupportsInt | typing.SupportsIndex, max_num_batched_tokens: typing.SupportsInt | typing.SupportsIndex, dtype: str, quantization: str, kv_cache_dtype: str, block_size: typing.SupportsInt | typing.SupportsIndex, enforce_eager: bool) -> StageDemand:
-    ...
+def stage_demand_for(spec: ModelSpec, inputs: PlanInputs, stage_id: typing.SupportsInt | typing.SupportsIndex, devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], concurrency: typing.SupportsFloat | typing.SupportsIndex) -> StageDemand:
+    """
+    A stage's need from plan()'s settings object (PlanInputs, built as plan() builds it).
+    """
 def subtract_snapshots(a: SnapshotRecord, b: SnapshotRecord) -> SnapshotRecord:
     """
     a - b, field-wise

@@ -621,6 +621,7 @@ void RunPhases(PlanRun& run, StartupPlan& plan, const KvCacheLayoutCache* kv_lay
   CudaGraphs(run, plan);
   SizeKvCache(run, plan);
   AutoFit(run, plan);
+  plan.kv_query = run.kv;  // after the auto-fit: the pool at the length it settled on
   Headline(plan);
   MaxModelLenThatFits(run, plan);
   Judge(run, plan);

@@ -10,7 +10,9 @@ from .. import _C
 from .. import _limits as L
 from .. import _validate as V
 from ..model_spec import ModelSpec
+from ..planner.inputs import gpu_total
 from .devices import GpusArg, device_id, gpu_info, per_device
+from .need_settings import check_plan_options, planned_demand
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,14 @@ class StageNeed:
     CUDA-graph memory; ``kv_bytes_needed``: KV cache for the required concurrency), or a
     ``model`` with ``max_model_len`` and ``concurrency`` for the start-up planner to size.
     ``devices``: fixed physical GPUs (``tensor_parallel_size x pipeline_parallel_size`` of
-    them); ``None``: let :func:`assign_utilizations` place the stage.
+    them); ``None``: let :func:`assign_utilizations` place the stage. ``plan_options``: any
+    keyword :func:`vllm_mem.plan` takes for the model (``vllm_version``, ``kv_cache_dtype``,
+    ``enable_prefix_caching``, ``decode_context_parallel_size``, ``speculative_config``, ...;
+    docs/settings.md), except those the stage fixes itself: ``max_model_len``,
+    ``tensor_parallel_size`` and ``pipeline_parallel_size`` (this need's own fields), the GPU
+    (``gpu``, ``total_memory_bytes``, ``gpu_count``: the assignment's ``gpus``) and the budget
+    the assignment searches (``gpu_memory_utilization``, ``free_memory_bytes``,
+    ``kv_cache_memory_bytes``, ``num_gpu_blocks_override``).
     """
 
     stage_id: int
@@ -101,17 +110,6 @@ class UtilizationAssignment:
         }
 
 
-_PLAN_DEFAULTS: dict[str, Any] = {
-    "max_num_seqs": None,            # None: vLLM's default for the release and the GPU (vllm_versions.md)
-    "max_num_batched_tokens": None,
-    "dtype": "auto",
-    "quantization": "",
-    "kv_cache_dtype": "auto",
-    "block_size": 0,
-    "enforce_eager": False,
-}
-
-
 def _need(raw: StageNeed | Mapping[str, Any], index: int) -> StageNeed:
     """A stage need with every field checked, named ``stages[i].field``."""
     where = f"stages[{index}]"
@@ -130,8 +128,6 @@ def _need(raw: StageNeed | Mapping[str, Any], index: int) -> StageNeed:
     pp = V.setting("pipeline_parallel_size", raw.pipeline_parallel_size, f"{where}.pipeline_parallel_size")
     if tp * pp > L.MAX_WORLD_SIZE:
         raise V.bad_value(f"{where}.tensor_parallel_size", f"such that TP x PP <= {L.MAX_WORLD_SIZE}", tp * pp)
-    if not isinstance(raw.plan_options, Mapping):
-        raise V.bad_type(f"{where}.plan_options", "a mapping", raw.plan_options)
     return StageNeed(
         stage_id=V.integer(raw.stage_id, f"{where}.stage_id", low=0, high=L.MAX_DEVICE_ID * L.MAX_STAGES),
         devices=devices, tensor_parallel_size=tp, pipeline_parallel_size=pp,
@@ -142,11 +138,13 @@ def _need(raw: StageNeed | Mapping[str, Any], index: int) -> StageNeed:
         max_model_len=V.optional_setting("max_model_len", raw.max_model_len, f"{where}.max_model_len"),
         concurrency=V.number(raw.concurrency, f"{where}.concurrency", low=0.0, high=float(L.MAX_NUM_SEQS),
                              low_open=True),
-        plan_options=dict(raw.plan_options),
+        plan_options=check_plan_options(raw.plan_options, where),
     )
 
 
-def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
+def _demand(need: StageNeed, index: int, reference: tuple[int, str]) -> _C.StageDemand:
+    """The stage's need: as given, or sized by the planner from plan()'s settings object on the
+    ``reference`` GPU (its total and catalog name)."""
     world = need.tensor_parallel_size * need.pipeline_parallel_size
     devices = [] if need.devices is None else list(need.devices)
     if need.fixed_bytes is not None and need.kv_bytes_needed is not None:
@@ -154,32 +152,23 @@ def _demand(need: StageNeed, reference_total_bytes: int) -> _C.StageDemand:
     if need.model is None:
         V.fail(f"stage {need.stage_id}", "give either fixed_bytes and kv_bytes_needed, or a model with "
                                          "max_model_len and concurrency")
-    unknown = set(need.plan_options) - set(_PLAN_DEFAULTS)
-    if unknown:
-        raise V.bad_value(f"stage {need.stage_id} plan_options", "keys among " + ", ".join(sorted(_PLAN_DEFAULTS)),
-                          sorted(map(str, unknown)))
-    opts = {**_PLAN_DEFAULTS, **need.plan_options}
-    where = f"stage {need.stage_id} plan_options."
     spec = need.model if isinstance(need.model, ModelSpec) else ModelSpec.from_hf_config(need.model)
-    return _C.stage_demand_for(
-        spec._spec, need.stage_id, devices, need.concurrency, reference_total_bytes,
-        need.max_model_len or 0, need.tensor_parallel_size, need.pipeline_parallel_size,
-        V.optional_setting("max_num_seqs", opts["max_num_seqs"], where + "max_num_seqs") or 0,
-        V.optional_setting("max_num_batched_tokens", opts["max_num_batched_tokens"],
-                           where + "max_num_batched_tokens") or 0,
-        V.dtype(opts["dtype"], where + "dtype"), V.optional_text(opts["quantization"], where + "quantization") or "",
-        V.kv_cache_dtype(opts["kv_cache_dtype"], where + "kv_cache_dtype"),
-        V.optional_setting("block_size", opts["block_size"] or None, where + "block_size") or 0,
-        V.flag(opts["enforce_eager"], where + "enforce_eager"),
-    )
+    return planned_demand(need, f"stages[{index}]", spec, devices, reference)
 
 
-def _assignment_devices(gpus: GpusArg, count: int) -> list[_C.DeviceMemoryInfo]:
+def _reference_gpu(gpus: dict[int, str | int]) -> tuple[int, str]:
+    """``(total, catalog name)`` of the largest GPU given (``(0, "")`` for none): model stages
+    are sized on it; their fixed and KV bytes do not depend on which device they land on."""
+    return max((gpu_total(g, 0) if isinstance(g, str) else (g, "") for g in gpus.values()), default=(0, ""))
+
+
+def _assignment_gpus(gpus: GpusArg, count: int) -> dict[int, str | int]:
+    """Each physical id's GPU (a catalog name or a total in bytes), checked."""
     if isinstance(gpus, (Mapping, list, tuple)):
-        return [gpu_info(i, g) for i, g in per_device(gpus, "gpus", V.gpu).items()]
+        return per_device(gpus, "gpus", V.gpu)
     if isinstance(gpus, (str, int)):
         one = V.gpu(gpus, "gpus")
-        return [gpu_info(i, one) for i in range(count)]
+        return dict.fromkeys(range(count), one)
     raise V.bad_type("gpus", "a GPU name, a total in bytes, a list or a {physical_id: gpu} mapping", gpus)
 
 
@@ -216,12 +205,11 @@ def assign_utilizations(
         used = [d for s in needs for d in (s.devices or [])]
         num_gpus = max(used) + 1 if used else max(
             s.tensor_parallel_size * s.pipeline_parallel_size for s in needs) if needs else 0
-    devices = _assignment_devices(gpus, V.integer(num_gpus, "num_gpus", low=0, high=L.MAX_DEVICE_ID))
-    # Model-sized stages are sized on the largest GPU given; their fixed and KV bytes do not
-    # depend on which device they land on.
-    reference = max(int(_C.device_total_bytes(d)) for d in devices) if devices else 0
+    by_id = _assignment_gpus(gpus, V.integer(num_gpus, "num_gpus", low=0, high=L.MAX_DEVICE_ID))
+    devices = [gpu_info(i, g) for i, g in by_id.items()]
+    reference = _reference_gpu(by_id)
     r = _C.assign_utilizations(
-        [_demand(s, reference) for s in needs],
+        [_demand(s, i, reference) for i, s in enumerate(needs)],
         devices,
         int(_C.utilization_to_ppm(V.fraction(max_device_utilization, "max_device_utilization"))),
         int(_C.utilization_to_ppm(V.number(step, "step", low=1e-6, high=1.0))),

@@ -57,5 +57,34 @@ TEST(StageDemand, BadConcurrency) {
   EXPECT_THROW(StageDemandFor(Llama8B(), Inputs(), 0, {}, 0.0), InvalidArgument);
 }
 
+/*! Whether the plan of \p in given \p kv_bytes per worker (--kv-cache-memory-bytes) serves \p concurrency. */
+bool PlanServes(const ModelSpec& spec, PlanInputs in, int64_t kv_bytes, double concurrency) {
+  in.kv_cache_memory_bytes = kv_bytes;
+  const StartupPlan plan = EvaluatePlan(spec, in);
+  return plan.kv_cache.has_value() && plan.kv_cache->max_concurrency >= concurrency;
+}
+
+TEST(StageDemand, KvNeedIsThePlansOwnOnEveryPipelineRank) {
+  // Two pipeline ranks and fp8: the need is the least --kv-cache-memory-bytes at which plan()
+  // itself (every rank given that budget, the KV options the release resolves) serves 10 requests.
+  const ModelSpec spec = Llama8B();
+  PlanInputs in = Inputs();
+  in.pipeline_parallel_size = 2;
+  in.kv_cache_dtype = "fp8";
+  const StageDemand d = StageDemandFor(spec, in, 0, {}, 10.0);
+  EXPECT_EQ(d.world_size, 4);
+  EXPECT_TRUE(PlanServes(spec, in, d.kv_bytes_needed, 10.0));
+  EXPECT_FALSE(PlanServes(spec, in, d.kv_bytes_needed - 1, 10.0));
+}
+
+TEST(StageDemand, RefusesSettingsThatFixTheKvCache) {
+  PlanInputs automatic = Inputs();
+  automatic.max_model_len = kMaxModelLenAuto;
+  EXPECT_THROW(StageDemandFor(Llama8B(), automatic, 0, {}, 1.0), InvalidArgument);
+  PlanInputs blocks = Inputs();
+  blocks.num_gpu_blocks_override = 1000;
+  EXPECT_THROW(StageDemandFor(Llama8B(), blocks, 0, {}, 1.0), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace vllm_mem

@@ -14,6 +14,7 @@
 #define VLLM_MEM_PLAN_STARTUP_PLAN_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@
 #include "vllm_mem/plan/vllm_version_profile.h"
 
 namespace vllm_mem {
+
+class KvCacheQuery;  // vllm_mem/kv_cache/kv_cache_query.h
 
 /*! \brief Device memory in use before vLLM's init snapshot on an otherwise idle GPU: the CUDA
  *  context (0.51 GiB on the calibration H100), and with NCCL set up (TP or PP > 1) its
@@ -135,6 +138,10 @@ struct StartupPlan {
   std::string failure_message{};     //!< vLLM's own message where vLLM has one
   int64_t shortfall_bytes = 0;       //!< how many bytes the failing phase lacks (per GPU)
   std::optional<KvCacheCapacity> kv_cache{};//!< when fits
+  /*! The KV pool the figures above were sized from (the target's layers and a drafter's, at the
+   *  plan's resolved KV options and length): a caller asks it another budget without building it
+   *  again (a stage's least budget serving a concurrency, vllm_mem/stages/stage_demand.h). */
+  std::shared_ptr<const KvCacheQuery> kv_query{};
   int64_t max_model_len_that_fits = 0;      //!< largest L <= the model's limit one request fits
   int64_t model_max_model_len = 0;          //!< the upper bound searched (model's max_position_embeddings)
   /*! --max-model-len auto / -1 (vLLM's _auto_fit_max_model_len): the derived length the fit

@@ -6,8 +6,9 @@
  *
  * Nothing is re-derived here: the fixed part is the start-up planner's per-rank non-KV figure
  * (vllm_mem/plan/startup_plan.h; the largest over pipeline ranks), and the KV part is the least
- * per-worker budget whose capacity, as vllm_mem/kv_cache/kv_cache_capacity.h computes it with vLLM's
- * settings (KvOptionsFor), reaches the concurrency.
+ * per-worker budget at which that plan's own KV pool (StartupPlan::kv_query: the model's layers and a
+ * drafter's, at the release's KV options, decode context parallelism included) reaches the
+ * concurrency. So every setting plan() takes reaches the need as it reaches the plan.
  */
 #ifndef VLLM_MEM_STAGES_STAGE_DEMAND_H_
 #define VLLM_MEM_STAGES_STAGE_DEMAND_H_
@@ -21,10 +22,12 @@
 
 namespace vllm_mem {
 
-/*! \brief The demand of a stage serving \p spec with \p inputs (total_memory_bytes: the GPU the
- *  stage is sized for; utilization and free memory are ignored: they are what is searched) at
- *  \p concurrency requests of max_model_len tokens. InvalidArgument for bad inputs or a
- *  non-positive concurrency. */
+/*! \brief The demand of a stage serving \p spec with \p inputs (plan()'s settings object, the
+ *  environment resolved; total_memory_bytes and gpu_name: the GPU the stage is sized for;
+ *  utilization, free memory and kv_cache_memory_bytes are ignored: the budget is what is searched)
+ *  at \p concurrency requests of max_model_len tokens. InvalidArgument for bad inputs, a
+ *  non-positive concurrency, max_model_len auto or num_gpu_blocks_override (both fix the KV cache
+ *  by something other than the concurrency). */
 StageDemand StageDemandFor(const ModelSpec& spec, const PlanInputs& inputs, int64_t stage_id,
                            const std::vector<int64_t>& devices, double concurrency);
 
