@@ -346,7 +346,9 @@ class ModelSpec:
         are padded and what the kernel's layout adds after loading, and nothing else.
         ``mp_linear_kernel`` is the kernel vLLM picks for AWQ / GPTQ / compressed-tensors WNA16
         linears (:data:`MP_LINEAR_KERNELS`; "machete" on H100 / H200, "marlin" on other GPUs from
-        compute capability 8.0): "" (the default) counts the checkpoint's tensors as stored.
+        compute capability 8.0): "" (the default) counts the checkpoint's tensors as stored; a
+        kernel also puts the MoE experts in vLLM's Marlin MoE layout and counts the Marlin
+        workspaces for an H100's 132 SMs (``plan()`` uses its GPU's).
         """
         tp = tensor_parallel_size
         if (tp.__class__ is int and 1 <= tp <= _MAX_TP and quantization is None and pipeline_parallel_size.__class__

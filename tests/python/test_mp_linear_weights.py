@@ -42,6 +42,11 @@ LAYERS = 28
 #: (in, out) of each quantized linear of one Qwen2.5-7B layer (the docstring's shapes).
 LINEARS = [(3584, 4608), (3584, 3584), (3584, 2 * 18944), (18944, 3584)]
 GROUP = 128
+#: MarlinLinearKernel's workspace per linear (marlin_utils.py marlin_make_workspace_new: one int32 per
+#: SM, allocated while loading), as the caching allocator holds it in 512-byte blocks: 132 SMs (the
+#: default of weight_breakdown, an H100 SXM) 528 -> 1024 bytes; 108 (A100) 432 -> 512; four linears a layer.
+MARLIN_WORKSPACES = LAYERS * 4 * 1024
+MARLIN_WORKSPACES_A100 = LAYERS * 4 * 512
 
 
 def _group_entries() -> int:
@@ -65,13 +70,14 @@ def test_one_qwen25_7b_layer_machete_against_marlin() -> None:
     per_layer_machete = _group_entries() * (FP16 + FP16)  # scales + widened zero points
     per_layer_marlin = _group_entries() * FP16 + _group_entries() // 2  # scales + packed zero points
     assert checkpoint["quantization_overhead_bytes"] == LAYERS * per_layer_marlin
-    assert marlin["quantization_overhead_bytes"] == LAYERS * per_layer_marlin
+    assert marlin["quantization_overhead_bytes"] == LAYERS * per_layer_marlin + MARLIN_WORKSPACES
     assert machete["quantization_overhead_bytes"] == LAYERS * per_layer_machete
-    # The whole model: 50,978,816 groups x 1.5 bytes = 76,468,224 bytes, none of it in the checkpoint.
-    assert machete["total_bytes"] - marlin["total_bytes"] == 76_468_224
-    assert machete["kernel_layout_bytes"] == 76_468_224 and marlin["kernel_layout_bytes"] == 0
+    # The whole model: 50,978,816 groups x 1.5 bytes = 76,468,224 bytes, none of it in the checkpoint;
+    # Marlin holds none of it but its 112 workspaces (114,688 bytes).
+    assert machete["total_bytes"] - checkpoint["total_bytes"] == 76_468_224
+    assert machete["kernel_layout_bytes"] == 76_468_224 and marlin["kernel_layout_bytes"] == MARLIN_WORKSPACES
     assert spec.weight_bytes(mp_linear_kernel="machete") == machete["total_bytes"]
-    assert spec.weight_bytes() == spec.weight_bytes(mp_linear_kernel="marlin")
+    assert spec.weight_bytes(mp_linear_kernel="marlin") - spec.weight_bytes() == MARLIN_WORKSPACES == 114_688
 
 
 @pytest.mark.parametrize("desc_act", [False, True])
@@ -92,7 +98,7 @@ def test_symmetric_gptq_under_each_kernel(desc_act: bool) -> None:
 
     assert overhead("") == LAYERS * (scales + packed_zeros + act_order)
     # Marlin frees qzeros (w_zp empty) and g_idx without act-order; act-order: sorted g_idx + indices.
-    assert overhead("marlin") == LAYERS * (scales + 2 * act_order)
+    assert overhead("marlin") == LAYERS * (scales + 2 * act_order) + MARLIN_WORKSPACES
     # Machete keeps qzeros and g_idx as loaded, plus act_perm's perm with act-order.
     assert overhead("machete") == LAYERS * (scales + packed_zeros + per_input + act_order)
 
@@ -133,14 +139,17 @@ def _plan_weights(gpu: str, version: str, config: Any = AWQ_7B, **settings: Any)
 
 def test_plan_picks_the_kernel_vllm_picks_per_gpu_and_release() -> None:
     extra = 76_468_224  # Machete's widened zero points (above)
-    marlin_plan = _plan_weights("A100-80GB", "0.31.0")
+    # Turing (7.5): vLLM's AWQ kernel keeps the checkpoint's tensors and allocates no workspace.
+    checkpoint = _plan_weights("T4", "0.31.0")
     # 9.0 on a release whose awq_marlin chooses through choose_mp_linear_kernel: Machete.
-    assert _plan_weights("H200", "0.31.0") - marlin_plan == extra
-    assert _plan_weights("H100", "0.18.0") - marlin_plan == extra
-    # 0.17 repacked AWQ for Marlin whatever the GPU; 8.x and 12.x take Marlin, and Turing (7.5)
-    # the AWQ kernel, both keeping the checkpoint's AWQ tensors.
-    assert _plan_weights("H200", "0.17.0") == _plan_weights("A100-80GB", "0.17.0") == marlin_plan
-    assert _plan_weights("RTX-5090", "0.31.0") == _plan_weights("T4", "0.31.0") == marlin_plan
+    assert _plan_weights("H200", "0.31.0") - checkpoint == extra
+    assert _plan_weights("H100", "0.18.0") - checkpoint == extra
+    # 0.17 repacked AWQ for Marlin whatever the GPU; 8.x and 12.x take Marlin: the checkpoint's AWQ
+    # tensors plus a workspace per linear, sized by the catalog GPU's SMs (RTX 5090: 170 -> 1024 bytes).
+    assert _plan_weights("H200", "0.17.0") - checkpoint == MARLIN_WORKSPACES
+    assert _plan_weights("A100-80GB", "0.17.0") - checkpoint == MARLIN_WORKSPACES_A100
+    assert _plan_weights("A100-80GB", "0.31.0") - checkpoint == MARLIN_WORKSPACES_A100
+    assert _plan_weights("RTX-5090", "0.31.0") - checkpoint == MARLIN_WORKSPACES
 
 
 def test_plan_of_symmetric_gptq_per_gpu_and_forced_method() -> None:
@@ -150,8 +159,8 @@ def test_plan_of_symmetric_gptq_per_gpu_and_forced_method() -> None:
     # the ExLlama kernel keeps the checkpoint's tensors, the count without a kernel.
     forced = _plan_weights("H100", "0.19.0", config, quantization="gptq")
     assert _plan_weights("H100", "0.19.0", config) - forced == LAYERS * per_input  # Machete keeps g_idx
-    marlin_frees = LAYERS * (_group_entries() // 2)  # Marlin frees the packed qzeros
-    assert forced - _plan_weights("A100-80GB", "0.19.0", config) == marlin_frees
+    marlin_frees = LAYERS * (_group_entries() // 2)  # Marlin frees the packed qzeros, adds its workspaces
+    assert forced - _plan_weights("A100-80GB", "0.19.0", config) == marlin_frees - MARLIN_WORKSPACES_A100
 
 
 def test_awq_on_a_hybrid_widens_only_the_non_expert_zero_points() -> None:
@@ -159,7 +168,9 @@ def test_awq_on_a_hybrid_widens_only_the_non_expert_zero_points() -> None:
     # and the shared-expert gate left unquantized, the AWQ linears outside the experts are the
     # shared expert's gate_up 2048 x 1024 and down 512 x 2048 in each of the 40 layers, and
     # attention's qkv 2048 x 9216 and o 4096 x 2048 in the 10 full-attention layers. The routed
-    # experts go through the MoE kernels (AutoAWQMoEMethod), not choose_mp_linear_kernel.
+    # experts go through the MoE kernels (AutoAWQMoEMethod), not choose_mp_linear_kernel: their
+    # tensors keep the checkpoint's bytes, and each of the 40 MoE layers allocates a Marlin MoE
+    # workspace (4 x 132 int32 = 2112 bytes, 2560 in allocator blocks; test_moe_wna16_weights.py).
     doc = json.loads((ROOT / "tests" / "data" / "vllm_release_logs.json").read_text())
     config = doc["configs"]["Qwen/Qwen3.6-35B-A3B"]["config"]
     awq = {
@@ -173,5 +184,10 @@ def test_awq_on_a_hybrid_widens_only_the_non_expert_zero_points() -> None:
     shared = 2048 // GROUP * 1024 + 512 // GROUP * 2048
     attention = 2048 // GROUP * 9216 + 4096 // GROUP * 2048
     groups = 40 * shared + 10 * attention
-    assert spec.weight_bytes(mp_linear_kernel="machete") - spec.weight_bytes() == groups * (BF16 * 2 - 1) // 2
-    assert spec.weight_bytes(mp_linear_kernel="marlin") == spec.weight_bytes()
+    moe_workspaces = 40 * 2560
+    assert spec.weight_bytes(mp_linear_kernel="machete") - spec.weight_bytes() == (
+        groups * (BF16 * 2 - 1) // 2 + moe_workspaces
+    )
+    # Marlin: the same bytes, plus a 1024-byte workspace for each of the 40 x 2 + 10 x 2 linears.
+    marlin_workspaces = (40 * 2 + 10 * 2) * 1024
+    assert spec.weight_bytes(mp_linear_kernel="marlin") - spec.weight_bytes() == marlin_workspaces + moe_workspaces

@@ -15,8 +15,11 @@
  *    of act_perm);
  *  - Marlin keeps packed zero points (marlin_zero_points / awq_to_marlin_zero_points) and replaces
  *    the unused g_idx and zero points of a symmetric scheme by empty tensors (freed); act-order
- *    keeps the sorted g_idx and g_idx_sort_indices, an int32 each per input. Its per-layer
- *    workspace (one int32 per SM, 512 bytes an allocator block) is not counted.
+ *    keeps the sorted g_idx and g_idx_sort_indices, an int32 each per input, and allocates its
+ *    workspace per linear (marlin_make_workspace_new(device): one int32 per SM) while loading;
+ *    awq_marlin.py's AWQMarlinLinearMethod (before the release's awq_mp_linear_kernel rule)
+ *    allocates the same. Machete has none.
+ * MoE experts are moe_wna16_layout.cc's.
  */
 #include <optional>
 #include <string>
@@ -31,9 +34,15 @@ namespace {
 
 constexpr const char* kField = "weights";  // overflow errors name the computation
 constexpr int64_t kInt32Bytes = 4;
+/*! The PyTorch caching allocator rounds every block to 512 bytes (kMinBlockSize in
+ *  c10/cuda/CUDACachingAllocator.cpp), which is what torch.cuda.memory_allocated and so vLLM's
+ *  "Model loading took" count for a small tensor. */
+constexpr int64_t kAllocatorBlockBytes = 512;
+constexpr int64_t kMarlinLinearBlocksPerSm = 1;  // MarlinLinearKernel: marlin_make_workspace_new(device)
 
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
+int64_t RoundUpTo(int64_t a, int64_t multiple) { return Mul(CeilDiv(a, multiple), multiple); }
 
 /*! The checkpoint's method family: "awq", "gptq", "compressed-tensors", or "" (no WNA16 kernel). */
 std::string Wna16Family(const QuantizationSpec& q) {
@@ -85,7 +94,7 @@ struct MpLinearDelta {
 };
 
 MpLinearDelta MpLinearLayoutDelta(const Linear& l, const std::optional<QuantizationSpec>& q, int64_t dtype_bytes,
-                                  const std::string& kernel, int64_t tensor_parallel_size) {
+                                  const std::string& kernel, int64_t tensor_parallel_size, int64_t sm_count) {
   MpLinearDelta d;
   if (kernel.empty() || !q || !l.quantizable || l.expert || l.element_bytes > 0) return d;
   const std::string family = Wna16Family(*q);
@@ -110,16 +119,30 @@ MpLinearDelta MpLinearLayoutDelta(const Linear& l, const std::optional<Quantizat
   }
   if (q->desc_act) added = Add(added, Mul(l.in_features, kInt32Bytes));
   d.kernel_layout = Mul(added, l.copies);
+  if (!machete) {
+    const int64_t workspace = MarlinWorkspaceBytes(sm_count, kMarlinLinearBlocksPerSm);
+    d.overhead = Add(d.overhead, workspace);
+    d.kernel_layout = Add(d.kernel_layout, workspace);
+  }
   return d;
 }
 
-void CheckMpLinearKernel(const std::string& kernel) {
+void CheckMpLinearKernel(const WeightOptions& options) {
+  const std::string& kernel = options.mp_linear_kernel;
+  if (!kernel.empty() && options.gpu_sm_count <= 0) {
+    throw InvalidArgument("gpu_sm_count",
+                          "the GPU's SM count must be positive, got " + std::to_string(options.gpu_sm_count));
+  }
   if (kernel.empty() || kernel == "marlin" || kernel == "machete") return;
   throw InvalidArgument("mp_linear_kernel", "unknown mixed-precision linear kernel " + EchoValue(kernel) +
                                                 "; allowed: '' (the checkpoint's layout), marlin, machete");
 }
 
 }  // namespace
+
+int64_t MarlinWorkspaceBytes(int64_t sm_count, int64_t blocks_per_sm) {
+  return RoundUpTo(Mul(Mul(sm_count, blocks_per_sm), kInt32Bytes), kAllocatorBlockBytes);
+}
 
 bool HasWna16Linears(const QuantizationSpec& q) {
   if (q.weight_bits != 4 || q.nvfp4) return false;
@@ -128,13 +151,14 @@ bool HasWna16Linears(const QuantizationSpec& q) {
 
 void AddMpLinearLayout(RankWeights& r, const std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
                        int64_t dtype_bytes, int64_t times, const WeightOptions& options) {
-  CheckMpLinearKernel(options.mp_linear_kernel);
+  CheckMpLinearKernel(options);
   for (const Linear& l : linears) {
-    const MpLinearDelta d =
-        MpLinearLayoutDelta(l, q, dtype_bytes, options.mp_linear_kernel, options.tensor_parallel_size);
+    const MpLinearDelta d = MpLinearLayoutDelta(l, q, dtype_bytes, options.mp_linear_kernel,
+                                                options.tensor_parallel_size, options.gpu_sm_count);
     r.quantization_overhead_bytes = Add(r.quantization_overhead_bytes, Mul(d.overhead, times));
     r.kernel_layout_bytes = Add(r.kernel_layout_bytes, Mul(d.kernel_layout, times));
   }
+  AddWna16MoeLayout(r, linears, q, dtype_bytes, times, options);
 }
 
 }  // namespace vllm_mem

@@ -72,10 +72,23 @@ LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationS
  *  bytes after loading, against StoredLinearBytes' checkpoint layout (mp_linear_layout.cc): to
  *  quantization_overhead_bytes (signed: Marlin frees unused qzeros / g_idx) and, for what no
  *  checkpoint tensor holds, to kernel_layout_bytes. Nothing for an empty kernel, methods other
- *  than 4-bit AWQ / GPTQ / compressed-tensors WNA16, MoE experts and unquantized linears;
- *  InvalidArgument (mp_linear_kernel) for a kernel other than "", "marlin", "machete". */
+ *  than 4-bit AWQ / GPTQ / compressed-tensors WNA16 and unquantized linears; each Marlin linear
+ *  adds its workspace; MoE experts go through AddWna16MoeLayout. InvalidArgument (mp_linear_kernel)
+ *  for a kernel other than "", "marlin", "machete", (gpu_sm_count) for a count below 1. */
 void AddMpLinearLayout(RankWeights& r, const std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
                        int64_t dtype_bytes, int64_t times, const WeightOptions& options);
+
+/*! \brief Adds to \p r (\p times over) what vLLM's WNA16 MoE method (Marlin MoE, or moe_wna16
+ *  where Marlin MoE cannot take the layer) changes in the routed experts of \p linears after
+ *  loading, and Marlin MoE's workspace (moe_wna16_layout.cc); nothing without
+ *  WeightOptions::mp_linear_kernel. Unsupported where the layout is not modelled. Called by
+ *  AddMpLinearLayout. */
+void AddWna16MoeLayout(RankWeights& r, const std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
+                       int64_t dtype_bytes, int64_t times, const WeightOptions& options);
+
+/*! \brief A Marlin workspace of \p blocks_per_sm int32 per SM as the caching allocator holds it
+ *  (rounded up to its 512-byte blocks): marlin_utils.py marlin_make_workspace_new. */
+int64_t MarlinWorkspaceBytes(int64_t sm_count, int64_t blocks_per_sm);
 
 /*! \brief Whether \p q's list of unquantized modules covers the linear whose shards are \p modules
  *  (Linear::modules) in each of the decoder layers \p layers (bare names when empty);

@@ -16,6 +16,7 @@
 #include "vllm_mem/base/limits.h"
 #include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
+#include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/lora_estimate.h"
 #include "vllm_mem/plan/release_resolution.h"
 #include "vllm_mem/plan/sizing_cache.h"
@@ -273,8 +274,9 @@ int64_t LoraSlotsBytes(const PlanRun& run, const PlanInputs& in, const RankPlan&
 
 /*! The kernels vLLM picks for the GPU and release, which decide what quantized weights hold after
  *  loading: MXFP4 experts (H100's "triton" without a catalog GPU) and AWQ / GPTQ /
- *  compressed-tensors WNA16 linears (Machete on 9.0 widens zero points; the checkpoint's layout
- *  without a catalog GPU). An explicit --quantization gptq (and awq, while awq_marlin repacked for
+ *  compressed-tensors WNA16 linears and experts (Machete on 9.0 widens zero points, Marlin MoE
+ *  and Marlin linears allocate a workspace per layer; the checkpoint's layout without a catalog
+ *  GPU). An explicit --quantization gptq (and awq, while awq_marlin repacked for
  *  Marlin only) makes vLLM "force" the plain kernels (override_quantization_method), which keep
  *  the checkpoint's tensors. */
 void PickWeightKernels(const ModelSpec& spec, const PlanInputs& in, WeightOptions& wo) {
@@ -287,6 +289,8 @@ void PickWeightKernels(const ModelSpec& spec, const PlanInputs& in, WeightOption
   if (!forced_plain) {
     wo.mp_linear_kernel = MpLinearKernelForGpu(in.gpu_name, *spec.quantization, in.awq_mp_linear_kernel);
   }
+  // A kernel is picked only for a catalog GPU, whose SM count sizes the Marlin workspaces.
+  if (!wo.mp_linear_kernel.empty()) wo.gpu_sm_count = FindCatalogGpu(in.gpu_name)->sm_count;
 }
 
 /*! Phase 3: the weights each pipeline rank loads, the drafter's on the last rank ("Model

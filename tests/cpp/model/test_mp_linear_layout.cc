@@ -33,6 +33,10 @@ RankWeights With(const ModelSpec& spec, const std::string& kernel) {
 constexpr int64_t kLayers = 2;
 // (group, output channel) pairs of one layer at group 128: 8 x 3072 + 8 x 1024 + 8 x 4096 + 16 x 1024.
 constexpr int64_t kGroupEntries = 81'920;
+// MarlinLinearKernel allocates a workspace per linear while loading (marlin_utils.py
+// marlin_make_workspace_new: one int32 per SM): at WeightOptions' default 132 SMs, 528 bytes held in
+// a 1024-byte allocator allocation (512-byte blocks); four Marlin linears a layer.
+constexpr int64_t kMarlinWorkspaces = 4 * 1024;
 
 TEST(MpLinearLayout, AsymmetricCompressedTensorsZeroPointsWidenOnMachete) {
   const ModelSpec spec = Quantized(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0":
@@ -43,7 +47,7 @@ TEST(MpLinearLayout, AsymmetricCompressedTensorsZeroPointsWidenOnMachete) {
   const RankWeights machete = With(spec, "machete");
   // bf16 scales + packed 4-bit zero points; Machete: bf16 zero points.
   EXPECT_EQ(checkpoint.quantization_overhead_bytes, kLayers * (kGroupEntries * 2 + kGroupEntries / 2));
-  EXPECT_EQ(marlin.quantization_overhead_bytes, checkpoint.quantization_overhead_bytes);
+  EXPECT_EQ(marlin.quantization_overhead_bytes, checkpoint.quantization_overhead_bytes + kLayers * kMarlinWorkspaces);
   EXPECT_EQ(machete.quantization_overhead_bytes, kLayers * kGroupEntries * 4);
   EXPECT_EQ(machete.kernel_layout_bytes, kLayers * kGroupEntries * 3 / 2);
   EXPECT_EQ(machete.total_bytes - checkpoint.total_bytes, kLayers * kGroupEntries * 3 / 2);
@@ -52,6 +56,7 @@ TEST(MpLinearLayout, AsymmetricCompressedTensorsZeroPointsWidenOnMachete) {
     {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": true, "group_size": 128,
     "strategy": "group"}}}})");
   EXPECT_EQ(With(sym, "machete").total_bytes, With(sym, "").total_bytes);
+  EXPECT_EQ(With(sym, "marlin").total_bytes, With(sym, "").total_bytes + kLayers * kMarlinWorkspaces);
 }
 
 TEST(MpLinearLayout, GroupsMacheteCannotTakeFallBackToMarlin) {
@@ -59,7 +64,8 @@ TEST(MpLinearLayout, GroupsMacheteCannotTakeFallBackToMarlin) {
   const ModelSpec spec = Quantized(R"({"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": true})");
   EXPECT_EQ(With(spec, "machete").total_bytes, With(spec, "marlin").total_bytes);
   const ModelSpec g64 = Quantized(R"({"quant_method": "awq", "bits": 4, "group_size": 64, "zero_point": true})");
-  EXPECT_EQ(With(g64, "machete").total_bytes - With(g64, "marlin").total_bytes, kLayers * kGroupEntries * 2 * 3 / 2);
+  EXPECT_EQ(With(g64, "machete").total_bytes - With(g64, "marlin").total_bytes,
+            kLayers * (kGroupEntries * 2 * 3 / 2 - kMarlinWorkspaces));
 }
 
 TEST(MpLinearLayout, UnknownKernelIsRefusedByField) {

@@ -39,14 +39,22 @@ struct WeightOptions {
    *  (vllm_versions.json mxfp4_hopper_value_align). */
   int64_t mxfp4_hopper_value_align = 64;
   /*! The mixed-precision linear kernel vLLM's choose_mp_linear_kernel tries first for AWQ, GPTQ
-   *  and compressed-tensors WNA16 linears (not MoE experts), which decides what
+   *  and compressed-tensors WNA16 linears, which decides what
    *  process_weights_after_loading leaves allocated (docs/weights.md, Quantization): "" the
    *  checkpoint's layout (no GPU known: today's count); "marlin" (compute capability 8.x, 10.x,
    *  12.x) frees the unused g_idx / qzeros of symmetric schemes and keeps act-order's sort
    *  indices; "machete" (9.0 only) keeps each zero point in the activation dtype, and a linear
    *  Machete cannot implement (group size, shape, act-order under a row split) falls back to
-   *  Marlin. The plan picks it from the catalog GPU and the release (plan/mp_linear_kernel.h). */
+   *  Marlin. MoE experts go to vLLM's Marlin MoE methods under either kernel (moe_wna16 where
+   *  Marlin MoE cannot take the layer; model/moe_wna16_layout.cc). The plan picks it from the
+   *  catalog GPU and the release (plan/mp_linear_kernel.h). */
   std::string mp_linear_kernel;
+  /*! The GPU's streaming multiprocessors (torch's multi_processor_count), which size the Marlin
+   *  workspaces vLLM allocates while loading (marlin_utils.py marlin_make_workspace_new: SMs x
+   *  max_blocks_per_sm int32): one per Marlin linear, one of 4 blocks an SM per Marlin MoE layer.
+   *  Read only where mp_linear_kernel is set; the plan takes it from the catalog GPU, the
+   *  default is the H100 SXM's 132. */
+  int64_t gpu_sm_count = 132;
 
   /*! Every field: the SizingCache keeps a breakdown per options, so a field added here is
    *  compared without a second list to keep in step. */
