@@ -162,6 +162,8 @@ MmProfileBreakdown MultimodalProfile(const ModelSpec& spec, const ActivationOpti
   mo.tensor_parallel_size = o.tensor_parallel_size;
   mo.dtype = o.dtype;
   mo.pixtral_dense_block_mask = o.pixtral_dense_block_mask;
+  mo.qwen25_vision_qkv_copies = o.qwen25_vision_qkv_copies;
+  mo.qwen25_vision_fp32_rotary = o.qwen25_vision_fp32_rotary;
   return EstimateMmProfile(spec, mo);
 }
 

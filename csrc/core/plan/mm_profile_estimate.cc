@@ -97,13 +97,46 @@ int64_t QwenBlockElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
   }
 }
 
+constexpr int64_t kFloat32Bytes = 4;
+
+/*! Qwen2.5-VL's attention working set per patch while it rotates q and k, in bytes, in the releases
+ *  whose Qwen2_5_VisionAttention.forward (qwen2_5_vl.py of September 2025) copies q, k and v
+ *  (rearrange(...).contiguous(): vllm_versions.json qwen25_vision_qkv_copies) and rotates
+ *  torch.cat([q, k]) through float32 (qwen2_vl.py apply_rotary_pos_emb_vision: t.float(),
+ *  freqs.cos() and freqs.sin(), the flash-attention rotary kernel's output, .type_as(t):
+ *  qwen25_vision_fp32_rotary). At the copy back, in the model dtype: the block input and norm1's
+ *  output, which the call keeps (2 h), qkv (3 h / tp), the q, k, v copies (3 h / tp), the
+ *  concatenation (2 h / tp) and the copy back (2 h / tp); in float32: the q / k copy (2 h / tp), the
+ *  kernel's output (2 h / tp), cos and sin (head_dim). A float32 model makes neither the .float()
+ *  nor the .type_as copy. With the copies, split_qkv at TP > 1 first all-gathers every rank's qkv
+ *  (3 h) and concatenates it (3 h) beside the local qkv and the two inputs: 8 h + 3 h / tp. */
+int64_t Qwen25RotaryAttentionBytes(const VisionEncoderSpec& v, int64_t tp, int64_t dtype_bytes,
+                                   const MmProfileOptions& o) {
+  const int64_t h = v.hidden_size;
+  const bool float32_copies = o.qwen25_vision_fp32_rotary && dtype_bytes != kFloat32Bytes;
+  const int64_t copy_back = o.qwen25_vision_fp32_rotary && !float32_copies ? 0 : 2;
+  const int64_t model_per_rank = 3 + (o.qwen25_vision_qkv_copies ? 3 : 0) + 2 + copy_back;
+  const int64_t model_dtype = Add(Mul(2, h), CeilDiv(Mul(model_per_rank, h), tp));
+  const int64_t float32 =
+      o.qwen25_vision_fp32_rotary ? Add(CeilDiv(Mul(float32_copies ? 4 : 2, h), tp), h / v.num_heads) : 0;
+  const int64_t rotary = Add(Mul(model_dtype, dtype_bytes), Mul(float32, kFloat32Bytes));
+  if (tp == 1 || !o.qwen25_vision_qkv_copies) return rotary;
+  return std::max(rotary, Mul(Add(Mul(8, h), CeilDiv(Mul(3, h), tp)), dtype_bytes));
+}
+
 /*! The Qwen-VL towers' encoder working set over \p patches: the block's live set, the rotary table
  *  every block reads ((patches, head_dim / 2) float32: Qwen2_5_VisionRotaryEmbedding's frequencies
  *  indexed per patch), and Qwen3-VL's DeepStack features, each (patches / merge^2, out_hidden_size),
  *  kept from their layer to the tower's end (all of them at the last blocks). */
-int64_t QwenEncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, int64_t tp, int64_t dtype_bytes) {
-  constexpr int64_t kFloat32Bytes = 4;
-  const int64_t block = Mul(Mul(patches, QwenBlockElementsPerToken(v, tp)), dtype_bytes);
+int64_t QwenEncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, int64_t dtype_bytes,
+                              const MmProfileOptions& o) {
+  const int64_t tp = o.tensor_parallel_size;
+  int64_t block_per_patch = Mul(QwenBlockElementsPerToken(v, tp), dtype_bytes);
+  const bool qwen25_copies = o.qwen25_vision_qkv_copies || o.qwen25_vision_fp32_rotary;
+  if (qwen25_copies && v.encoder == VisionEncoderKind::kQwen25Vl) {
+    block_per_patch = std::max(block_per_patch, Qwen25RotaryAttentionBytes(v, tp, dtype_bytes, o));
+  }
+  const int64_t block = Mul(patches, block_per_patch);
   const int64_t rotary = Mul(Mul(patches, (v.hidden_size / v.num_heads) / 2), kFloat32Bytes);
   const int64_t merged_rows = patches / Mul(v.spatial_merge_size, v.spatial_merge_size);
   const int64_t deepstack = Mul(Mul(Mul(v.num_deepstack_mergers, merged_rows), v.out_hidden_size), dtype_bytes);
@@ -256,8 +289,9 @@ std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const 
 }
 
 /*! The tower's largest layer over \p patches tower tokens, in bytes. */
-int64_t EncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, int64_t tp, int64_t dtype_bytes) {
-  if (IsQwenVlTower(v.encoder)) return QwenEncoderLayerBytes(v, patches, tp, dtype_bytes);
+int64_t EncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, const MmProfileOptions& o, int64_t dtype_bytes) {
+  const int64_t tp = o.tensor_parallel_size;
+  if (IsQwenVlTower(v.encoder)) return QwenEncoderLayerBytes(v, patches, dtype_bytes, o);
   const int64_t per_token =
       v.encoder == VisionEncoderKind::kLlama4 ? Llama4LayerElementsPerToken(v, tp) : LayerElementsPerToken(v, tp);
   return Mul(Mul(patches, per_token), dtype_bytes);
@@ -335,7 +369,7 @@ MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptio
     // embeddings' dtype over every patch of the batch, expanded (not copied) to the heads.
     m.attention_mask_bytes = Mul(Mul(patches, patches), dtype_bytes);
   }
-  m.encoder_layer_bytes = EncoderLayerBytes(v, patches, o.tensor_parallel_size, dtype_bytes);
+  m.encoder_layer_bytes = EncoderLayerBytes(v, patches, o, dtype_bytes);
   m.encoder_phase_bytes = Add(Add(m.pixel_bytes, m.attention_mask_bytes), m.encoder_layer_bytes);
   m.resident_bytes = Add(m.pixel_bytes, m.encoder_output_bytes);
   return m;

@@ -381,6 +381,8 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.mm_dummy_options = in.mm_dummy_options;
     ao.skip_mm_profiling = in.skip_mm_profiling;
     ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
+    ao.qwen25_vision_qkv_copies = in.qwen25_vision_qkv_copies;
+    ao.qwen25_vision_fp32_rotary = in.qwen25_vision_fp32_rotary;
     ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;
     SetSpeculativeProfileRun(run, in, ao);
     rank.activation = EstimateActivationPeak(run.spec, ao);

@@ -166,6 +166,8 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"hybrid_align_to_user_block_size", &VllmVersionProfile::hybrid_align_to_user_block_size},
     {"sliding_window_capped_at_full", &VllmVersionProfile::sliding_window_capped_at_full},
     {"pixtral_dense_block_mask", &VllmVersionProfile::pixtral_dense_block_mask},
+    {"qwen25_vision_qkv_copies", &VllmVersionProfile::qwen25_vision_qkv_copies},
+    {"qwen25_vision_fp32_rotary", &VllmVersionProfile::qwen25_vision_fp32_rotary},
     {"text_only_skips_vision_tower", &VllmVersionProfile::text_only_skips_vision_tower},
     {"mm_dummy_options", &VllmVersionProfile::mm_dummy_options},
     {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},

@@ -131,34 +131,12 @@ def _header(plan: StartupPlan) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-#: The one printed start-up that profiled a dummy video (vLLM PR #25631: Qwen2.5-VL-3B, 14 frames,
-#: A100-40GB): the video's cost as printed and as these rules give it, GiB
-#: (tests/python/test_mm_settings.py pins the figures).
-VIDEO_COST_PRINTED_GIB = 19.79
-VIDEO_COST_PLANNED_GIB = 14.69
-
-#: Said of every plan whose profile run encodes vLLM's dummy video.
-VIDEO_PROFILE_CAVEAT = (
-    "the profile run encodes vLLM's dummy video ({frames} frames); on the one printed start-up that "
-    f"profiled one (vLLM PR #25631: Qwen2.5-VL-3B, 14 frames, A100-40GB) the video cost "
-    f"{VIDEO_COST_PRINTED_GIB:.2f} GiB where these rules give {VIDEO_COST_PLANNED_GIB:.2f} "
-    f"({VIDEO_COST_PLANNED_GIB / VIDEO_COST_PRINTED_GIB:.2f} of it), so the peak may be low by up to about a "
-    "third of the encoder phase (~{shortfall} GiB here) and the KV cache high by as much; "
-    "limit_mm_per_prompt={{\"video\": 0}} plans the image run instead (on that start-up: 25.95 GiB "
-    "of KV cache planned, 25.05 printed)")
-
-
 def plan_caveats(plan: StartupPlan) -> list[str]:
     """What a reader must know before trusting a figure: the model's caveats (a tower whose
-    profiling run is not modelled, ...) and the plan's own (a profiled dummy video)."""
-    caveats = list(plan._spec.caveats)
-    m = plan.multimodal_profile
-    if m is not None and m.get("modality") == "video" and m.get("runs"):
-        # What the one print implies is missing, as a share of the encoder phase.
-        shortfall = m["encoder_phase_bytes"] * (VIDEO_COST_PRINTED_GIB / VIDEO_COST_PLANNED_GIB - 1.0)
-        caveats.append(VIDEO_PROFILE_CAVEAT.format(frames=m.get("video_frames"),
-                                                   shortfall=format_gib_text(int(shortfall))))
-    return caveats
+    profiling run is not modelled, ...). A profiled dummy video carries none since its one printed
+    start-up (vLLM PR #25631: Qwen2.5-VL-3B, 14 frames, A100-40GB) is reproduced within 0.05 GiB
+    (tests/python/test_mm_settings.py)."""
+    return list(plan._spec.caveats)
 
 
 def _budget(plan: StartupPlan) -> str:

@@ -65,6 +65,11 @@ struct MmProfileOptions {
   /*! The release builds Pixtral's block-diagonal attention mask as a dense [N, N] tensor over
    *  every patch of the batch (vllm_versions.json pixtral_dense_block_mask). */
   bool pixtral_dense_block_mask = true;
+  /*! The release's Qwen2.5-VL vision attention copies q, k and v out of the qkv projection
+   *  (.contiguous(); at TP > 1 after gathering every rank's qkv), vllm_versions.json
+   *  qwen25_vision_qkv_copies, and rotates q and k through float32 (qwen25_vision_fp32_rotary). */
+  bool qwen25_vision_qkv_copies = false;
+  bool qwen25_vision_fp32_rotary = false;
 };
 
 /*! \brief The multimodal profile run, term by term (bytes on one GPU). */

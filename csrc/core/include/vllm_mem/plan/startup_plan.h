@@ -74,6 +74,8 @@ struct PlanInputs : PlanRequest {
   int64_t mxfp4_hopper_value_align = 64;  //!< the release's WeightOptions::mxfp4_hopper_value_align
   bool awq_mp_linear_kernel = true;  //!< the release's rule of that name (plan/mp_linear_kernel.h)
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
+  bool qwen25_vision_qkv_copies = false;   //!< the release's Qwen2.5-VL vision attention copies q, k, v (same)
+  bool qwen25_vision_fp32_rotary = false;  //!< the release's Qwen2.5-VL vision rotary in float32 (same)
   bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
   bool mm_dummy_options = true;  //!< the release's --limit-mm-per-prompt takes per-modality options
   bool lora_extra_vocab = false;  //!< the release's LoRA slots carry lora_extra_vocab_size rows (not modelled)

@@ -93,6 +93,8 @@ struct VllmVersionProfile {
   int64_t mxfp4_hopper_value_align = 64;  //!< WeightOptions::mxfp4_hopper_value_align (vendored triton_kernels)
   bool awq_mp_linear_kernel = true;  //!< AWQ linears go through choose_mp_linear_kernel (Machete on 9.0), not Marlin only
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
+  bool qwen25_vision_qkv_copies = false;   //!< Qwen2.5-VL's vision attention copies q, k, v (mm_profile_estimate.h)
+  bool qwen25_vision_fp32_rotary = false;  //!< Qwen2.5-VL's vision attention rotates through float32 (same)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
   bool mm_dummy_options = true;  //!< --limit-mm-per-prompt takes per-modality options (count, width, ...)
   bool hybrid_prefix_caching_default = true;  //!< prefix caching on when unset for a hybrid model
