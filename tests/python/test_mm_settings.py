@@ -371,6 +371,23 @@ def test_the_towers_attention_copies_by_release() -> None:
     assert m["encoder_layer_bytes"] == patches * (ROTARY_0_11_0_TP2 + TABLE)
 
 
+def test_qwen3_vl_blocks_reuse_the_attention_and_its_copies() -> None:
+    """qwen3_vl.py Qwen3_VisionBlock builds its attention from Qwen2_5_VisionAttention, so on 0.11.0
+    Qwen3-VL-8B's image (65,536 patches of h 1152, 16 heads of 72) holds the same copies, beside the
+    interpolated position embeddings its forward keeps (h): 12 h bf16 + (4 h + 72) float32 + h bf16 =
+    48,672 B a patch, above 0.19.0's 12 h = 27,648; the rotary table (36 x 4 B) and the three DeepStack
+    features (16,384 x 4096 each) as on 0.19.0."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    patches, tokens = 256 * 256, 128 * 128
+    per_patch = 12 * 1152 * BF16 + (4 * 1152 + 72) * 4 + 1152 * BF16
+    rest = patches * 36 * 4 + 3 * tokens * 4096 * BF16
+    m = _profile(QWEN3_VL_8B, vllm_version="0.11.0", limit_mm_per_prompt={"video": 0})
+    assert m["modality"] == "image" and m["encoder_layer_bytes"] == patches * per_patch + rest
+    m = _profile(QWEN3_VL_8B, limit_mm_per_prompt={"video": 0})
+    assert m["encoder_layer_bytes"] == patches * 12 * 1152 * BF16 + rest
+
+
 def test_a_profiled_dummy_video_carries_no_caveat_once_the_print_is_reproduced() -> None:
     """The dummy video's plan was flagged (a caveat on every plan that encodes one) while the one
     printed start-up that profiled it, PR #25631's (above), cost a quarter more than the plan; with the

@@ -99,8 +99,8 @@ int64_t QwenBlockElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
 
 constexpr int64_t kFloat32Bytes = 4;
 
-/*! Qwen2.5-VL's attention working set per patch while it rotates q and k, in bytes, in the releases
- *  whose Qwen2_5_VisionAttention.forward (qwen2_5_vl.py of September 2025) copies q, k and v
+/*! Qwen2_5_VisionAttention's working set per patch while it rotates q and k, in bytes, in the releases
+ *  whose forward (qwen2_5_vl.py of September 2025) copies q, k and v
  *  (rearrange(...).contiguous(): vllm_versions.json qwen25_vision_qkv_copies) and rotates
  *  torch.cat([q, k]) through float32 (qwen2_vl.py apply_rotary_pos_emb_vision: t.float(),
  *  freqs.cos() and freqs.sin(), the flash-attention rotary kernel's output, .type_as(t):
@@ -132,9 +132,12 @@ int64_t QwenEncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, int64
                               const MmProfileOptions& o) {
   const int64_t tp = o.tensor_parallel_size;
   int64_t block_per_patch = Mul(QwenBlockElementsPerToken(v, tp), dtype_bytes);
+  // Qwen3-VL's blocks reuse Qwen2_5_VisionAttention (qwen3_vl.py Qwen3_VisionBlock), beside the
+  // interpolated position embeddings its forward keeps (h).
   const bool qwen25_copies = o.qwen25_vision_qkv_copies || o.qwen25_vision_fp32_rotary;
-  if (qwen25_copies && v.encoder == VisionEncoderKind::kQwen25Vl) {
-    block_per_patch = std::max(block_per_patch, Qwen25RotaryAttentionBytes(v, tp, dtype_bytes, o));
+  if (qwen25_copies && (v.encoder == VisionEncoderKind::kQwen25Vl || v.encoder == VisionEncoderKind::kQwen3Vl)) {
+    const int64_t kept = v.encoder == VisionEncoderKind::kQwen3Vl ? Mul(v.hidden_size, dtype_bytes) : 0;
+    block_per_patch = std::max(block_per_patch, Add(Qwen25RotaryAttentionBytes(v, tp, dtype_bytes, o), kept));
   }
   const int64_t block = Mul(patches, block_per_patch);
   const int64_t rotary = Mul(Mul(patches, (v.hidden_size / v.num_heads) / 2), kFloat32Bytes);
