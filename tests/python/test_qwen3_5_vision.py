@@ -38,60 +38,7 @@ _CONFIGS = json.loads((DATA / "vllm_release_logs.json").read_text())["configs"]
 QWEN3_5_0_8B = _CONFIGS["Qwen/Qwen3.5-0.8B"]["config"]
 QWEN3_5_35B_A3B = _CONFIGS["Qwen/Qwen3.6-35B-A3B"]["config"]  # the Qwen3.5-35B-A3B architecture
 
-# https://huggingface.co/Qwen/Qwen3.6-27B/blob/main/config.json, the Qwen3.5-27B architecture: every
-# field here as quoted in code-index id 69870408549 (a Qwen3.6-27B config.json, layer_types
-# abbreviated there; full_attention_interval 4 gives them).
-QWEN3_5_27B = {
-    "architectures": ["Qwen3_5ForConditionalGeneration"],
-    "model_type": "qwen3_5",
-    "text_config": {
-        "model_type": "qwen3_5_text",
-        "dtype": "bfloat16",
-        "hidden_size": 5120,
-        "intermediate_size": 17408,
-        "num_hidden_layers": 64,
-        "num_attention_heads": 24,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-        "vocab_size": 248320,
-        "attn_output_gate": True,
-        "full_attention_interval": 4,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 128,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 48,
-        "linear_value_head_dim": 128,
-        "max_position_embeddings": 262144,
-        "partial_rotary_factor": 0.25,
-        "mamba_ssm_dtype": "float32",
-        "mtp_num_hidden_layers": 1,
-        "tie_word_embeddings": False,
-        "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 16,
-        "rope_parameters": {
-            "mrope_interleaved": True,
-            "mrope_section": [11, 11, 10],
-            "partial_rotary_factor": 0.25,
-            "rope_theta": 10000000,
-            "rope_type": "default",
-        },
-    },
-    "tie_word_embeddings": False,
-    "vision_config": {
-        "deepstack_visual_indexes": [],
-        "depth": 27,
-        "hidden_act": "gelu_pytorch_tanh",
-        "hidden_size": 1152,
-        "in_channels": 3,
-        "intermediate_size": 4304,
-        "model_type": "qwen3_5",
-        "num_heads": 16,
-        "num_position_embeddings": 2304,
-        "out_hidden_size": 5120,
-        "patch_size": 16,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-    },
-}
+QWEN3_5_27B = _CONFIGS["Qwen/Qwen3.6-27B"]["config"]  # the Qwen3.5-27B architecture
 
 BF16 = 2
 PATCHES = 256 * 256  # one 4096 x 4096 image, 16 x 16 patches
