@@ -46,6 +46,7 @@ py::dict RankToDict(const RankWeights& r) {
   d["buffer_bytes"] = r.buffer_bytes;
   d["kernel_layout_bytes"] = r.kernel_layout_bytes;
   d["vision_encoder_bytes"] = r.vision_encoder_bytes;
+  d["audio_encoder_bytes"] = r.audio_encoder_bytes;
   d["total_bytes"] = r.total_bytes;
   return d;
 }
@@ -54,6 +55,7 @@ py::dict BreakdownToDict(const WeightBreakdown& b) {
   py::dict d;
   d["num_parameters"] = b.num_parameters;
   d["vision_encoder_parameters"] = b.vision_encoder_parameters;
+  d["audio_encoder_parameters"] = b.audio_encoder_parameters;
   d["dtype"] = b.dtype;
   d["quantization"] = b.quantization.empty() ? py::object(py::none()) : py::object(py::str(b.quantization));
   d["fullest_rank_bytes"] = b.fullest_rank_bytes;

@@ -372,7 +372,8 @@ class ModelSpec:
     ) -> dict[str, Any]:
         """Weights per component and per pipeline rank (bytes), for reports; a multimodal
         model's vision tower and projector are ``vision_encoder_bytes`` of each rank (every
-        pipeline rank builds them) and ``vision_encoder_parameters`` of the whole."""
+        pipeline rank builds them) and ``vision_encoder_parameters`` of the whole; an audio tower and
+        its embedder (Gemma-3n) ``audio_encoder_bytes`` and ``audio_encoder_parameters``."""
         return dict(_C.weight_breakdown(self._spec, *_weight_args(dtype, quantization, tensor_parallel_size,
                                                                   pipeline_parallel_size),
                                         mxfp4_backend=_mxfp4_backend(mxfp4_backend),

@@ -2,7 +2,8 @@
 
 Weights follow vllm/model_executor/models/gemma3n.py module by module (Gemma3nAltUp, Gemma3nLaurelBlock,
 Gemma3nMLP, Gemma3nAttention, Gemma3nDecoderLayer, Gemma3nSelfDecoder, Gemma3nTextModel, Gemma3nForCausalLM)
-and gemma3n_mm.py (Gemma3nForConditionalGeneration's per_layer_embeddings buffer). The KV cache follows
+and gemma3n_mm.py (Gemma3nForConditionalGeneration's per_layer_embeddings buffer, its two
+Gemma3nMultimodalEmbedders, the vision tower timm builds and transformers' Gemma3nAudioEncoder). The KV cache follows
 Gemma3nAttention's kv_sharing_target_layer_name and gpu_model_runner.py get_kv_cache_spec, which gives a
 layer with a sharing target no KV cache spec. Each figure below is worked out here by hand from those
 modules, and checked against a published figure where one exists.
@@ -207,7 +208,8 @@ def test_matformer_per_layer_widths() -> None:
 
 def _wrapper(text: dict[str, Any]) -> dict[str, Any]:
     # Gemma3nForConditionalGeneration's config.json shape: the language model under text_config, the
-    # MobileNet-V5 tower named by vision_config.architecture (transformers Gemma3nVisionConfig).
+    # MobileNet-V5 tower named by vision_config.architecture (transformers Gemma3nVisionConfig), the USM
+    # conformer's sizes under audio_config (Gemma3nAudioConfig); absent fields take those classes' defaults.
     return {
         "architectures": ["Gemma3nForConditionalGeneration"],
         "model_type": "gemma3n",
@@ -217,18 +219,161 @@ def _wrapper(text: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_multimodal_wrapper_names_its_towers_and_counts_the_per_layer_embedding_buffer() -> None:
+# timm 1.0.31's mobilenetv5_300m_enc (timm/models/mobilenetv5.py _gen_mobilenet_v5, MobileNetV5Encoder): the
+# parameters of the module timm.create_model builds, stem 1,856 + stages 1,492,608 + 2,439,168 + 63,407,744 +
+# 211,540,480 + multi-scale fusion adapter 15,245,056 (model_families.json timm_vision_towers). Whole on every
+# tensor-parallel rank: vLLM builds it with AutoModel.from_config, a plain torch module.
+MOBILENET_V5_300M = 1_856 + 1_492_608 + 2_439_168 + 63_407_744 + 211_540_480 + 15_245_056
+# The checkpoints' parameter counts as the Hugging Face API reports them from the safetensors headers
+# (?expand[]=safetensors, all BF16): google/gemma-3n-E2B-it 5,439,438,272 and google/gemma-3n-E4B-it
+# 7,849,978,192; a derivative's card states the same E2B figure ("5,439,438,272 parameters (safetensors
+# metadata)", 10,879,085,840 bytes of BF16 safetensors files). Model cards round them: "raw parameter count
+# ... 8B" (E4B), "5B and 8B" (Hugging Face's Gemma 3n blog).
+PUBLISHED_E2B_CHECKPOINT = 5_439_438_272
+PUBLISHED_E4B_CHECKPOINT = 7_849_978_192
+
+
+def _embedder(width: int, text_width: int = 2048, vocab: int = 128) -> int:
+    # vLLM gemma3n_mm.py Gemma3nMultimodalEmbedder: embedding (vocab x width), hard_embedding_norm and
+    # soft_embedding_norm (width), embedding_projection (width -> text width, no bias);
+    # embedding_post_projection_norm has no weight (has_weight=False).
+    return vocab * width + 2 * width + width * text_width
+
+
+def _audio_tower(h: int = 1536, layers: int = 12, heads: int = 8, kernel: int = 5) -> int:
+    # transformers modeling_gemma3n.py Gemma3nAudioEncoder with Gemma3nAudioConfig's defaults (128 mel bins,
+    # sscp channels (128, 32), kernels 3 x 3, strides 2 x 2):
+    # subsample_conv_projection: conv_0 (128 x 1 x 3 x 3, no bias) + its cumulative group norm (128), conv_1
+    # (32 x 128 x 3 x 3) + norm (32); frequency bins (128 + 2 - 3) // 2 + 1 = 64, then (64 + 2 - 3) // 2 + 1 = 32,
+    # so input_proj_linear (32 x 32 -> h).
+    sscp = 128 * 9 + 128 + 32 * 128 * 9 + 32 + 32 * 32 * h
+    ffw = 2 * 4 * h * h + 2 * h  # ffw_layer_1 / ffw_layer_2 (h <-> 4h), pre / post layer norms
+    attention = 5 * h * h + h // heads + 2 * h  # q, k, v, post, relative pos_proj; per_dim_scale; two norms
+    light_conv = 2 * h * h + h * kernel + h * h + 2 * h  # linear_start, depthwise conv1d, linear_end; two norms
+    return sscp + layers * (2 * ffw + attention + light_conv + h)  # + the block's norm
+
+
+AUDIO_TOWER_AND_EMBEDDER = _audio_tower() + _embedder(1536)
+VISION_TOWER_AND_EMBEDDER = MOBILENET_V5_300M + _embedder(2048)
+
+
+@pytest.mark.parametrize(
+    ("text", "published"),
+    [(E2B_TEXT, PUBLISHED_E2B_CHECKPOINT), (E4B_TEXT, PUBLISHED_E4B_CHECKPOINT)],
+    ids=["E2B", "E4B"],
+)
+def test_towers_counted_to_the_checkpoints_parameter_counts(text: dict[str, Any], published: int) -> None:
+    spec = vllm_mem.ModelSpec.from_hf_config(_wrapper(text))
+    assert spec.has_exact_rules
+    # Language model (unchanged) + MobileNet-V5 and its embedder + the USM conformer and its embedder.
+    assert spec.num_parameters() == _hand_parameters(text) + VISION_TOWER_AND_EMBEDDER + AUDIO_TOWER_AND_EMBEDDER
+    assert spec.num_parameters() == published
+    breakdown = spec.weight_breakdown(dtype="bfloat16")
+    assert breakdown["vision_encoder_parameters"] == VISION_TOWER_AND_EMBEDDER
+    assert breakdown["audio_encoder_parameters"] == AUDIO_TOWER_AND_EMBEDDER
+    rank = breakdown["per_pp_rank"][0]
+    assert rank["vision_encoder_bytes"] == VISION_TOWER_AND_EMBEDDER * 2
+    assert rank["audio_encoder_bytes"] == AUDIO_TOWER_AND_EMBEDDER * 2
+    # The towers' profile run is what stays out, and the caveat says so.
+    assert len(spec.caveats) == 1 and "dummy images" in spec.caveats[0] and "audio" in spec.caveats[0]
+    assert "not counted" not in spec.caveats[0]
+
+
+def test_tensor_parallel_splits_only_the_embedders() -> None:
+    # TP 2: both towers whole on each rank; each embedder's 128 rows (VocabParallelEmbedding, padded to 64s:
+    # 128) and its projection (RowParallelLinear: the input width) split, its norms whole.
     spec = vllm_mem.ModelSpec.from_hf_config(_wrapper(E2B_TEXT))
-    assert spec.has_exact_rules and spec.num_parameters() == _hand_parameters(E2B_TEXT)
-    assert len(spec.caveats) == 1 and "MobileNet-V5" in spec.caveats[0] and "audio" in spec.caveats[0]
+    rank = spec.weight_breakdown(dtype="bfloat16", tensor_parallel_size=2)["per_pp_rank"][0]
+    assert rank["vision_encoder_bytes"] == (MOBILENET_V5_300M + (128 * 2048 + 2048 * 2048) // 2 + 2 * 2048) * 2
+    assert rank["audio_encoder_bytes"] == (_audio_tower() + (128 * 1536 + 1536 * 2048) // 2 + 2 * 1536) * 2
+
+
+def test_multimodal_wrapper_counts_the_towers_and_the_per_layer_embedding_buffer() -> None:
+    spec = vllm_mem.ModelSpec.from_hf_config(_wrapper(E2B_TEXT))
     p = vllm_mem.plan(spec, "H100-80GB", max_model_len=32768, max_num_batched_tokens=8192)
     weights = spec.weight_breakdown()["per_pp_rank"][0]["total_bytes"]
     # gemma3n_mm.py: per_layer_embeddings = torch.zeros(max_num_batched_tokens, layers, 256) in bf16.
     assert p.weights_bytes - weights == 8192 * 30 * 256 * 2
-    # Gemma3nForCausalLM (text only) allocates no such buffer.
+    # The towers add their parameters in bf16 to what the language model alone holds (no audio_config: the
+    # towers are not counted, below).
+    language_model = dict(_wrapper(E2B_TEXT))
+    del language_model["audio_config"]
+    alone = vllm_mem.ModelSpec.from_hf_config(language_model).weight_breakdown()["per_pp_rank"][0]["total_bytes"]
+    assert weights - alone == (VISION_TOWER_AND_EMBEDDER + AUDIO_TOWER_AND_EMBEDDER) * 2
+    # Gemma3nForCausalLM (text only) allocates no such buffer, and has no towers.
     text = vllm_mem.ModelSpec.from_hf_config({**E2B_TEXT, "architectures": ["Gemma3nForCausalLM"]})
     p_text = vllm_mem.plan(text, "H100-80GB", max_model_len=32768, max_num_batched_tokens=8192)
     assert p_text.weights_bytes == text.weight_breakdown()["per_pp_rank"][0]["total_bytes"]
+
+
+def test_a_limited_modality_drops_its_tower_where_the_release_skips_it() -> None:
+    # vLLM 0.16+ builds each tower inside _mark_tower_model(vllm_config, modality) (gemma3n_mm.py: vision tower
+    # and embed_vision under "image", audio tower and embed_audio under "audio"): a modality limited to 0
+    # leaves its tower unbuilt. Before (0.15) both are built whatever the limits.
+    spec = vllm_mem.ModelSpec.from_hf_config(_wrapper(E2B_TEXT))
+    settings: dict[str, Any] = {"max_model_len": 32768, "max_num_batched_tokens": 8192, "vllm_version": "0.19.0"}
+    full = vllm_mem.plan(spec, "H100-80GB", **settings).weights_bytes
+    no_image = vllm_mem.plan(spec, "H100-80GB", limit_mm_per_prompt={"image": 0}, **settings).weights_bytes
+    no_audio = vllm_mem.plan(spec, "H100-80GB", limit_mm_per_prompt={"audio": 0}, **settings).weights_bytes
+    text_only = vllm_mem.plan(spec, "H100-80GB", language_model_only=True, **settings).weights_bytes
+    assert full - no_image == VISION_TOWER_AND_EMBEDDER * 2
+    assert full - no_audio == AUDIO_TOWER_AND_EMBEDDER * 2
+    assert full - text_only == (VISION_TOWER_AND_EMBEDDER + AUDIO_TOWER_AND_EMBEDDER) * 2
+    both_off = {"image": 0, "audio": 0}
+    assert vllm_mem.plan(spec, "H100-80GB", limit_mm_per_prompt=both_off, **settings).weights_bytes == text_only
+    older = {**settings, "vllm_version": "0.15.0"}
+    assert vllm_mem.plan(spec, "H100-80GB", limit_mm_per_prompt=both_off, **older).weights_bytes == (
+        vllm_mem.plan(spec, "H100-80GB", **older).weights_bytes
+    )
+
+
+def test_a_checkpoint_without_both_towers_keeps_the_caveat() -> None:
+    # Only a config with both sub-configs is counted: without audio_config the family's caveat names what is
+    # left out, and only the language model is sized.
+    config = _wrapper(E2B_TEXT)
+    del config["audio_config"]
+    spec = vllm_mem.ModelSpec.from_hf_config(config)
+    assert spec.num_parameters() == _hand_parameters(E2B_TEXT)
+    assert len(spec.caveats) == 1 and "MobileNet-V5" in spec.caveats[0] and "not counted" in spec.caveats[0]
+    # Still a multimodal model to vLLM: --limit-mm-per-prompt is taken, not refused as on a text model.
+    vllm_mem.plan(spec, "H100-80GB", max_model_len=32768, limit_mm_per_prompt={"image": 0})
+
+
+def test_an_unknown_timm_architecture_is_refused_by_name() -> None:
+    config = _wrapper(E2B_TEXT)
+    config["vision_config"] = {**config["vision_config"], "architecture": "mobilenetv5_base"}
+    with pytest.raises(vllm_mem.NotModelledError, match="mobilenetv5_base"):
+        vllm_mem.ModelSpec.from_hf_config(config)
+    # timm.create_model keyword arguments would change the blocks counted for the defaults.
+    config["vision_config"] = {"architecture": "mobilenetv5_300m_enc", "model_args": {"drop_rate": 0.1}}
+    with pytest.raises(vllm_mem.NotModelledError, match="model_args"):
+        vllm_mem.ModelSpec.from_hf_config(config)
+
+
+@pytest.mark.parametrize(
+    ("sub", "field", "value"),
+    [
+        ("vision_config", "architecture", 3),
+        ("vision_config", "hidden_size", 1024),  # the tower's output is 2048 wide
+        ("vision_config", "vocab_size", "128"),
+        ("audio_config", "hidden_size", "1536"),
+        ("audio_config", "conf_num_hidden_layers", 0),
+        ("audio_config", "conf_num_attention_heads", 7),  # does not divide 1536
+        ("audio_config", "conf_conv_kernel_size", -5),
+        ("audio_config", "input_feat_size", 1.5),
+        ("audio_config", "vocab_size", None),
+        ("audio_config", "sscp_conv_channel_size", [128]),
+        ("audio_config", "sscp_conv_channel_size", [128, "32"]),
+        ("audio_config", "sscp_conv_kernel_size", [[3, 3], [3]]),
+        ("audio_config", "sscp_conv_stride_size", "2"),
+    ],
+)
+def test_malformed_tower_fields_are_value_errors_naming_the_field(sub: str, field: str, value: Any) -> None:
+    config = _wrapper(E2B_TEXT)
+    config[sub] = {**config[sub], field: value}
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        vllm_mem.ModelSpec.from_hf_config(config)
+    assert e.value.field == f"{sub}.{field}"
 
 
 def test_pipeline_parallelism_is_refused_as_vllm_refuses_it() -> None:
@@ -267,9 +412,10 @@ def test_absent_fields_take_transformers_class_defaults() -> None:
     bare = vllm_mem.ModelSpec.from_hf_config({"model_type": "gemma3n_text", "torch_dtype": "bfloat16"})
     assert bare.num_parameters() == _hand_parameters(E4B_TEXT)
     assert [layer.kv_shared for layer in bare.layers] == [False] * 20 + [True] * 15
-    # The same inside the wrapper (Gemma3nConfig builds text_config with Gemma3nTextConfig).
+    # The same inside the wrapper (Gemma3nConfig builds text_config with Gemma3nTextConfig), beside the towers
+    # Gemma3nVisionConfig's and Gemma3nAudioConfig's defaults describe.
     wrapped = vllm_mem.ModelSpec.from_hf_config(_wrapper({"torch_dtype": "bfloat16"}))
-    assert wrapped.num_parameters() == _hand_parameters(E4B_TEXT)
+    assert wrapped.num_parameters() == _hand_parameters(E4B_TEXT) + VISION_TOWER_AND_EMBEDDER + AUDIO_TOWER_AND_EMBEDDER
 
 
 def test_other_activations_are_refused_with_vllms_message() -> None:

@@ -125,6 +125,11 @@ JsonValue ApplyConfigDefaults(const JsonValue& config) {
   if (vision != nullptr && vision->IsObject()) {
     out["vision_config"] = WithDefaults(*vision, ConfigEntry(SubConfigClass(*wrapper, *vision, "vision_config")));
   }
+  // Gemma-3n's audio tower (Gemma3nAudioConfig): only a wrapper that names an audio class fills it.
+  const JsonValue* audio = config.Find("audio_config");
+  if (audio != nullptr && audio->IsObject() && !StringField(*wrapper, "audio_config").empty()) {
+    out["audio_config"] = WithDefaults(*audio, ConfigEntry(SubConfigClass(*wrapper, *audio, "audio_config")));
+  }
   return JsonValue(std::move(out));
 }
 
@@ -138,6 +143,14 @@ std::string VisionConfigClass(const JsonValue& config) {
     return ConfigEntry(own) != nullptr ? own : "";
   }
   return SubConfigClass(*wrapper, *vision, "vision_config");
+}
+
+std::string AudioConfigClass(const JsonValue& config) {
+  const JsonValue* audio = config.Find("audio_config");
+  if (audio == nullptr || !audio->IsObject()) return "";
+  const JsonValue* wrapper = WrapperEntry(StringField(config, "model_type"));
+  if (wrapper == nullptr || StringField(*wrapper, "audio_config").empty()) return "";
+  return SubConfigClass(*wrapper, *audio, "audio_config");
 }
 
 std::vector<std::string> ConfigDefaultModelTypes() {

@@ -26,6 +26,10 @@ JsonValue ApplyConfigDefaults(const JsonValue& config);
  *  no class is known for it. */
 std::string VisionConfigClass(const JsonValue& config);
 
+/*! \brief The transformers class of \p config's audio_config ("gemma3n_audio"), or "" when there is
+ *  none or its wrapper names no audio class. */
+std::string AudioConfigClass(const JsonValue& config);
+
 /*! \brief model_types with a defaults entry (configs and wrappers), sorted. */
 std::vector<std::string> ConfigDefaultModelTypes();
 

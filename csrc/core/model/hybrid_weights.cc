@@ -301,7 +301,9 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   out.num_parameters = NumParameters(spec);
   // Qwen3.5's wrappers build the Qwen3-VL tower beside the hybrid language model (qwen3_5.py).
   out.vision_encoder_parameters = VisionParameters(spec);
+  out.audio_encoder_parameters = AudioParameters(spec);
   const int64_t vision_bytes = VisionRankBytes(spec, dt, tp);
+  const int64_t audio_bytes = AudioRankBytes(spec, dt, tp);
   out.dtype = DTypeName(dtype);
   out.quantization = quant ? quant->method : "";
 
@@ -340,6 +342,7 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
     }
     if (has_attention) r.buffer_bytes = rope_bytes;
     r.vision_encoder_bytes = vision_bytes;
+    r.audio_encoder_bytes = audio_bytes;
     AppendRank(r, out);
   }
   return out;

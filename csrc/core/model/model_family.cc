@@ -33,7 +33,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
         "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat", "pipeline_parallel_refusal",
         "per_layer_input_size_field", "per_layer_input_vocab_field", "altup_inputs_field", "laurel_rank_field",
         "kv_shared_layers_field", "per_layer_embedding_buffer_architecture", "required_hidden_activation",
-        "hidden_activation_refusal", "multimodal_caveat", "lora_tied_lm_head_refusal"}) {
+        "hidden_activation_refusal", "multimodal_caveat", "lora_tied_lm_head_refusal", "audio_profiling_caveat"}) {
     if (key == s) return value.IsString() && !value.AsString().empty();
   }
   const auto small_int = [&](int64_t lo, int64_t hi) {
@@ -141,6 +141,26 @@ void CheckVisionProcessors(const JsonValue* table) {
   }
 }
 
+/*! timm_vision_towers: each architecture's parameter count and output channels, both positive
+ *  integers, with its source. */
+void CheckTimmVisionTowers(const JsonValue* table) {
+  if (table == nullptr) return;
+  if (!table->IsObject()) throw std::logic_error("model_families.json: 'timm_vision_towers' must be an object");
+  for (const auto& [name, entry] : table->AsObject()) {
+    if (name == "_about") continue;
+    const JsonValue* source = entry.Find("source");
+    bool ok = source != nullptr && source->IsString() && !source->AsString().empty();
+    for (const char* key : {"parameters", "out_channels"}) {
+      const JsonValue* n = entry.Find(key);
+      ok = ok && n != nullptr && n->IsNumber() && n->AsNumber().integer && *n->AsNumber().integer > 0;
+    }
+    if (!ok) {
+      throw std::logic_error("model_families.json: timm_vision_towers." + name +
+                             " needs a source and positive integer parameters and out_channels");
+    }
+  }
+}
+
 /*! The parsed file. A malformed file is a build defect that tests/cpp/model/test_model_family
  *  catches, so it is a logic_error, not blamed on the caller's input. */
 const JsonValue& Families() {
@@ -161,6 +181,7 @@ const JsonValue& Families() {
       doc = JsonValue(std::move(with_resolved));
     }
     CheckVisionProcessors(doc.Find("vision_processors"));
+    CheckTimmVisionTowers(doc.Find("timm_vision_towers"));
     const JsonValue* caveat = doc.Find("multimodal_caveat");
     if (caveat == nullptr || !caveat->IsString()) {
       throw std::logic_error("model_families.json: 'multimodal_caveat' must be a string");
@@ -199,6 +220,12 @@ const JsonValue* VisionProcessorTraits(std::string_view vision_config_class) {
   const JsonValue* table = Families().Find("vision_processors");
   if (table == nullptr || vision_config_class.empty() || vision_config_class == "_about") return nullptr;
   return table->Find(vision_config_class);
+}
+
+const JsonValue* TimmVisionTower(std::string_view architecture) {
+  const JsonValue* table = Families().Find("timm_vision_towers");
+  if (table == nullptr || architecture.empty() || architecture == "_about") return nullptr;
+  return table->Find(architecture);
 }
 
 const std::string& MultimodalCaveat() { return Families().Find("multimodal_caveat")->AsString(); }

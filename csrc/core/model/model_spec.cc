@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/base/checked_math.h"
+#include "core/model/audio_weights.h"
 #include "core/model/config_defaults.h"
 #include "core/model/config_fields.h"
 #include "core/model/config_readers.h"
@@ -411,9 +412,25 @@ void ReadLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& config)
  *  processor's largest item has a rule too (vision_profile_item.h: the plan then sizes that run). */
 void ReadVision(ModelSpec& spec, const JsonValue& config) {
   spec.vision = ReadVisionEncoder(config, spec.hidden_size);
+  spec.audio = ReadAudioEncoder(config, spec.hidden_size);
+  // A family with an audio tower (Gemma-3n: audio_profiling_caveat) is counted with both towers or
+  // neither: a checkpoint missing one keeps the family's multimodal caveat.
+  const JsonValue* audio_caveat = FamilyTrait(spec.model_type, "audio_profiling_caveat");
+  if (audio_caveat != nullptr && !(spec.vision && spec.audio)) {
+    spec.vision.reset();
+    spec.audio.reset();
+    return;
+  }
   if (!spec.vision) return;
-  spec.caveats.erase(std::remove(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()), spec.caveats.end());
-  if (!LargestVisionItem(*spec.vision)) spec.caveats.push_back(VisionProfilingCaveat());
+  const JsonValue* own = FamilyTrait(spec.model_type, "multimodal_caveat");
+  for (const std::string& counted : {MultimodalCaveat(), own != nullptr ? own->AsString() : MultimodalCaveat()}) {
+    spec.caveats.erase(std::remove(spec.caveats.begin(), spec.caveats.end(), counted), spec.caveats.end());
+  }
+  if (audio_caveat != nullptr) {
+    spec.caveats.push_back(audio_caveat->AsString());
+  } else if (!LargestVisionItem(*spec.vision)) {
+    spec.caveats.push_back(VisionProfilingCaveat());
+  }
 }
 
 }  // namespace

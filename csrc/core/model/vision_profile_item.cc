@@ -278,6 +278,8 @@ std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec) {
   // "video": None}; gemma3_mm.py, mistral3.py, llava.py, llava_next.py, mllama4.py, internvl.py (its image-only
   // processors): {"image": None}.
   if (IsSmartResizeProcessor(spec)) return {"image", "video"};
+  // gemma3n_mm.py: {"image": None, "audio": None} (its audio tower beside the vision one).
+  if (spec.projector == VisionProjectorKind::kGemma3n) return {"image", "audio"};
   return {"image"};
 }
 

@@ -3,8 +3,8 @@
  * \brief Vision towers and projectors, tensor by tensor as the checkpoint holds them and as
  *        vLLM builds them (vllm/model_executor/models/siglip.py, clip.py, pixtral.py,
  *        mllama4.py, qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py (also Qwen3.5's tower, qwen3_5.py), moonvit.py,
- *        gemma3_mm.py, mistral3.py, llava_next.py, kimi_vl.py; the transformers modeling_*.py files of the
- *        same names for the checkpoint).
+ *        gemma3_mm.py, mistral3.py, llava_next.py, kimi_vl.py, gemma3n_mm.py; the transformers modeling_*.py
+ *        files of the same names for the checkpoint; Gemma-3n's timm tower: its count as data).
  *
  * vLLM loads the tower in the model dtype, unquantized (quantized VLM checkpoints list the
  * tower in ignore / modules_to_not_convert), on every pipeline rank (the wrappers build it
@@ -49,6 +49,8 @@ struct Tensor {
   /*! > 0: split only when TP divides this head count, else whole on every rank (InternViT's
    *  attention falls back to InternSdpaAttention, built with plain Linears). */
   int64_t split_if_tp_divides = 0;
+  /*! A VocabParallelEmbedding: its rows padded to a multiple of 64 before the column split. */
+  bool vocab_parallel = false;
 };
 
 int64_t Elements(const Tensor& t) { return Mul(Add(Mul(t.out, t.in), t.bias ? t.out : 0), t.copies); }
@@ -66,7 +68,11 @@ int64_t ElementsPerRank(const Tensor& t, int64_t tp) {
   const Split split = t.split_if_tp_divides > 0 && t.split_if_tp_divides % tp != 0 ? Split::kReplicated : t.split;
   switch (split) {
     case Split::kReplicated: n = Add(Mul(t.out, t.in), t.bias ? t.out : 0); break;
-    case Split::kColumn: n = Add(Mul(divide(t.out), t.in), t.bias ? divide(t.out) : 0); break;
+    case Split::kColumn: {
+      const int64_t rows = t.vocab_parallel ? Mul((t.out + 63) / 64, 64) : t.out;
+      n = Add(Mul(divide(rows), t.in), t.bias ? divide(rows) : 0);
+      break;
+    }
     // RowParallelLinear keeps the whole bias on every rank.
     case Split::kRow: n = Add(Mul(t.out, divide(t.in)), t.bias ? t.out : 0); break;
   }
@@ -218,6 +224,10 @@ void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
     case VisionEncoderKind::kQwen2Vl:
       Qwen2VlTensors(s, t);
       break;
+    case VisionEncoderKind::kTimm:
+      // A timm tower (model_families.json timm_vision_towers): a plain torch module, whole on every rank.
+      t.push_back({s.tower_parameters, 1});
+      break;
     case VisionEncoderKind::kInternVit:
       // InternVisionModel (vllm intern_vit.py): class token, Conv2d patch embedding with bias,
       // position table of grid + 1 rows; each layer qkv (qkv_bias) / proj (bias), optional q/k
@@ -231,6 +241,17 @@ void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
   }
 }
 
+/*! Gemma3nMultimodalEmbedder (vllm gemma3n_mm.py): a VocabParallelEmbedding of vocab x width (rows split
+ *  over TP), hard_embedding_norm and soft_embedding_norm (RMSNorm over the width), embedding_projection
+ *  (RowParallelLinear width -> text width, no bias); embedding_post_projection_norm has no weight. */
+void GemmaEmbedderTensors(int64_t width, int64_t vocab, int64_t text_width, std::vector<Tensor>& t) {
+  Tensor rows{vocab, width, false, Split::kColumn};
+  rows.vocab_parallel = true;
+  t.push_back(rows);
+  t.push_back({Mul(2, width), 1});
+  t.push_back({text_width, width, false, Split::kRow});
+}
+
 /*! The projector's tensors into the language model's width. */
 void ProjectorTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
   const int64_t h = s.hidden_size;
@@ -238,6 +259,9 @@ void ProjectorTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
     case VisionProjectorKind::kGemma3:
       t.push_back({h, s.text_hidden_size});  // mm_input_projection_weight, a plain Parameter
       t.push_back({h, 1});                   // mm_soft_emb_norm
+      break;
+    case VisionProjectorKind::kGemma3n:
+      GemmaEmbedderTensors(h, s.embedder_vocab_size, s.text_hidden_size, t);
       break;
     case VisionProjectorKind::kMistral3:
       t.push_back({h, 1});                                                          // norm (RMSNorm)
@@ -446,7 +470,8 @@ bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncod
                    // Qwen3.5 / Qwen3.6: vllm qwen3_5.py builds qwen3_vl.py's Qwen3_VisionTransformer.
                    {"qwen3_5_vision", VisionEncoderKind::kQwen3Vl},
                    {"intern_vit_6b", VisionEncoderKind::kInternVit},
-                   {"qwen2_vl_vision", VisionEncoderKind::kQwen2Vl}};
+                   {"qwen2_vl_vision", VisionEncoderKind::kQwen2Vl},
+                   {"gemma3n_vision", VisionEncoderKind::kTimm}};
   const struct { const char* name; VisionProjectorKind kind;
   } kProjectors[] = {{"gemma3", VisionProjectorKind::kGemma3},        {"mistral3", VisionProjectorKind::kMistral3},
                      {"llava_next", VisionProjectorKind::kLlavaNext}, {"llama4", VisionProjectorKind::kLlama4},
@@ -454,7 +479,8 @@ bool SelectKinds(const std::string& cls, const std::string& wrapper, VisionEncod
                      {"llava", VisionProjectorKind::kLlava},          {"internvl_chat", VisionProjectorKind::kInternVl},
                      {"qwen3_vl", VisionProjectorKind::kQwen3Vl},     {"qwen3_vl_moe", VisionProjectorKind::kQwen3Vl},
                      {"qwen3_5", VisionProjectorKind::kQwen3Vl},      {"qwen3_5_moe", VisionProjectorKind::kQwen3Vl},
-                     {"qwen2_vl", VisionProjectorKind::kQwen25Vl}};  // Qwen2-VL: no projector beyond the tower's merger
+                     {"qwen2_vl", VisionProjectorKind::kQwen25Vl},  // Qwen2-VL: no projector beyond the tower's merger
+                     {"gemma3n", VisionProjectorKind::kGemma3n}};
   bool encoder = false;
   bool projector = false;
   for (const auto& e : kEncoders) {
@@ -686,6 +712,40 @@ int64_t ReadTokensPerImage(const JsonValue& config) {
   return *t->AsNumber().integer;
 }
 
+/*! A timm tower (Gemma3nVisionConfig): vision_config.architecture names it; its parameters come from
+ *  model_families.json timm_vision_towers, an architecture not listed is refused by name, and so is
+ *  model_args (keyword arguments to timm.create_model that would change the blocks). hidden_size must
+ *  be the tower's output width (vLLM reshapes the tower's output by it); vocab_size sizes the embedder. */
+void ReadTimmTower(const JsonValue& v, VisionEncoderSpec& s) {
+  const JsonValue* arch = v.Find("architecture");
+  if (arch == nullptr || !arch->IsString()) {
+    throw InvalidArgument(
+        "vision_config.architecture",
+        "must be a timm architecture name, got " + (arch == nullptr ? std::string("nothing") : arch->KindName()));
+  }
+  const JsonValue* tower = TimmVisionTower(arch->AsString());
+  if (tower == nullptr) {
+    throw Unsupported("vision_config.architecture " + EchoValue(arch->AsString().substr(0, 80)) +
+                      ": no parameter count for this timm vision tower (model_families.json timm_vision_towers "
+                      "lists mobilenetv5_300m_enc)");
+  }
+  if (const JsonValue* args = v.Find("model_args"); args != nullptr && !args->IsNull()) {
+    throw Unsupported(
+        "vision_config.model_args: keyword arguments to timm.create_model change the tower's "
+        "blocks, which are counted for the architecture's defaults only");
+  }
+  s.architecture = arch->AsString();
+  s.tower_parameters = *tower->Find("parameters")->AsNumber().integer;
+  s.hidden_size = VisionInt(v, {"hidden_size"}, kMaxHiddenSize);
+  const int64_t out_channels = *tower->Find("out_channels")->AsNumber().integer;
+  if (s.hidden_size != out_channels) {
+    throw InvalidArgument("vision_config.hidden_size", "must be " + s.architecture + "'s output width (" +
+                                                           std::to_string(out_channels) + "), got " +
+                                                           std::to_string(s.hidden_size));
+  }
+  s.embedder_vocab_size = VisionInt(v, {"vocab_size"}, kMaxVocabSize);
+}
+
 }  // namespace
 
 const char* VisionEncoderKindName(VisionEncoderKind kind) {
@@ -698,6 +758,8 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
     case VisionEncoderKind::kMoonVit: return "moonvit";
     case VisionEncoderKind::kQwen3Vl: return "qwen3_vl";
     case VisionEncoderKind::kInternVit: return "intern_vit";
+    case VisionEncoderKind::kTimm:
+      return "timm";
     case VisionEncoderKind::kQwen2Vl:
       return "qwen2_vl";
   }
@@ -723,6 +785,11 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   // mllama and other towers or wrappers without rules: none, the multimodal caveat stays.
   if (!SelectKinds(cls, wrapper, s)) return std::nullopt;
   s.text_hidden_size = text_hidden_size;
+  if (s.encoder == VisionEncoderKind::kTimm) {
+    ReadTimmTower(v, s);
+    VisionEncoderParameters(s);
+    return s;
+  }
   ReadTowerDimensions(v, s);
   ReadEncoderExtras(config, v, s);
   // The processor's largest image, from the published preprocessor_config.json (not in config.json).
@@ -740,6 +807,24 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
 int64_t VisionEncoderParameters(const VisionEncoderSpec& spec) {
   int64_t n = 0;
   for (const Tensor& t : Describe(spec)) n = Add(n, Elements(t));
+  return n;
+}
+
+int64_t MultimodalEmbedderParameters(int64_t width, int64_t vocab, int64_t text_width) {
+  std::vector<Tensor> t;
+  GemmaEmbedderTensors(width, vocab, text_width, t);
+  int64_t n = 0;
+  for (const Tensor& x : t) n = Add(n, Elements(x));
+  return n;
+}
+
+int64_t MultimodalEmbedderElementsPerRank(int64_t width, int64_t vocab, int64_t text_width,
+                                          int64_t tensor_parallel_size) {
+  RequirePositive(tensor_parallel_size, "tensor_parallel_size");
+  std::vector<Tensor> t;
+  GemmaEmbedderTensors(width, vocab, text_width, t);
+  int64_t n = 0;
+  for (const Tensor& x : t) n = Add(n, ElementsPerRank(x, tensor_parallel_size));
   return n;
 }
 

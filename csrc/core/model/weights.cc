@@ -20,6 +20,7 @@
 #include "core/model/config_readers.h"
 #include "core/model/parallelism.h"
 #include "core/model/weights_common.h"
+#include "vllm_mem/model/audio_encoder.h"
 #include "vllm_mem/model/hybrid_spec.h"
 #include "vllm_mem/model/vision_encoder.h"
 
@@ -621,6 +622,14 @@ int64_t VisionRankBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t tens
   return spec.vision ? VisionEncoderBytesPerRank(*spec.vision, dtype_bytes, tensor_parallel_size) : 0;
 }
 
+int64_t AudioParameters(const ModelSpec& spec) { return spec.audio ? AudioEncoderParameters(*spec.audio) : 0; }
+
+int64_t AudioRankBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size) {
+  return spec.audio ? AudioEncoderBytesPerRank(*spec.audio, dtype_bytes, tensor_parallel_size) : 0;
+}
+
+int64_t EncoderParameters(const ModelSpec& spec) { return Add(VisionParameters(spec), AudioParameters(spec)); }
+
 int64_t LinearElements(const Linear& l) {
   const int64_t one = Add(Mul(l.in_features, l.out_features), l.bias ? l.out_features : 0);
   return Mul(one, l.copies);
@@ -642,7 +651,7 @@ LinearBytes StoredLinearBytes(const Linear& l, const std::optional<QuantizationS
 
 int64_t NumParameters(const ModelSpec& spec) {
   RequirePositive(spec.num_layers, "num_hidden_layers");
-  if (!DecoderLayerWeights(spec)) return Add(HybridNumParameters(spec), VisionParameters(spec));  // hybrid_weights.cc
+  if (!DecoderLayerWeights(spec)) return Add(HybridNumParameters(spec), EncoderParameters(spec));  // hybrid_weights.cc
   const int64_t embedding = Mul(spec.vocab_size, EmbedDim(spec));
   int64_t n = Add(embedding, CountElements(EmbeddingExtras(spec, 1, spec.traits.per_layer_input_vocab_size)));
   if (!spec.tie_word_embeddings) {
@@ -663,7 +672,7 @@ int64_t NumParameters(const ModelSpec& spec) {
     for (const LayerSpec& layer : spec.layers) n = Add(n, CountElements(DescribeLayer(spec, layer, 1)));
   }
   n = Add(n, FinalNormElements(spec));
-  return Add(n, VisionParameters(spec));
+  return Add(n, EncoderParameters(spec));
 }
 
 WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& options) {
@@ -686,7 +695,9 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   WeightBreakdown out;
   out.num_parameters = NumParameters(spec);
   out.vision_encoder_parameters = VisionParameters(spec);
+  out.audio_encoder_parameters = AudioParameters(spec);
   const int64_t vision_bytes = VisionRankBytes(spec, dt, tp);
+  const int64_t audio_bytes = AudioRankBytes(spec, dt, tp);
   out.dtype = DTypeName(dtype);
   out.quantization = quant ? quant->method : "";
 
@@ -734,6 +745,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
     }
     if (end > begin) r.buffer_bytes = rope_bytes;
     r.vision_encoder_bytes = vision_bytes;
+    r.audio_encoder_bytes = audio_bytes;
 
     AppendRank(r, out);
   }
@@ -785,7 +797,7 @@ int64_t VocabRowsPerRank(int64_t vocab, int64_t tp) {
 
 void AppendRank(RankWeights r, WeightBreakdown& out) {
   for (int64_t part : {r.embedding_bytes, r.lm_head_bytes, r.attention_bytes, r.mlp_bytes, r.norm_bytes,
-                       r.quantization_overhead_bytes, r.buffer_bytes, r.vision_encoder_bytes}) {
+                       r.quantization_overhead_bytes, r.buffer_bytes, r.vision_encoder_bytes, r.audio_encoder_bytes}) {
     r.total_bytes = CheckedAdd(r.total_bytes, part, kField);
   }
   if (r.total_bytes > out.fullest_rank_bytes) {

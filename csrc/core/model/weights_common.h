@@ -134,6 +134,14 @@ int64_t VisionParameters(const ModelSpec& spec);
  *  unquantized in the model dtype, its linear layers split over TP (vision_encoder.h). */
 int64_t VisionRankBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
 
+/*! The audio tower and its embedder (ModelSpec::audio, Gemma-3n): parameters, and one rank's bytes
+ *  (every PP rank builds them); 0 without one. */
+int64_t AudioParameters(const ModelSpec& spec);
+int64_t AudioRankBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
+
+/*! Vision and audio towers together: what NumParameters adds to the language model. */
+int64_t EncoderParameters(const ModelSpec& spec);
+
 /*! \brief Sums \p rank's parts into its total and appends it, keeping the fullest rank. */
 void AppendRank(RankWeights rank, WeightBreakdown& out);
 

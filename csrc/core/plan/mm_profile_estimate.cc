@@ -163,9 +163,13 @@ constexpr int64_t kQwenVlMaxFramesPerVideo = 14;
 void RefuseOnTextModel(const ModelSpec& spec, const MmProfileOptions& o) {
   // Unset settings first: a text model's plan in a loop pays two comparisons, not the caveat search.
   if (!o.limit_mm_per_prompt.IsSet() && !o.mm_processor_kwargs.IsSet()) return;
-  if (spec.vision || std::find(spec.caveats.begin(), spec.caveats.end(), MultimodalCaveat()) != spec.caveats.end()) {
-    return;
-  }
+  const auto has = [&](const std::string& caveat) {
+    return std::find(spec.caveats.begin(), spec.caveats.end(), caveat) != spec.caveats.end();
+  };
+  // A multimodal checkpoint whose towers are a caveat (the generic one, or its family's: Gemma-3n's).
+  const JsonValue* traits = FamilyTraits(spec.model_type);
+  const JsonValue* own = traits != nullptr ? traits->Find("multimodal_caveat") : nullptr;
+  if (spec.vision || has(MultimodalCaveat()) || (own != nullptr && has(own->AsString()))) return;
   for (const auto& [field, set] : {std::pair{"limit_mm_per_prompt", o.limit_mm_per_prompt.IsSet()},
                                    std::pair{"mm_processor_kwargs", o.mm_processor_kwargs.IsSet()}}) {
     if (set) throw InvalidArgument(field, std::string("`") + field + "` is only supported for multimodal models.");

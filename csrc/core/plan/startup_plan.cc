@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/base/checked_math.h"
 #include "vllm_mem/base/error.h"
@@ -25,6 +26,7 @@
 #include "vllm_mem/memory/memory_budget.h"
 #include "core/model/parallelism.h"
 #include "vllm_mem/base/units.h"
+#include "vllm_mem/model/vision_profile_item.h"
 #include "vllm_mem/model/weights.h"
 
 namespace vllm_mem {
@@ -216,6 +218,37 @@ bool TextOnly(const ModelSpec& spec, const PlanInputs& in) {
   return in.language_model_only || MmAllModalitiesOff(spec, in.limit_mm_per_prompt);
 }
 
+/*! Whether every one of \p modalities is limited to 0: from the release that builds each tower inside
+ *  _mark_tower_model(vllm_config, modality) (text_only_skips_vision_tower), that tower is left unbuilt.
+ *  Gemma-3n's vision tower and embedder serve "image", its audio tower and embedder "audio"
+ *  (gemma3n_mm.py), so limiting one modality drops that tower alone. */
+bool ModalitiesOff(const PlanInputs& in, const std::vector<std::string>& modalities) {
+  if (in.language_model_only) return true;
+  if (!in.limit_mm_per_prompt.IsSet()) return false;
+  for (const std::string& modality : modalities) {
+    if (in.limit_mm_per_prompt.Count(modality) > 0) return false;
+  }
+  return true;
+}
+
+/*! Which towers a release that skips unused ones leaves unbuilt: the vision tower when the model is
+ *  text only or its vision modalities are off, the audio tower (when the model has one) when audio is. */
+struct SkippedTowers {
+  bool vision = false;
+  bool audio = false;
+};
+
+SkippedTowers SkippedTowersFor(const ModelSpec& spec, const PlanInputs& in) {
+  SkippedTowers off;
+  if (!in.text_only_skips_vision_tower) return off;
+  std::vector<std::string> vision_modalities;
+  if (spec.vision) vision_modalities = VisionModalities(*spec.vision);
+  std::erase(vision_modalities, std::string("audio"));
+  off.vision = TextOnly(spec, in) || (!vision_modalities.empty() && ModalitiesOff(in, vision_modalities));
+  off.audio = spec.audio.has_value() && (TextOnly(spec, in) || ModalitiesOff(in, {"audio"}));
+  return off;
+}
+
 /*! DeepSeek-V3.2: DeepseekV2Model allocates the indexer's topk_indices_buffer (max_num_batched_tokens x
  *  index_topk int32) on every pipeline rank while the model is built (vLLM deepseek_v2.py), so vLLM's
  *  "Model loading took" counts it beside the weights. */
@@ -332,11 +365,10 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
     rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
     rank.weights_bytes = CheckedAdd(
         rank.weights_bytes, ModelBuildBufferBytes(run.spec, in.max_num_batched_tokens, weights.dtype), "weights_bytes");
-    if (TextOnly(run.spec, in) && in.text_only_skips_vision_tower) {
-      // Every modality limited to 0: the release builds no tower (vllm_versions.json).
-      rank.weights_bytes -= rank.vision_encoder_bytes;
-      rank.vision_encoder_bytes = 0;
-    }
+    // The towers of modalities limited to 0 are not built by releases that skip them (vllm_versions.json).
+    const SkippedTowers off = SkippedTowersFor(run.spec, in);
+    if (off.vision) rank.weights_bytes -= std::exchange(rank.vision_encoder_bytes, 0);
+    if (off.audio) rank.weights_bytes -= rw.audio_encoder_bytes;
     rank.lora_slots_bytes = LoraSlotsBytes(run, in, rank);
     rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.lora_slots_bytes, "weights_bytes");
     if (run.spec_decode && r == in.pipeline_parallel_size - 1) {

@@ -103,7 +103,7 @@ def model_spec_html(spec: ModelSpec) -> str:
     parts = [("embedding", "embedding_bytes"), ("attention", "attention_bytes"), ("MLP / experts", "mlp_bytes"),
              ("norms", "norm_bytes"), ("LM head", "lm_head_bytes"),
              ("quantization scales", "quantization_overhead_bytes"), ("buffers", "buffer_bytes"),
-             ("vision encoder", "vision_encoder_bytes")]
+             ("vision encoder", "vision_encoder_bytes"), ("audio encoder", "audio_encoder_bytes")]
     segments = [Segment(label, int(rank.get(key, 0)), PALETTE[i % len(PALETTE)])
                 for i, (label, key) in enumerate(parts) if int(rank.get(key, 0)) > 0]
     body = [

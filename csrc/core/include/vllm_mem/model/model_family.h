@@ -46,6 +46,11 @@ const JsonValue* FamilyTraits(std::string_view model_type);
  *  Checked when the file is first parsed. */
 const JsonValue* VisionProcessorTraits(std::string_view vision_config_class);
 
+/*! \brief A timm vision tower a vision_config names by architecture (model_families.json
+ *  "timm_vision_towers": "parameters", "out_channels", "source"), or nullptr when it has none.
+ *  Checked when the file is first parsed. */
+const JsonValue* TimmVisionTower(std::string_view architecture);
+
 /*! \brief The caveat every report of a multimodal checkpoint carries (only the language model
  *  is sized). */
 const std::string& MultimodalCaveat();

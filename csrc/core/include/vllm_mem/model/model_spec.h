@@ -16,10 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "vllm_mem/model/dtype.h"
-#include "vllm_mem/model/vision_encoder.h"
 #include "vllm_mem/base/json.h"
+#include "vllm_mem/model/audio_encoder.h"
+#include "vllm_mem/model/dtype.h"
 #include "vllm_mem/model/hybrid_spec.h"
+#include "vllm_mem/model/vision_encoder.h"
 
 namespace vllm_mem {
 
@@ -202,6 +203,9 @@ struct ModelSpec {
   /*! The vision tower and projector of a multimodal checkpoint with rules for them
    *  (vision_encoder.h); nullopt for a text model, or when the tower is a caveat instead. */
   std::optional<VisionEncoderSpec> vision;
+  /*! The audio tower and its embedder (audio_encoder.h: Gemma-3n's); nullopt for a model without one,
+   *  or when it is a caveat instead. */
+  std::optional<AudioEncoderSpec> audio;
   /*! The checkpoint's KV-cache quantization (quantization_config.kv_cache_scheme): "fp8" when
    *  the checkpoint ships KV scales, so vLLM's "auto" KV dtype becomes fp8; "" otherwise. */
   std::string checkpoint_kv_cache_dtype;

@@ -25,6 +25,9 @@ enum class VisionEncoderKind {
   kQwen3Vl,    //!< Qwen3-VL's ViT: learned position table, patch merger and DeepStack mergers
   kInternVit,  //!< intern_vit_6b (InternVL's InternViT-300M / 6B)
   kQwen2Vl,    //!< Qwen2-VL's ViT: LayerNorm blocks, QuickGELU MLP (embed_dim x mlp_ratio), patch merger
+  /*! A timm tower vision_config names by architecture (Gemma-3n's MobileNet-V5): its blocks are timm
+   *  code, not config fields, so its parameter count is data (model_families.json timm_vision_towers). */
+  kTimm,
 };
 
 /*! \brief The projector between the tower and the language model (the wrapper's model_type). */
@@ -38,6 +41,7 @@ enum class VisionProjectorKind {
   kLlava,      //!< linear_1 / linear_2 (LLaVA-1.5: no image_newline)
   kQwen3Vl,    //!< none beyond the tower's own mergers (counted with the tower)
   kInternVl,   //!< mlp1: LayerNorm, Linear, Linear over pixel-shuffled patches
+  kGemma3n,    //!< Gemma3nMultimodalEmbedder: hard-token rows, two norms, projection to the text width
 };
 
 /*! \brief What sizes the vision tower and projector. Counts are validated when read. */
@@ -91,6 +95,12 @@ struct VisionEncoderSpec {
   int64_t max_dynamic_tiles = 0;
   int64_t min_dynamic_tiles = 1;
   bool use_thumbnail = false;
+  /*! kTimm: vision_config.architecture, and the tower's parameters from model_families.json
+   *  timm_vision_towers (the tower is a plain torch module: whole on every tensor-parallel rank). */
+  std::string architecture;
+  int64_t tower_parameters = 0;
+  /*! kGemma3n: the embedder's hard-token rows (vision_config.vocab_size). */
+  int64_t embedder_vocab_size = 0;
 };
 
 /*! \brief Parameters of the tower and projector in the checkpoint (every layer, norms, heads). */
@@ -103,7 +113,8 @@ int64_t VisionEncoderParameters(const VisionEncoderSpec& spec);
  *  asserts. */
 int64_t VisionEncoderBytesPerRank(const VisionEncoderSpec& spec, int64_t dtype_bytes, int64_t tensor_parallel_size);
 
-/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit", "qwen3_vl", "intern_vit", "qwen2_vl". */
+/*! \brief "siglip", "clip", "pixtral", "llama4", "qwen2_5_vl", "moonvit", "qwen3_vl", "intern_vit", "qwen2_vl",
+ *  "timm". */
 const char* VisionEncoderKindName(VisionEncoderKind kind);
 
 }  // namespace vllm_mem

@@ -74,6 +74,8 @@ struct RankWeights {
   /*! The vision tower and projector of a multimodal model (every PP rank: vLLM's wrappers
    *  build them whatever the rank), in the model dtype; 0 for a text model. */
   int64_t vision_encoder_bytes = 0;
+  /*! The audio tower and its embedder (Gemma-3n), every PP rank like the vision tower; 0 without one. */
+  int64_t audio_encoder_bytes = 0;
   /*! Of mlp_bytes and quantization_overhead_bytes: what the kernels' layouts add after loading
    *  beyond the tensors as created (MXFP4 experts: float32 biases, padding, scale copies; Machete
    *  linears: zero points widened to the activation dtype). No checkpoint file holds it, so a
@@ -88,6 +90,7 @@ struct RankWeights {
 struct WeightBreakdown {
   int64_t num_parameters = 0;              //!< checkpoint parameter count (vision tower included)
   int64_t vision_encoder_parameters = 0;   //!< of which the vision tower and projector
+  int64_t audio_encoder_parameters = 0;    //!< of which the audio tower and its embedder
   std::vector<RankWeights> per_pp_rank;    //!< one per pipeline rank (tensor ranks are equal)
   int64_t fullest_rank_bytes = 0;          //!< max over ranks: what "Model loading took" shows
   int64_t fullest_pp_rank = 0;
@@ -96,7 +99,8 @@ struct WeightBreakdown {
 };
 
 /*! \brief Parameter count of the checkpoint (tied embeddings counted once; a multimodal
- *  checkpoint's vision tower and projector included when ModelSpec::vision is set). */
+ *  checkpoint's vision tower and projector included when ModelSpec::vision is set, its audio
+ *  tower and embedder when ModelSpec::audio is). */
 int64_t NumParameters(const ModelSpec& spec);
 
 /*! \brief Weight bytes on every GPU. InvalidArgument for an unknown dtype / quantization or a
