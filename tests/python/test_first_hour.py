@@ -172,15 +172,23 @@ def test_70b_on_four_a100_40gb_suggests_context_and_budget_and_nothing_empty() -
 
 
 def test_vision_language_plan_carries_the_encoder_profiling_caveat() -> None:
-    # Kimi-VL's processor has no dummy-item rule yet (Qwen2.5-VL and then Llama-4-Scout, this test's
-    # models until their processors got one, now plan the encoder run:
-    # test_multimodal_profile_processors.py). Kimi-VL is not bundled: its config from tests/data.
+    # A Pixtral tower under the LLaVA wrapper (Pixtral-12B's Hugging Face layout) has no dummy-item rule
+    # yet (Qwen2.5-VL, Llama-4-Scout and then Kimi-VL, this test's models until their processors got one,
+    # now plan the encoder run: test_multimodal_profile_processors.py). Built from Mistral-Small-3.1's
+    # collected config in tests/data, its wrapper swapped for LLaVA's.
     assert vllm_mem.plan("Qwen/Qwen2.5-VL-7B-Instruct", gpu="H100-80GB", max_model_len=8192).to_dict()["caveats"] == []
     scout = vllm_mem.plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", gpu="H100-80GB", tensor_parallel_size=4,
                           max_model_len=8192)
     assert scout.fits and scout.to_dict()["caveats"] == []
     configs = json.loads((ROOT / "tests" / "data" / "multimodal_configs.json").read_text())
-    plan = vllm_mem.plan(configs["moonshotai/Kimi-VL-A3B-Instruct"]["config"], gpu="H100-80GB", max_model_len=8192)
+    kimi = vllm_mem.plan(configs["moonshotai/Kimi-VL-A3B-Instruct"]["config"], gpu="H100-80GB", max_model_len=8192)
+    assert kimi.fits and kimi.to_dict()["caveats"] == []
+    pixtral_llava = {
+        **configs["mistralai/Mistral-Small-3.1-24B-Instruct-2503"]["config"],
+        "architectures": ["LlavaForConditionalGeneration"],
+        "model_type": "llava",
+    }
+    plan = vllm_mem.plan(pixtral_llava, gpu="H100-80GB", max_model_len=8192)
     assert plan.fits
     [caveat] = plan.to_dict()["caveats"]
     assert "image encoder" in caveat and "not modelled" in caveat

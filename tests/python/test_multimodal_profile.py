@@ -218,13 +218,21 @@ def test_processor_cache_is_host_memory() -> None:
 def test_caveat_only_where_the_item_has_no_rule() -> None:
     for name in ("google/gemma-3-27b-it", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"):
         assert vllm_mem.ModelSpec.from_hf_config(MM_CONFIGS[name]).caveats == [], name
-    # Kimi-VL's MoonViT tower is counted, its processor has no rule yet. (Qwen2.5-VL was this
-    # example until its processor got one: tests/python/test_multimodal_profile_processors.py.)
-    kimi = vllm_mem.ModelSpec.from_hf_config(MM_CONFIGS["moonshotai/Kimi-VL-A3B-Instruct"])
-    assert len(kimi.caveats) == 1 and "profiling" in kimi.caveats[0]
-    plan = vllm_mem.plan(MM_CONFIGS["moonshotai/Kimi-VL-A3B-Instruct"], gpu="H100-80GB", max_model_len=8192)
+    # A Pixtral tower under the LLaVA wrapper (Pixtral-12B's Hugging Face layout, LlavaForConditionalGeneration
+    # over a pixtral vision_config; here Mistral-Small-3.1's tower) is counted, its processor has no rule yet.
+    # (Qwen2.5-VL, then Kimi-VL, were this example until their processors got one:
+    # tests/python/test_multimodal_profile_processors.py.)
+    pixtral_llava = {
+        **MM_CONFIGS["mistralai/Mistral-Small-3.1-24B-Instruct-2503"],
+        "architectures": ["LlavaForConditionalGeneration"],
+        "model_type": "llava",
+    }
+    spec = vllm_mem.ModelSpec.from_hf_config(pixtral_llava)
+    assert len(spec.caveats) == 1 and "profiling" in spec.caveats[0]
+    plan = vllm_mem.plan(pixtral_llava, gpu="H100-80GB", max_model_len=8192)
     assert plan.multimodal_profile is None
-    assert vllm_mem.ModelSpec.from_hf_config(MM_CONFIGS["Qwen/Qwen2.5-VL-7B-Instruct"]).caveats == []
+    for name in ("Qwen/Qwen2.5-VL-7B-Instruct", "moonshotai/Kimi-VL-A3B-Instruct"):
+        assert vllm_mem.ModelSpec.from_hf_config(MM_CONFIGS[name]).caveats == [], name
 
 
 def test_release_rule_for_the_pixtral_mask() -> None:

@@ -47,6 +47,21 @@ first layer (Llama4LayerElementsPerToken in mm_profile_estimate.cc): the tower's
 (2 h), then attention's normed input, qkv and the rotary's float32 q / k copies, their complex64
 products and the bf16 copies back (h + 13 h / tp), or the MLP's attention sum, normed input and
 fc1 + GELU outputs (2 h + 2 I / tp).
+
+Kimi-VL (vllm/model_executor/models/kimi_vl.py KimiVLProcessingInfo.get_num_image_tokens,
+KimiVLDummyInputsBuilder; moonvit.py; the published preprocessor_config.json's KimiVLImageProcessor,
+in_token_limit 4096, pad_input true): the dummy is MaxImageTokenMeta's 1024 x 1024 image;
+(1024 // 14)^2 = 5,329 patches pass 4096, so each side is scaled by sqrt(4096 / 5329) = 64 / 73 to
+int(897.75) = 897 and padded up to a multiple of 2 x 14: 924, 66 x 66 = 4,356 patches of 3 x 14 x 14
+pixels, merged 2 x 2 into 33 x 33 = 1,089 embeddings, one <|media_pad|> each. MoonViT's layer per
+patch past the first (the Llama-4 rule at TP 1, the linears replicated as the weights are counted):
+the tower's input and the layer's, norm0's output, wqkv's and apply_rope's float32 q / k, complex64
+products and the copies back (16 h), or the MLP's 4 h + 2 I; plus the complex64 rotary tables
+(Rope2DPosEmb's cached 512 x 512 grid and the batch's rows, head_dim / 2 x 8 B each). Releases before
+0.14 (vllm_versions.json moonvit_dense_attention_mask) attend through torch SDPA over a [1, N, N] bool
+mask on 3-D q / k / v: the math path's float32 scores, its softmax, _safe_softmax's -inf test and
+torch.where (13 x heads x N^2 bytes) beside the float32 q / k / v (16 h a patch), and the mask with
+SDPA's additive copy in the model dtype (3 x N^2 bytes).
 """
 
 from __future__ import annotations
@@ -282,3 +297,72 @@ def test_llama4_tower_fields_vllm_cannot_tile_are_refused(field: str, value: Any
     with pytest.raises(vllm_mem.InvalidArgumentError) as e:
         vllm_mem.ModelSpec.from_hf_config(config)
     assert e.value.field == f"vision_config.{field}"
+
+
+# ---- Kimi-VL ---------------------------------------------------------------------------------------
+
+KIMI_VL = MM_CONFIGS["moonshotai/Kimi-VL-A3B-Instruct"]
+KIMI_PATCHES = 66 * 66  # 4,356: the 1024 x 1024 dummy scaled to 897, padded to 924, over 14
+KIMI_TOKENS = 33 * 33  # 1,089 after the 2 x 2 merge
+MOONVIT_H, MOONVIT_I, MOONVIT_HEADS = 1152, 4304, 16  # vision_config hidden, intermediate, heads (head_dim 72)
+MOONVIT_LAYER = max(16 * MOONVIT_H, 4 * MOONVIT_H + max(2 * MOONVIT_I, MOONVIT_I + MOONVIT_H))  # 18,432
+
+
+def _moonvit_rope_bytes(patches: int) -> int:
+    return (512 * 512 + patches) * (72 // 2) * 8  # complex64 rows of head_dim / 2
+
+
+def test_kimi_vl_by_hand() -> None:
+    assert vllm_mem.ModelSpec.from_hf_config(KIMI_VL).caveats == []
+    m = _profile(KIMI_VL)
+    # budget max(8192, 1089) = 8192: 8192 // 1089 = 7 images (the decoder side allows 256 x 7)
+    assert m["encoder_budget_tokens"] == 8192 and m["items"] == 7
+    assert m["pixel_bytes"] == 7 * KIMI_PATCHES * 3 * 14 * 14 * BF16  # 35,858,592
+    assert m["encoder_output_bytes"] == 7 * KIMI_TOKENS * 2048 * BF16  # the text width 2048: 31,223,808
+    assert MOONVIT_LAYER == 18432
+    patches = 7 * KIMI_PATCHES  # 30,492
+    assert m["encoder_layer_bytes"] == patches * MOONVIT_LAYER * BF16 + _moonvit_rope_bytes(patches)
+    assert m["attention_mask_bytes"] == 0  # MMEncoderAttention: per-image cu_seqlens
+    assert m["encoder_phase_bytes"] == m["pixel_bytes"] + m["encoder_layer_bytes"]  # 1.16 GiB
+    assert m["resident_bytes"] == m["pixel_bytes"] + m["encoder_output_bytes"]
+    # The linears are replicated (as the weights are counted): TP 2 holds the same layer.
+    assert _profile(KIMI_VL, tensor_parallel_size=2)["encoder_layer_bytes"] == m["encoder_layer_bytes"]
+
+
+def test_kimi_vl_sdpa_releases_hold_the_scores() -> None:
+    # 2,048 batched tokens: max(2048, 1089) // 1089 = 1 image, N = 4,356 patches.
+    m = _profile(KIMI_VL, vllm_version="0.13.0", max_num_batched_tokens=2048, max_model_len=2048)
+    n = KIMI_PATCHES
+    assert m["items"] == 1
+    assert m["attention_mask_bytes"] == n * n * (1 + BF16)
+    scores = 13 * MOONVIT_HEADS * n * n  # 3,946,645,248
+    assert m["encoder_layer_bytes"] == n * 16 * MOONVIT_H * BF16 + scores + _moonvit_rope_bytes(n)
+    assert m["encoder_phase_bytes"] == m["pixel_bytes"] + m["attention_mask_bytes"] + m["encoder_layer_bytes"]
+    packed = _profile(KIMI_VL, vllm_version="0.14.0", max_num_batched_tokens=2048, max_model_len=2048)
+    assert packed["attention_mask_bytes"] == 0
+    assert packed["encoder_layer_bytes"] == n * MOONVIT_LAYER * BF16 + _moonvit_rope_bytes(n)
+    # At 8,192 batched tokens the seven images' scores (13 x 16 x 30,492^2 B, 180 GiB) fit no GPU: the
+    # profile-run OOM users of those releases report (vllm#17952, MoonshotAI/Kimi-VL#57).
+    assert not vllm_mem.plan(KIMI_VL, gpu="H100-80GB", max_model_len=8192, vllm_version="0.13.0").fits
+
+
+def test_kimi_vl_in_token_limit_as_a_processor_kwarg() -> None:
+    # mm_processor_kwargs {"in_token_limit": 16384} (Kimi-VL-A3B-Thinking-2506's 3.2 M pixels, if that
+    # is its value): the 1024 image is not scaled, 1036 / 14 = 74 patches a side, 37 x 37 = 1,369 tokens.
+    m = _profile(KIMI_VL, mm_processor_kwargs={"in_token_limit": 16384})
+    assert m["items"] == 8192 // 1369 == 5
+    assert m["encoder_output_bytes"] == 5 * 1369 * 2048 * BF16
+    assert m["pixel_bytes"] == 5 * 74 * 74 * 3 * 14 * 14 * BF16
+    with pytest.raises(vllm_mem.NotModelledError):
+        _profile(KIMI_VL, mm_processor_kwargs={"max_pixels": 1003520})
+    with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+        _profile(KIMI_VL, mm_processor_kwargs={"in_token_limit": 0})
+    assert e.value.field == "mm_processor_kwargs.in_token_limit"
+
+
+def test_kimi_vl_peak_takes_the_larger_phase() -> None:
+    plan = vllm_mem.plan(KIMI_VL, gpu="H100-80GB", max_model_len=8192)
+    a = plan._p.ranks[0].activation
+    text_phase = max(a.forward_bytes, a.sampler_phase_bytes) + a.multimodal.resident_bytes
+    assert plan.activation_peak_bytes - a.pipeline_buffers_bytes == max(a.multimodal.encoder_phase_bytes, text_phase)
+    assert plan.to_dict()["caveats"] == []

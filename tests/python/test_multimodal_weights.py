@@ -81,14 +81,11 @@ def test_every_collected_config_reads_or_is_refused_with_vllms_reason(name: str)
     spec = ModelSpec.from_hf_config(config)
     assert spec.has_exact_rules, name
     assert spec.vision is not None, name  # every collected tower has rules
-    # so the multimodal caveat no longer applies; the encoder's profiling run is modelled where the
-    # processor's largest item has a rule (Gemma-3, Mistral-3: test_multimodal_profile.py; Qwen-VL,
-    # LLaVA-NeXT, Llama-4: test_multimodal_profile_processors.py), and is the one caveat elsewhere
-    if name.startswith(("google/gemma-3-", "mistralai/Mistral-Small-3", "Qwen/Qwen2.5-VL", "ibm-granite/granite-vision",
-                        "meta-llama/Llama-4")):
-        assert spec.caveats == [], name
-    else:
-        assert len(spec.caveats) == 1 and "profiling" in spec.caveats[0] and "weights are counted" in spec.caveats[0]
+    # so the multimodal caveat no longer applies, and every collected tower's processor has a largest-item
+    # rule, so the encoder's profiling run is modelled (Gemma-3, Mistral-3: test_multimodal_profile.py;
+    # Qwen-VL, LLaVA-NeXT, Llama-4, Kimi-VL: test_multimodal_profile_processors.py): no caveat. A tower
+    # without one keeps the profiling caveat (test_first_hour.py).
+    assert spec.caveats == [], name
     assert 0 < spec.vision_encoder_parameters < spec.num_parameters()
     breakdown = spec.weight_breakdown()
     assert breakdown["vision_encoder_parameters"] == spec.vision_encoder_parameters

@@ -121,22 +121,26 @@ bool CountAtMost(const JsonValue* v, int64_t bound) {
  *  processor's bound). */
 bool PixelBound(const JsonValue* v) { return CountAtMost(v, int64_t{1} << 31); }
 
-/*! "vision_processors": per vision_config class, the source and either a smart_resize processor's
- *  max_pixels and min_pixels or a tiling processor's max_tiles (Llama-4's max_patches), not both. */
+/*! "vision_processors": per vision_config class, the source and one bound: a smart_resize processor's
+ *  max_pixels and min_pixels, a tiling processor's max_tiles (Llama-4's max_patches), or Kimi-VL's
+ *  in_token_limit (the most patches an image keeps; MoonViT's grid is at most 512 x 512). */
 void CheckVisionProcessors(const JsonValue* table) {
   if (table == nullptr) return;
   if (!table->IsObject()) throw std::logic_error("model_families.json: 'vision_processors' must be an object");
   for (const auto& [cls, entry] : table->AsObject()) {
     if (cls == "_about") continue;
     const JsonValue* source = entry.Find("source");
-    const JsonValue* max_tiles = entry.Find("max_tiles");
-    const bool pixels = PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"));
-    const bool tiles = CountAtMost(max_tiles, 256) && entry.Find("max_pixels") == nullptr &&
-                       entry.Find("min_pixels") == nullptr;
-    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() && (pixels || tiles);
+    const bool has_pixels = entry.Find("max_pixels") != nullptr || entry.Find("min_pixels") != nullptr;
+    const int bounds = (has_pixels ? 1 : 0) + (entry.Find("max_tiles") != nullptr ? 1 : 0) +
+                       (entry.Find("in_token_limit") != nullptr ? 1 : 0);
+    const bool valid = (PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"))) ||
+                       CountAtMost(entry.Find("max_tiles"), 256) ||
+                       CountAtMost(entry.Find("in_token_limit"), int64_t{512} * 512);
+    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() && bounds == 1 && valid;
     if (!ok) {
-      throw std::logic_error("model_families.json: vision_processors." + cls +
-                             " needs a source and max_pixels and min_pixels, or max_tiles alone");
+      throw std::logic_error(
+          "model_families.json: vision_processors." + cls +
+          " needs a source and max_pixels and min_pixels, or max_tiles alone, or in_token_limit alone");
     }
   }
 }

@@ -264,6 +264,38 @@ VisionDummyItem Llama4Item(const VisionEncoderSpec& s) {
   return item;
 }
 
+/*! Kimi-VL (vllm kimi_vl.py): KimiVLDummyInputsBuilder asks for MaxImageTokenMeta's 1024 x 1024 image
+ *  (the ProcessingInfo has no get_image_size_with_most_features: the profiler counts that dummy's
+ *  placeholders). KimiVLImageProcessor.rescale scales an image whose (w // patch) x (h // patch)
+ *  patches pass in_token_limit by sqrt(limit / patches), each side int(side x scale) (Python's double
+ *  arithmetic, as here), then (pad_input true) pads each side up to a multiple of merge x patch
+ *  (KimiVLProcessingInfo.get_num_image_tokens reckons the same). The tower sees every patch of the
+ *  padded image (pixel_values (patches, 3, p, p)); the patch merger folds a merge_h x merge_w kernel
+ *  into one embedding, one <|media_pad|> each. Kimi-VL-A3B (patch 14, 2 x 2, 4096): 73^2 = 5,329 > 4096,
+ *  1024 x 64 / 73 -> 897, padded to 924: 66 x 66 = 4,356 patches, 33 x 33 = 1,089 tokens. */
+VisionDummyItem KimiVlItem(const VisionEncoderSpec& s, int64_t in_token_limit) {
+  constexpr int64_t kDummySide = 1024;  // MaxImageTokenMeta's width and height
+  const int64_t p = s.patch_size;
+  int64_t side_h = kDummySide;
+  int64_t side_w = kDummySide;
+  const int64_t patches = Mul(side_w / p, side_h / p);
+  if (patches > in_token_limit) {
+    const double scale = std::sqrt(static_cast<double>(in_token_limit) / static_cast<double>(patches));
+    side_w = static_cast<int64_t>(static_cast<double>(side_w) * scale);
+    side_h = static_cast<int64_t>(static_cast<double>(side_h) * scale);
+  }
+  const int64_t unit_h = Mul(s.merge_kernel_h, p);
+  const int64_t unit_w = Mul(s.merge_kernel_w, p);
+  const int64_t grid_h = Mul(CeilDiv(side_h, unit_h), s.merge_kernel_h);
+  const int64_t grid_w = Mul(CeilDiv(side_w, unit_w), s.merge_kernel_w);
+  VisionDummyItem item;
+  item.patch_tokens = Mul(grid_h, grid_w);
+  item.embed_rows = Mul(grid_h / s.merge_kernel_h, grid_w / s.merge_kernel_w);
+  item.prompt_tokens = item.embed_rows;
+  item.pixel_elements = Mul(item.patch_tokens, Mul(s.num_channels, Mul(p, p)));
+  return item;
+}
+
 bool IsClipOrSiglip(VisionEncoderKind kind) { return kind == VisionEncoderKind::kClip || kind == VisionEncoderKind::kSiglip; }
 
 }  // namespace
@@ -273,10 +305,16 @@ bool IsSmartResizeProcessor(const VisionEncoderSpec& spec) {
   return spec.patch_size > 0 && spec.max_pixels > 0 && spec.spatial_merge_size > 0 && spec.temporal_patch_size > 0;
 }
 
+bool IsKimiVlProcessor(const VisionEncoderSpec& spec) {
+  // MoonViT under the Kimi-VL projector, with its processor's patch budget (vision_processors).
+  return spec.encoder == VisionEncoderKind::kMoonVit && spec.projector == VisionProjectorKind::kKimiVl &&
+         spec.in_token_limit > 0 && spec.merge_kernel_h > 0 && spec.merge_kernel_w > 0;
+}
+
 std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec) {
   // vllm qwen2_vl.py (and qwen2_5_vl.py, qwen3_vl.py) get_supported_mm_limits: {"image": None,
-  // "video": None}; gemma3_mm.py, mistral3.py, llava.py, llava_next.py, mllama4.py, internvl.py (its image-only
-  // processors): {"image": None}.
+  // "video": None}; gemma3_mm.py, mistral3.py, llava.py, llava_next.py, mllama4.py, kimi_vl.py, internvl.py (its
+  // image-only processors): {"image": None}.
   if (IsSmartResizeProcessor(spec)) return {"image", "video"};
   // gemma3n_mm.py: {"image": None, "audio": None} (its audio tower beside the vision one).
   if (spec.projector == VisionProjectorKind::kGemma3n) return {"image", "audio"};
@@ -289,6 +327,8 @@ ProcessorKwargEffect ClassifyProcessorKwarg(const VisionEncoderSpec& spec, std::
   if (IsSmartResizeProcessor(spec) && (key == "max_pixels" || key == "min_pixels" || key == "size")) {
     return ProcessorKwargEffect::kModelled;
   }
+  // KimiVLImageProcessor's in_token_limit (the Hugging Face processor takes it as an override).
+  if (IsKimiVlProcessor(spec) && key == "in_token_limit") return ProcessorKwargEffect::kModelled;
   // transformers' BaseImageProcessor keys that change pixel values, never a shape (rescale, normalize,
   // RGB conversion of the dummy's RGB image), and use_fast, which vLLM pops to pick the processor
   // class (vllm qwen2_vl.py get_hf_processor: use_fast=kwargs.pop("use_fast", True)).
@@ -305,6 +345,9 @@ std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec) 
 std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const VisionItemRequest& request) {
   if (spec.patch_size <= 0) return std::nullopt;
   if (IsSmartResizeProcessor(spec)) return SmartResizeItem(spec, request);
+  if (IsKimiVlProcessor(spec)) {
+    return KimiVlItem(spec, request.in_token_limit > 0 ? request.in_token_limit : spec.in_token_limit);
+  }
   if (spec.image_size <= 0) return std::nullopt;
   if (spec.encoder == VisionEncoderKind::kSiglip && spec.projector == VisionProjectorKind::kGemma3) {
     const VisionDummyItem item = Gemma3Item(spec);

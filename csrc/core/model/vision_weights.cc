@@ -767,11 +767,13 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
 }
 
 /*! The processor's bound (model_families.json vision_processors, checked when the file is read):
- *  smart_resize's max_pixels and min_pixels, or a tiling processor's max_tiles (Llama-4's max_patches). */
+ *  smart_resize's max_pixels and min_pixels, a tiling processor's max_tiles (Llama-4's max_patches), or
+ *  Kimi-VL's in_token_limit. */
 void ReadProcessorBound(const JsonValue& processor, VisionEncoderSpec& s) {
   if (const JsonValue* max_pixels = processor.Find("max_pixels")) s.max_pixels = *max_pixels->AsNumber().integer;
   if (const JsonValue* min_pixels = processor.Find("min_pixels")) s.min_pixels = *min_pixels->AsNumber().integer;
   if (const JsonValue* max_tiles = processor.Find("max_tiles")) s.max_dynamic_tiles = *max_tiles->AsNumber().integer;
+  if (const JsonValue* limit = processor.Find("in_token_limit")) s.in_token_limit = *limit->AsNumber().integer;
 }
 
 std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int64_t text_hidden_size) {

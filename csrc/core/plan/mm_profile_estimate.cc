@@ -46,11 +46,14 @@ int64_t LayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
   return Add(Mul(2, h), std::max(Mul(2, inter), CeilDiv(Mul(4, h), tp)));
 }
 
-/*! Llama4VisionModel's largest live set per tower token of one layer past the first, in model-dtype
- *  elements, on one TP rank (vllm mllama4.py, run eagerly; a Python argument stays alive until its
- *  call returns). Beside every layer: the tower's own input, layernorm_pre's output, which
- *  Llama4VisionModel.forward keeps as hidden_state while self.model runs (h), and the layer's input,
- *  also the residual (h).
+/*! The largest live set per tower token of one layer past the first, in model-dtype elements, on one
+ *  TP rank, of the towers that rotate q and k through float32 complex products: Llama4VisionModel
+ *  (vllm mllama4.py) and MoonViT (vllm moonvit.py MoonVitEncoderLayer, whose apply_rope is the same
+ *  float() / view_as_complex / type_as sequence, and whose MLP2 is fc0, GELU-tanh, fc1). Both run
+ *  eagerly, and a Python argument stays alive until its call returns. Beside every layer: the tower's
+ *  own input (Llama-4's layernorm_pre output, which Llama4VisionModel.forward keeps as hidden_state;
+ *  MoonVitPretrainedModel.forward's patch_embed output, held while self.encoder runs) (h), and the
+ *  layer's input, also the residual (h).
  *  - attention: input_layernorm's output (h), the qkv projection (3 h / tp) and, inside
  *    Llama4VisionRotaryEmbedding.forward_native (forward_cuda calls it), query.float() and
  *    key.float() (float32: 2 x 2 h / tp), their complex64 products with the frequencies (2 x 2 h / tp)
@@ -59,7 +62,7 @@ int64_t LayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
  *  - MLP (Llama4VisionMLP: fc1, nn.GELU, fc2): the attention sum and post_attention_layernorm's output
  *    (2 h), then fc1's output with GELU's (2 I / tp), or GELU's with fc2's output (I / tp + h):
  *    4 h + max(2 I / tp, I / tp + h). */
-int64_t Llama4LayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
+int64_t ComplexRopeLayerElementsPerToken(const VisionEncoderSpec& v, int64_t tp) {
   const int64_t h = v.hidden_size;
   const int64_t inter = CeilDiv(v.intermediate_size, tp);
   const int64_t attention = Add(Mul(3, h), CeilDiv(Mul(13, h), tp));
@@ -198,8 +201,9 @@ void CheckModalities(const std::vector<std::string>& modalities, const MmProfile
 }
 
 /*! The processor's bounds from --mm-processor-kwargs (transformers Qwen2VLImageProcessor: size
- *  {"shortest_edge", "longest_edge"}, min_pixels / max_pixels overriding it); every other key is
- *  listed when it changes no tensor's size, and refused by name when it may. */
+ *  {"shortest_edge", "longest_edge"}, min_pixels / max_pixels overriding it; KimiVLImageProcessor's
+ *  in_token_limit); every other key is listed when it changes no tensor's size, and refused by name
+ *  when it may. */
 VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorKwargs& k, MmProfileBreakdown& m) {
   for (const std::string& key : k.keys) {
     const ProcessorKwargEffect effect = ClassifyProcessorKwarg(v, key);
@@ -208,8 +212,8 @@ VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorK
       throw Unsupported("mm_processor_kwargs." + key + ": what it does to the " +
                         std::string(VisionEncoderKindName(v.encoder)) +
                         " processor's profile item is not modelled (planned: max_pixels, min_pixels and size for the "
-                        "Qwen-VL processors; do_convert_rgb, do_normalize, do_rescale, image_mean, image_std, "
-                        "rescale_factor and use_fast change no size)");
+                        "Qwen-VL processors, in_token_limit for Kimi-VL's; do_convert_rgb, do_normalize, do_rescale, "
+                        "image_mean, image_std, rescale_factor and use_fast change no size)");
     }
   }
   if ((k.longest_edge > 0) != (k.shortest_edge > 0)) {
@@ -218,6 +222,7 @@ VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorK
   VisionItemRequest r;
   r.max_pixels = k.max_pixels > 0 ? k.max_pixels : k.longest_edge;
   r.min_pixels = k.min_pixels > 0 ? k.min_pixels : k.shortest_edge;
+  r.in_token_limit = k.in_token_limit;
   return r;
 }
 
@@ -295,13 +300,63 @@ std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const 
   return best;
 }
 
-/*! The tower's largest layer over \p patches tower tokens, in bytes. */
+/*! MoonViT's rotary tables, in bytes (vllm moonvit.py Rope2DPosEmb, complex64 = 8 bytes a value):
+ *  precomputed_freqs_cis, a cached_property of (512, 512, head_dim / 2) built on the GPU at the first
+ *  forward (the profile run's) and kept, and the (patches, head_dim / 2) rows the encoder gathers for
+ *  the batch and every block reads. */
+int64_t MoonVitRopeBytes(const VisionEncoderSpec& v, int64_t patches) {
+  constexpr int64_t kComplex64Bytes = 8;
+  constexpr int64_t kMaxGridSide = 512;  // MoonVitEncoder: Rope2DPosEmb(head_dim, 512, 512)
+  const int64_t half_head = (v.hidden_size / v.num_heads) / 2;
+  return Mul(Mul(Add(Mul(kMaxGridSide, kMaxGridSide), patches), half_head), kComplex64Bytes);
+}
+
+/*! MoonViT's layer on releases that run its attention through torch SDPA (vllm moonvit.py
+ *  sdpa_attention, taken when the flash_attn package does not import: vLLM's default installation).
+ *  q, k, v reach F.scaled_dot_product_attention as 3-D (heads, N, head_dim) over the N patches of the
+ *  whole batch, which no fused kernel takes (PyTorch's sdp checks ask for 4-D inputs), so the math
+ *  path runs: float32 copies of q, k, v and the scaled q (8 h elements a token beside the block
+ *  input, the tower input, norm0's output, qkv and the rotated q / k: 16 h), the float32 scores
+ *  (heads, N, N), and in _safe_softmax its output, the -inf test (bool) and torch.where's result:
+ *  (4 + 4 + 1 + 4) x heads x N^2 bytes. The masks (the [1, N, N] bool block mask and SDPA's additive
+ *  copy in the model dtype) are the caller's attention_mask_bytes. */
+int64_t MoonVitSdpaLayerBytes(const VisionEncoderSpec& v, int64_t patches, int64_t dtype_bytes) {
+  constexpr int64_t kScoreBytesPerHead = 4 + 4 + 1 + 4;
+  const int64_t per_token = Mul(Mul(patches, Mul(16, v.hidden_size)), dtype_bytes);
+  const int64_t scores = Mul(Mul(Mul(kScoreBytesPerHead, v.num_heads), patches), patches);
+  const int64_t mlp = Mul(Mul(patches, ComplexRopeLayerElementsPerToken(v, 1)), dtype_bytes);
+  return std::max(Add(per_token, scores), mlp);
+}
+
+/*! The tower's largest layer over \p patches tower tokens, in bytes. MoonViT's linears are taken
+ *  replicated on every TP rank, as the weights are (core/model/vision_weights.cc), and its attention
+ *  by the release's rule (MmProfileOptions::moonvit_dense_attention_mask). */
 int64_t EncoderLayerBytes(const VisionEncoderSpec& v, int64_t patches, const MmProfileOptions& o, int64_t dtype_bytes) {
   const int64_t tp = o.tensor_parallel_size;
   if (IsQwenVlTower(v.encoder)) return QwenEncoderLayerBytes(v, patches, dtype_bytes, o);
+  if (v.encoder == VisionEncoderKind::kMoonVit) {
+    const int64_t layer = o.moonvit_dense_attention_mask
+                              ? MoonVitSdpaLayerBytes(v, patches, dtype_bytes)
+                              : Mul(Mul(patches, ComplexRopeLayerElementsPerToken(v, 1)), dtype_bytes);
+    return Add(layer, MoonVitRopeBytes(v, patches));
+  }
   const int64_t per_token =
-      v.encoder == VisionEncoderKind::kLlama4 ? Llama4LayerElementsPerToken(v, tp) : LayerElementsPerToken(v, tp);
+      v.encoder == VisionEncoderKind::kLlama4 ? ComplexRopeLayerElementsPerToken(v, tp) : LayerElementsPerToken(v, tp);
   return Mul(Mul(patches, per_token), dtype_bytes);
+}
+
+/*! The dense attention masks the release builds over every patch of the batch, in bytes: Pixtral's
+ *  (transformers' generate_block_attention_mask: torch.full((N, N), finfo.min) in the patch
+ *  embeddings' dtype, expanded, not copied, to the heads) and MoonViT's (sdpa_attention's [1, N, N]
+ *  bool mask, and SDPA's convert_boolean_attn_mask copy of it in the query's dtype). */
+int64_t AttentionMaskBytes(const VisionEncoderSpec& v, int64_t patches, const MmProfileOptions& o,
+                           int64_t dtype_bytes) {
+  const int64_t square = Mul(patches, patches);
+  if (v.encoder == VisionEncoderKind::kPixtral && o.pixtral_dense_block_mask) return Mul(square, dtype_bytes);
+  if (v.encoder == VisionEncoderKind::kMoonVit && o.moonvit_dense_attention_mask) {
+    return Mul(square, Add(1, dtype_bytes));
+  }
+  return 0;
 }
 
 }  // namespace
@@ -371,11 +426,7 @@ MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptio
   // that whole row: (1 + len(deepstack_visual_indexes)) text-width embeddings per token.
   const int64_t embeds_per_row = Add(1, v.num_deepstack_mergers);
   m.encoder_output_bytes = Mul(Mul(Mul(Mul(m.items, item.embed_rows), embeds_per_row), spec.hidden_size), dtype_bytes);
-  if (v.encoder == VisionEncoderKind::kPixtral && o.pixtral_dense_block_mask) {
-    // transformers' generate_block_attention_mask: torch.full((N, N), finfo.min) in the patch
-    // embeddings' dtype over every patch of the batch, expanded (not copied) to the heads.
-    m.attention_mask_bytes = Mul(Mul(patches, patches), dtype_bytes);
-  }
+  m.attention_mask_bytes = AttentionMaskBytes(v, patches, o, dtype_bytes);
   m.encoder_layer_bytes = EncoderLayerBytes(v, patches, o, dtype_bytes);
   m.encoder_phase_bytes = Add(Add(m.pixel_bytes, m.attention_mask_bytes), m.encoder_layer_bytes);
   m.resident_bytes = Add(m.pixel_bytes, m.encoder_output_bytes);

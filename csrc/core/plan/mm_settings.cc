@@ -121,6 +121,7 @@ MmProcessorKwargs ReadMmProcessorKwargs(const JsonValue& value, const std::strin
     const std::string key_field = field + "." + key;
     if (key == "max_pixels") k.max_pixels = IntegerIn(entry, 1, kMaxDummyOption, key_field);
     if (key == "min_pixels") k.min_pixels = IntegerIn(entry, 1, kMaxDummyOption, key_field);
+    if (key == "in_token_limit") k.in_token_limit = IntegerIn(entry, 1, kMaxDummyOption, key_field);
     if (key != "size") continue;
     // Qwen2VLImageProcessor's size {"shortest_edge": min_pixels, "longest_edge": max_pixels}.
     for (const auto& [edge, bound] : ObjectOf(entry, key_field, "{\"longest_edge\": 1003520}")) {

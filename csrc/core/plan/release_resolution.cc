@@ -115,6 +115,7 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.hybrid_align_to_user_block_size = profile.hybrid_align_to_user_block_size;
   in.mxfp4_hopper_value_align = profile.mxfp4_hopper_value_align;
   in.awq_mp_linear_kernel = profile.awq_mp_linear_kernel;
+  in.moonvit_dense_attention_mask = profile.moonvit_dense_attention_mask;
   in.pixtral_dense_block_mask = profile.pixtral_dense_block_mask;
   in.qwen25_vision_qkv_copies = profile.qwen25_vision_qkv_copies;
   in.qwen25_vision_fp32_rotary = profile.qwen25_vision_fp32_rotary;

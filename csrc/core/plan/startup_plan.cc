@@ -417,6 +417,7 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.qwen25_vision_fp32_rotary = in.qwen25_vision_fp32_rotary;
     ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;
     SetSpeculativeProfileRun(run, in, ao);
+    ao.moonvit_dense_attention_mask = in.moonvit_dense_attention_mask;
     rank.activation = EstimateActivationPeak(run.spec, ao);
     rank.activation_peak_bytes = rank.activation.peak_bytes;
     rank.non_torch = EstimateNonTorchIncrease(in.tensor_parallel_size, in.pipeline_parallel_size,

@@ -175,6 +175,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"max_model_len_auto", &VllmVersionProfile::max_model_len_auto},
     {"kv_cache_dtype_skip_layers", &VllmVersionProfile::kv_cache_dtype_skip_layers},
     {"lora_extra_vocab", &VllmVersionProfile::lora_extra_vocab},
+    {"moonvit_dense_attention_mask", &VllmVersionProfile::moonvit_dense_attention_mask},
     {"v2_runner_cudagraph_profiling", &VllmVersionProfile::v2_runner_cudagraph_profiling},
     {"hybrid_kv_cache_manager", &VllmVersionProfile::hybrid_kv_cache_manager},
     {"v0_engine_available", &VllmVersionProfile::v0_engine_available},

@@ -127,6 +127,44 @@ TEST(Llama4Item, ScoutLargestImage) {
   EXPECT_FALSE(LargestVisionItem(v).has_value());
 }
 
+// Kimi-VL-A3B's tower (vision_config of tests/data/multimodal_configs.json: patch 14, merge 2 x 2) with
+// its published processor's in_token_limit 4096. vllm kimi_vl.py: the dummy is MaxImageTokenMeta's
+// 1024 x 1024; (1024 // 14)^2 = 5,329 > 4096, so KimiVLImageProcessor.rescale scales each side by
+// sqrt(4096 / 5329) = 64 / 73: int(1024 x 64 / 73) = int(897.75) = 897, padded up to 33 x 28 = 924
+// (pad_input). 924 / 14 = 66 patches a side; the 2 x 2 merge leaves 33 x 33 = 1,089 <|media_pad|>.
+TEST(KimiVlItem, A3bLargestImage) {
+  VisionEncoderSpec v;
+  v.encoder = VisionEncoderKind::kMoonVit;
+  v.projector = VisionProjectorKind::kKimiVl;
+  v.hidden_size = 1152;
+  v.patch_size = 14;
+  v.merge_kernel_h = 2;
+  v.merge_kernel_w = 2;
+  v.in_token_limit = 4096;
+  std::optional<VisionDummyItem> item = LargestVisionItem(v);
+  ASSERT_TRUE(item.has_value());
+  EXPECT_EQ(item->patch_tokens, 66 * 66);
+  EXPECT_EQ(item->embed_rows, 33 * 33);
+  EXPECT_EQ(item->prompt_tokens, 1089);
+  EXPECT_EQ(item->pixel_elements, 66 * 66 * 3 * 14 * 14);  // pixel_values (4356, 3, 14, 14)
+  // A budget the 1024 image stays under (16,384, the 3.2 M pixels Kimi-VL-A3B-Thinking-2506's card
+  // gives): no rescale, 1024 padded to 37 x 28 = 1036, 74 x 74 patches, 37 x 37 tokens.
+  VisionItemRequest r;
+  r.in_token_limit = 16384;
+  item = VisionItem(v, r);
+  EXPECT_EQ(item->patch_tokens, 74 * 74);
+  EXPECT_EQ(item->prompt_tokens, 37 * 37);
+  // A small budget: 1024 x sqrt(1024 / 5329) = 448.87 -> 448 = 16 x 28: 32 x 32 patches, 256 tokens.
+  r.in_token_limit = 1024;
+  EXPECT_EQ(VisionItem(v, r)->prompt_tokens, 256);
+  EXPECT_EQ(ClassifyProcessorKwarg(v, "in_token_limit"), ProcessorKwargEffect::kModelled);
+  EXPECT_EQ(ClassifyProcessorKwarg(v, "max_pixels"), ProcessorKwargEffect::kNotModelled);
+  // No in_token_limit for the tower: no item (the caveat stays).
+  v.in_token_limit = 0;
+  EXPECT_FALSE(LargestVisionItem(v).has_value());
+  EXPECT_EQ(ClassifyProcessorKwarg(v, "in_token_limit"), ProcessorKwargEffect::kNotModelled);
+}
+
 TEST(QwenVlItem, ProcessorTableNamesItsSources) {
   for (const char* cls : {"qwen2_vl_vision", "qwen2_5_vl_vision", "qwen3_vl_vision"}) {
     const JsonValue* p = VisionProcessorTraits(cls);
@@ -137,6 +175,10 @@ TEST(QwenVlItem, ProcessorTableNamesItsSources) {
   ASSERT_NE(llama4, nullptr);
   EXPECT_EQ(*llama4->Find("max_tiles")->AsNumber().integer, 16);
   EXPECT_EQ(llama4->Find("max_pixels"), nullptr);
+  const JsonValue* moonvit = VisionProcessorTraits("moonvit");
+  ASSERT_NE(moonvit, nullptr);
+  EXPECT_EQ(*moonvit->Find("in_token_limit")->AsNumber().integer, 4096);
+  EXPECT_EQ(moonvit->Find("max_pixels"), nullptr);
   EXPECT_EQ(VisionProcessorTraits("siglip_vision_model"), nullptr);
   EXPECT_EQ(VisionProcessorTraits("_about"), nullptr);
 }

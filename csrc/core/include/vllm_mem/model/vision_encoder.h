@@ -101,6 +101,9 @@ struct VisionEncoderSpec {
   int64_t tower_parameters = 0;
   /*! kGemma3n: the embedder's hard-token rows (vision_config.vocab_size). */
   int64_t embedder_vocab_size = 0;
+  /*! Kimi-VL's image processor (KimiVLImageProcessor in_token_limit, from model_families.json
+   *  vision_processors): the most patches an image keeps before it is scaled down; 0: no rule. */
+  int64_t in_token_limit = 0;
 };
 
 /*! \brief Parameters of the tower and projector in the checkpoint (every layer, norms, heads). */

@@ -8,7 +8,8 @@
  * with most features" (vllm/multimodal/profiling.py, each model's ProcessingInfo
  * get_image_size_with_most_features / get_num_image_tokens): Gemma-3 and Mistral-3 from config.json,
  * the Qwen-VL processors from the published preprocessor's max_pixels (VisionEncoderSpec::max_pixels,
- * smart_resize), Llama-4 from the image processor's max_patches (VisionEncoderSpec::max_dynamic_tiles).
+ * smart_resize), Llama-4 from the image processor's max_patches (VisionEncoderSpec::max_dynamic_tiles),
+ * Kimi-VL from its processor's in_token_limit (VisionEncoderSpec::in_token_limit).
  * A tower whose processor has no rule
  * here has no item (nullopt): the plan then keeps the vision-profiling caveat.
  */
@@ -39,9 +40,10 @@ std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec);
 /*! \brief What a serving start asks of the processor beyond its published defaults: vLLM's
  *  --mm-processor-kwargs bounds and the --limit-mm-per-prompt dummy options. 0: not given. */
 struct VisionItemRequest {
-  int64_t max_pixels = 0;  //!< the smart_resize processors' largest area
-  int64_t min_pixels = 0;  //!< their smallest area
-  int64_t width = 0;       //!< the dummy's width (vLLM keeps the smaller of it and the largest image's)
+  int64_t max_pixels = 0;      //!< the smart_resize processors' largest area
+  int64_t min_pixels = 0;      //!< their smallest area
+  int64_t in_token_limit = 0;  //!< Kimi-VL's processor's patch budget (its in_token_limit)
+  int64_t width = 0;           //!< the dummy's width (vLLM keeps the smaller of it and the largest image's)
   int64_t height = 0;
   int64_t num_frames = 1;                           //!< frames: 1 an image, more a video (smart_resize processors)
   std::string field = "limit_mm_per_prompt.image";  //!< named when the processor refuses the size
@@ -50,6 +52,10 @@ struct VisionItemRequest {
 /*! \brief True when \p spec's processor is a smart_resize one (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): the
  *  one kind whose item follows VisionItemRequest's bounds, sizes and frames. */
 bool IsSmartResizeProcessor(const VisionEncoderSpec& spec);
+
+/*! \brief True when \p spec is Kimi-VL's MoonViT with its processor's patch budget: the one kind whose
+ *  item follows VisionItemRequest::in_token_limit. */
+bool IsKimiVlProcessor(const VisionEncoderSpec& spec);
 
 /*! \brief The dummy item vLLM builds for \p request: the largest image (or video of
  *  request.num_frames frames) within the bounds, shrunk to the dummy options' size, as the

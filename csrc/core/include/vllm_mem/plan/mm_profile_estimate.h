@@ -70,6 +70,10 @@ struct MmProfileOptions {
    *  qwen25_vision_qkv_copies, and rotates q and k through float32 (qwen25_vision_fp32_rotary). */
   bool qwen25_vision_qkv_copies = false;
   bool qwen25_vision_fp32_rotary = false;
+  /*! The release runs MoonViT's attention through torch SDPA with a dense [1, N, N] boolean mask
+   *  over every patch of the batch, on the math path (vllm_versions.json moonvit_dense_attention_mask);
+   *  else through vLLM's MMEncoderAttention with per-image cu_seqlens. */
+  bool moonvit_dense_attention_mask = true;
 };
 
 /*! \brief The multimodal profile run, term by term (bytes on one GPU). */
@@ -83,7 +87,7 @@ struct MmProfileBreakdown {
   int64_t items = 0;                          //!< dummy items encoded
   int64_t pixel_bytes = 0;                    //!< the dummy pixel_values, alive to profile_run's end
   int64_t encoder_output_bytes = 0;           //!< cached embeddings, alive through the text phases
-  int64_t attention_mask_bytes = 0;           //!< Pixtral's dense block mask (releases that build it)
+  int64_t attention_mask_bytes = 0;           //!< Pixtral's / MoonViT's dense masks (releases that build them)
   int64_t encoder_layer_bytes = 0;            //!< the tower's largest layer working set
   int64_t encoder_phase_bytes = 0;            //!< pixels + mask + layer working set
   int64_t resident_bytes = 0;                 //!< pixels + cached embeddings, beside the text phases

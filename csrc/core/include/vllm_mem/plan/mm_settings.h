@@ -63,6 +63,7 @@ struct MmProcessorKwargs {
   int64_t min_pixels = 0;         //!< their smallest area
   int64_t longest_edge = 0;       //!< size.longest_edge: Qwen2-VL's image processor's max_pixels spelling
   int64_t shortest_edge = 0;      //!< size.shortest_edge: its min_pixels spelling
+  int64_t in_token_limit = 0;     //!< Kimi-VL's image processor's patch budget (KimiVLImageProcessor)
   std::vector<std::string> keys;  //!< every top-level key, sorted
   std::string text;               //!< the JSON text it was read from (what a caller reads back)
   bool IsSet() const { return !keys.empty(); }
