@@ -127,20 +127,21 @@ TEST(Llama4Item, ScoutLargestImage) {
   EXPECT_FALSE(LargestVisionItem(v).has_value());
 }
 
+// moonshotai/Kimi-VL-A3B-Instruct as tests/data/multimodal_configs.json collects it (its keys only).
+constexpr const char* kKimiVlA3b =
+    R"JSON({"architectures": ["KimiVLForConditionalGeneration"], "model_type": "kimi_vl", "media_placeholder_token_id": 163605, "vision_config": {"model_type": "moonvit", "patch_size": 14, "init_pos_emb_height": 64, "init_pos_emb_width": 64, "num_attention_heads": 16, "num_hidden_layers": 27, "hidden_size": 1152, "intermediate_size": 4304, "merge_kernel_size": [2, 2]}, "text_config": {"model_type": "deepseek_v3", "vocab_size": 163840, "max_position_embeddings": 131072, "hidden_size": 2048, "intermediate_size": 11264, "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2, "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1, "topk_method": "noaux_tc", "n_group": 1, "topk_group": 1, "norm_topk_prob": true, "scoring_func": "sigmoid", "routed_scaling_factor": 2.446, "kv_lora_rank": 512, "q_lora_rank": null, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "rope_theta": 800000.0, "hidden_act": "silu", "torch_dtype": "bfloat16"}})JSON";
+
 // Kimi-VL-A3B's tower (vision_config of tests/data/multimodal_configs.json: patch 14, merge 2 x 2) with
 // its published processor's in_token_limit 4096. vllm kimi_vl.py: the dummy is MaxImageTokenMeta's
 // 1024 x 1024; (1024 // 14)^2 = 5,329 > 4096, so KimiVLImageProcessor.rescale scales each side by
 // sqrt(4096 / 5329) = 64 / 73: int(1024 x 64 / 73) = int(897.75) = 897, padded up to 33 x 28 = 924
 // (pad_input). 924 / 14 = 66 patches a side; the 2 x 2 merge leaves 33 x 33 = 1,089 <|media_pad|>.
 TEST(KimiVlItem, A3bLargestImage) {
-  VisionEncoderSpec v;
-  v.encoder = VisionEncoderKind::kMoonVit;
-  v.projector = VisionProjectorKind::kKimiVl;
-  v.hidden_size = 1152;
-  v.patch_size = 14;
-  v.merge_kernel_h = 2;
-  v.merge_kernel_w = 2;
-  v.in_token_limit = 4096;
+  const ModelSpec s = ModelSpec::FromHfConfigText(kKimiVlA3b);
+  ASSERT_TRUE(s.vision.has_value());
+  EXPECT_TRUE(s.caveats.empty());  // the profiling caveat gave way to the rule
+  VisionEncoderSpec v = *s.vision;
+  EXPECT_EQ(v.in_token_limit, 4096);  // model_families.json vision_processors.moonvit
   std::optional<VisionDummyItem> item = LargestVisionItem(v);
   ASSERT_TRUE(item.has_value());
   EXPECT_EQ(item->patch_tokens, 66 * 66);
