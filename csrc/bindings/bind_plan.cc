@@ -460,11 +460,15 @@ void BindPlan(py::module_& m) {
       .def_readonly("fits_after", &PlanSuggestion::fits_after)
       .def_readonly("reason", &PlanSuggestion::reason);
   m.def(
-      "evaluate_plan", [](const ModelSpec& spec, const PlanInputs& inputs) { return EvaluatePlan(spec, inputs); },
+      "evaluate_plan", [](const ModelSpec& spec, const PlanInputs& inputs) {
+        return OnHeap([&] { return EvaluatePlan(spec, inputs); });
+      },
       py::arg("spec"), py::arg("inputs"), py::call_guard<py::gil_scoped_release>());
   m.def(
       "evaluate_plan",
-      [](const SizingCache& cache, const PlanInputs& inputs) { return EvaluatePlan(cache, inputs); },
+      [](const SizingCache& cache, const PlanInputs& inputs) {
+        return OnHeap([&] { return EvaluatePlan(cache, inputs); });
+      },
       py::arg("cache"), py::arg("inputs"));
   m.def("suggest_plan_changes", &SuggestPlanChanges, py::arg("spec"), py::arg("plan"),
         py::call_guard<py::gil_scoped_release>());

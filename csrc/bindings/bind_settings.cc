@@ -31,15 +31,6 @@ namespace py = pybind11;
 namespace vllm_mem::bindings {
 namespace {
 
-/*! The plan \p evaluate returns, built where Python will own it: the returned prvalue
- *  initializes the heap object itself (C++17's guaranteed elision), so pybind11 takes the
- *  pointer instead of moving the plan's 3.5 KB and its strings into a new object (a tenth of a
- *  plan() call). */
-template <typename Evaluate>
-std::unique_ptr<StartupPlan> OnHeap(Evaluate&& evaluate) {
-  return std::unique_ptr<StartupPlan>(new StartupPlan(evaluate()));
-}
-
 /*! vllm_mem.errors.InvalidArgumentTypeError naming the field, worded by the Python layer's one
  *  vocabulary (_validate.bad_type: "field: must be ...; got VALUE"). */
 [[noreturn]] void RaiseType(const std::string& field, const std::string& expected, py::handle value) {

@@ -349,6 +349,8 @@ class ModelSpec:
         compute capability 8.0): "" (the default) counts the checkpoint's tensors as stored; a
         kernel also puts the MoE experts in vLLM's Marlin MoE layout and counts the Marlin
         workspaces for an H100's 132 SMs (``plan()`` uses its GPU's).
+        A rotary table vLLM builds at the served length (MiniMax-Text-01's) is counted at the
+        config's ``max_position_embeddings`` here; :func:`vllm_mem.plan` counts it at its length.
         """
         tp = tensor_parallel_size
         if (tp.__class__ is int and 1 <= tp <= _MAX_TP and quantization is None and pipeline_parallel_size.__class__

@@ -187,4 +187,33 @@ def test_plans_end_to_end_on_eight_h200() -> None:
     )
     assert plan.fits and plan.kv_cache is not None
     assert plan.kv_cache.attention_block_size == 512
-    assert any("rotary table" in c for c in vllm_mem.ModelSpec.from_hf_config(MINIMAX_M1).caveats)
+
+
+@pytest.mark.parametrize("max_model_len", [4096, 131072, 1_000_000])
+def test_plan_counts_the_rotary_table_at_the_served_length(max_model_len: int) -> None:
+    """MiniMaxText01Model builds its float32 rotary table at min(max_position_embeddings,
+    max_model_len) positions (minimax_text_01.py: the model's max_model_len copied onto the config,
+    then get_rope(max_position=min(...))), so the plan's weights are the breakdown's, which counts the
+    config's 10,240,000 rows, less the rows past the served length, x rotary_dim 64 x 4 bytes."""
+    tp = 8
+    full = vllm_mem.ModelSpec.from_hf_config(MINIMAX_M1).weight_breakdown(tensor_parallel_size=tp)
+    plan = vllm_mem.plan(MINIMAX_M1, gpu="H200", tensor_parallel_size=tp, max_model_len=max_model_len,
+                         enable_prefix_caching=False)
+    rows_not_built = 10_240_000 - max_model_len
+    assert plan.weights_bytes == full["per_pp_rank"][0]["total_bytes"] - rows_not_built * 64 * 4
+    assert not any("rotary table" in c for c in vllm_mem.ModelSpec.from_hf_config(MINIMAX_M1).caveats)
+
+
+def test_the_length_cap_is_minimax_s_alone() -> None:
+    """Other families' tables keep the config's rows at any length (get_rope(max_position=
+    max_position_embeddings)): Llama-3.1-8B's bf16 table is 131,072 x 128 x 2 bytes at 4,096 tokens too."""
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+             "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "num_hidden_layers": 32, "vocab_size": 128256, "max_position_embeddings": 131072,
+             "rope_theta": 500000.0, "torch_dtype": "bfloat16",
+             "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    plan = vllm_mem.plan(llama, gpu="H100", max_model_len=4096)
+    assert plan.weights_bytes == vllm_mem.ModelSpec.from_hf_config(llama).weight_bytes()
+    assert vllm_mem.ModelSpec.from_hf_config(llama).weight_breakdown()["per_pp_rank"][0]["buffer_bytes"] == (
+        131072 * 128 * 2)

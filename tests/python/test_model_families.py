@@ -240,6 +240,14 @@ def test_docs_family_table_agrees_with_supported_model_types() -> None:
             vllm_mem.ModelSpec.from_hf_config(_config(model_type))
 
 
+def test_zamba_v1_is_refused_as_a_model_vllm_does_not_serve() -> None:
+    # vllm/model_executor/models/registry.py's text-generation table maps Zamba2ForCausalLM and no
+    # ZambaForCausalLM, so the refusal says so rather than promising a rule later.
+    with pytest.raises(NotImplementedError, match="not served by vLLM") as e:
+        vllm_mem.ModelSpec.from_hf_config(_config("zamba"))
+    assert "Zamba2ForCausalLM" in str(e.value) and "Mamba" in str(e.value)
+
+
 def test_empty_kv_cache_dtype_is_refused_not_read_as_auto() -> None:
     with pytest.raises(ValueError, match="kv_cache_dtype"):
         vllm_mem.kv_cache_capacity(PHI4, 4 * GIB, max_model_len=2048, kv_cache_dtype="")

@@ -310,7 +310,7 @@ WeightBreakdown ComputeHybridWeights(const ModelSpec& spec, const WeightOptions&
   const int64_t embedding_bytes = Mul(Mul(VocabRowsPerRank(spec.vocab_size, tp), spec.hidden_size), dt);
   // The rotary cos/sin cache: none where the family's attention has no RoPE (Jamba, Nemotron-H,
   // Granite-4.0-H with position_embedding_type "nope", Mamba-2: rope_cache_positions 0).
-  const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
+  const int64_t rope_bytes = RotaryCacheBytes(spec, dt, options.max_model_len);
 
   for (int64_t rank = 0; rank < pp; ++rank) {
     RankWeights r;

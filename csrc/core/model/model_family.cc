@@ -22,7 +22,8 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
                         "qk_norm", "parallel_block", "attention_sinks", "router_bias", "attn_output_gate",
                         "moe_experts_use_intermediate_size", "mamba_dt_norms", "router_score_bias", "attention_free",
                         "moe_per_layer_lists", "moe_needs_two_experts", "sparse_indexer",
-                        "per_layer_intermediate_size", "lm_head_is_embedding", "lora_embedding_modules"}) {
+                        "per_layer_intermediate_size", "lm_head_is_embedding", "lora_embedding_modules",
+                        "rope_rows_capped_by_max_model_len"}) {
     if (key == b) return value.IsBool();
   }
   for (const char* s :

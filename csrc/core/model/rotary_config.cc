@@ -182,6 +182,7 @@ void ReadRotary(const std::string& model_type, const JsonValue& text, int64_t he
   const std::string type = RopeType(scaling);
   if (scaling != nullptr) positions = CachePositions(type, *scaling, text, positions, t);
   t.rope_cache_positions = std::max<int64_t>(positions, 0);
+  t.rope_rows_capped_by_max_model_len = FamilyFlag(model_type, "rope_rows_capped_by_max_model_len", false);
   // The table's rows only: the derived max_model_len still reads the (scaled) length above.
   if (scaling != nullptr && IsMrope(*scaling, type)) {
     t.rope_table_rows = Scaled(t.rope_cache_positions, kMropeCacheFactor);

@@ -603,9 +603,12 @@ int64_t RotaryDim(const ModelSpec& spec) {
 
 /*! The rotary cos/sin caches one rank holds: one per distinct get_rope key, the global one and Gemma-3's
  *  local one; longrope's short cache shares the long cache's buffer. */
-int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes) {
-  const int64_t global_rows =
+int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t max_model_len) {
+  int64_t global_rows =
       spec.traits.rope_table_rows > 0 ? spec.traits.rope_table_rows : spec.traits.rope_cache_positions;
+  if (spec.traits.rope_rows_capped_by_max_model_len && max_model_len > 0) {
+    global_rows = std::min(global_rows, max_model_len);
+  }
   // DeepSeek-V3.2's indexer builds its own NeoX-style rope beside MLA's (vLLM PR #28968, deepseek_v2.py
   // indexer_rope_emb): get_rope keys its caches by is_neox_style, so a second cache of the same rows.
   const int64_t indexer_rope_rows = spec.mla && spec.mla->index_head_dim > 0 ? global_rows : 0;
@@ -709,7 +712,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& spec, const WeightOptions& optio
   const int64_t lm_head_bytes =
       Mul(Add(Mul(vocab_rows, EmbedDim(spec)), spec.traits.lm_head_bias ? vocab_rows : 0), lm_head_dt);
   const int64_t final_norm_bytes = Mul(FinalNormElements(spec), dt);
-  const int64_t rope_bytes = RotaryCacheBytes(spec, dt);
+  const int64_t rope_bytes = RotaryCacheBytes(spec, dt, options.max_model_len);
   const Tensors extras = EmbeddingExtras(spec, tp, VocabRowsPerRank(spec.traits.per_layer_input_vocab_size, tp));
   const std::array<std::optional<Tensors>, kLayerKinds> kinds = DescribeKinds(spec, tp, quant, pad);
 

@@ -124,8 +124,9 @@ int64_t RotaryDim(const ModelSpec& spec);
 /*! \brief The rotary cos/sin caches one rank holds (every rank builds its layers' rope), in
  *  \p dtype_bytes per element: the global table (traits.rope_table_rows when the table's rows differ
  *  from the length, as multimodal rope's 4 x), Gemma-3's local one, longrope's short cache and
- *  DeepSeek-V3.2's indexer table. Dense and hybrid counts alike. */
-int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes);
+ *  DeepSeek-V3.2's indexer table; the global table at min(rows, \p max_model_len) where the family
+ *  caps it (MiniMax-Text-01; 0: uncapped). Dense and hybrid counts alike. */
+int64_t RotaryCacheBytes(const ModelSpec& spec, int64_t dtype_bytes, int64_t max_model_len);
 
 /*! \brief The vision tower's and projector's parameters (0 without one). */
 int64_t VisionParameters(const ModelSpec& spec);

@@ -336,6 +336,8 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
   wo.tensor_parallel_size = in.tensor_parallel_size;
   wo.pipeline_parallel_size = in.pipeline_parallel_size;
   wo.mxfp4_hopper_value_align = in.mxfp4_hopper_value_align;
+  // The length vLLM builds the model at (before any --max-model-len auto fit).
+  if (run.spec.traits.rope_rows_capped_by_max_model_len) wo.max_model_len = run.kv_options.max_model_len;
   PickWeightKernels(run.spec, in, wo);
   // The model's remembered breakdown for these weight settings, when the caller keeps one.
   std::shared_ptr<const WeightBreakdown> remembered;

@@ -142,6 +142,10 @@ struct ArchitectureTraits {
    *  config's (Cohere: model_max_length, which vLLM's max_model_len ignores as the larger of
    *  its length keys). 0: rope_cache_positions. */
   int64_t rope_table_rows = 0;
+  /*! The family's model passes get_rope min(max_position_embeddings, max_model_len) (MiniMax-
+   *  Text-01: 10,240,000 positions, a float32 table of 2.44 GiB at the config's length), so the
+   *  table's rows follow the served length (WeightOptions::max_model_len). */
+  bool rope_rows_capped_by_max_model_len = false;
   /*! Rows of a second cos/sin cache for sliding layers with their own rope (Gemma-3's
    *  rope_local_base_freq, unscaled): vLLM's get_rope keys caches by (head_size, rotary_dim,
    *  max_position, base, rope_scaling), so a different base or scaling is a second cache.

@@ -55,6 +55,11 @@ struct WeightOptions {
    *  Read only where mp_linear_kernel is set; the plan takes it from the catalog GPU, the
    *  default is the H100 SXM's 132. */
   int64_t gpu_sm_count = 132;
+  /*! The served --max-model-len, read only where the family's rotary table follows it
+   *  (ArchitectureTraits::rope_rows_capped_by_max_model_len: min(max_position_embeddings, this)
+   *  rows); 0: the config's rows. plan() sets it for those families only, so every other model
+   *  keeps one remembered breakdown per weight setting whatever the length. */
+  int64_t max_model_len = 0;
 
   /*! Every field: the SizingCache keeps a breakdown per options, so a field added here is
    *  compared without a second list to keep in step. */
