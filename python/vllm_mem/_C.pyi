@@ -747,7 +747,7 @@ class KvCacheSettings:
     @property
     def enable_prefix_caching(self) -> bool | None:
         """
-        Prefix caching (a hybrid model then runs mamba_cache_mode align or all, as its class decides)
+        Prefix caching (a hybrid model then runs mamba_cache_mode align; before 0.28 as its class decides)
         """
     @enable_prefix_caching.setter
     def enable_prefix_caching(self, value: bool | None) -> None:
