@@ -76,6 +76,16 @@ inline void RequirePositiveAtMost(int64_t value, int64_t bound, const char* fiel
 /*! \brief ceil(a / b) for a >= 0, b > 0 (vLLM's cdiv). */
 inline int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
+/*! PyTorch's caching allocator rounds every block up to 512 bytes (kMinBlockSize in
+ *  c10/cuda/CUDACachingAllocator.cpp). */
+inline constexpr int64_t kAllocatorMinBlockBytes = 512;
+
+/*! \brief A tensor of \p bytes as the caching allocator holds it, which is what
+ *  torch.cuda.memory_allocated (and so vLLM's printed figures) count for a small tensor. */
+inline int64_t AllocatorBlockBytes(int64_t bytes, const char* field) {
+  return CheckedMul(CeilDiv(bytes, kAllocatorMinBlockBytes), kAllocatorMinBlockBytes, field);
+}
+
 /*! \brief Floor division that rounds toward negative infinity, as Python's //. */
 inline int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;

@@ -34,15 +34,10 @@ namespace {
 
 constexpr const char* kField = "weights";  // overflow errors name the computation
 constexpr int64_t kInt32Bytes = 4;
-/*! The PyTorch caching allocator rounds every block to 512 bytes (kMinBlockSize in
- *  c10/cuda/CUDACachingAllocator.cpp), which is what torch.cuda.memory_allocated and so vLLM's
- *  "Model loading took" count for a small tensor. */
-constexpr int64_t kAllocatorBlockBytes = 512;
 constexpr int64_t kMarlinLinearBlocksPerSm = 1;  // MarlinLinearKernel: marlin_make_workspace_new(device)
 
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
-int64_t RoundUpTo(int64_t a, int64_t multiple) { return Mul(CeilDiv(a, multiple), multiple); }
 
 /*! The checkpoint's method family: "awq", "gptq", "compressed-tensors", or "" (no WNA16 kernel). */
 std::string Wna16Family(const QuantizationSpec& q) {
@@ -141,7 +136,7 @@ void CheckMpLinearKernel(const WeightOptions& options) {
 }  // namespace
 
 int64_t MarlinWorkspaceBytes(int64_t sm_count, int64_t blocks_per_sm) {
-  return RoundUpTo(Mul(Mul(sm_count, blocks_per_sm), kInt32Bytes), kAllocatorBlockBytes);
+  return AllocatorBlockBytes(Mul(Mul(sm_count, blocks_per_sm), kInt32Bytes), kField);
 }
 
 bool HasWna16Linears(const QuantizationSpec& q) {

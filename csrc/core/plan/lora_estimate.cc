@@ -74,8 +74,8 @@ int64_t DecoderLayerSlotElems(const ModelSpec& spec, const LoraOptions& o, const
   return CheckedAdd(e, LinearSlotElems(1, r, inter, row_b_out, r), kField);
 }
 
-/*! A tensor's bytes as the caching allocator counts them (512-byte blocks). */
-int64_t Allocated(int64_t bytes) { return CeilDiv(bytes, 512) * 512; }
+/*! A tensor's bytes as the caching allocator counts them (its 512-byte blocks). */
+int64_t Allocated(int64_t bytes) { return AllocatorBlockBytes(bytes, kField); }
 
 /*! The Punica wrapper's GPU index tensors (vllm/lora/punica_wrapper/punica_base.py and
  *  punica_gpu.py with lora_kernel_metadata.py): int64 _token_lora_indices (T), _sampler_indices
