@@ -17,6 +17,7 @@ stages on, and its budget (utilization, free memory, KV bytes or blocks) is what
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,16 +49,12 @@ FIXED_BY_THE_STAGE: dict[str, str] = {
     "num_gpu_blocks_override": _BYTES,
 }
 
-_ACCEPTED: frozenset[str] | None = None
-
-
+@functools.cache
 def accepted_options() -> frozenset[str]:
-    """The plan options a stage need takes: plan()'s keywords less those the stage fixes."""
-    global _ACCEPTED
-    if _ACCEPTED is None:
-        names = {row["name"] for row in _C.plan_settings()} | set(_PLAN_KEYWORDS)
-        _ACCEPTED = frozenset(names - set(FIXED_BY_THE_STAGE))
-    return _ACCEPTED
+    """The plan options a stage need takes: plan()'s keywords less those the stage fixes (read
+    from the settings table on first use, not at import)."""
+    names = {row["name"] for row in _C.plan_settings()} | set(_PLAN_KEYWORDS)
+    return frozenset(names - set(FIXED_BY_THE_STAGE))
 
 
 def check_plan_options(options: Any, where: str) -> dict[str, Any]:
