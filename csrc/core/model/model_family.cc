@@ -5,6 +5,7 @@
 #include "vllm_mem/model/model_family.h"
 
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 
 #include "vllm_mem/base/json.h"
@@ -122,48 +123,47 @@ bool CountAtMost(const JsonValue* v, int64_t bound) {
  *  processor's bound). */
 bool PixelBound(const JsonValue* v) { return CountAtMost(v, int64_t{1} << 31); }
 
+/*! Each entry of the optional table \p key (its "_about" skipped) must name a non-empty source and
+ *  pass \p valid; else a logic_error "<key>.<entry> needs a source and <needs>". */
+template <typename Valid>
+void CheckSourcedTable(const JsonValue* table, const std::string& key, const char* needs, Valid valid) {
+  if (table == nullptr) return;
+  if (!table->IsObject()) throw std::logic_error("model_families.json: '" + key + "' must be an object");
+  for (const auto& [name, entry] : table->AsObject()) {
+    if (name == "_about") continue;
+    const JsonValue* source = entry.Find("source");
+    if (source == nullptr || !source->IsString() || source->AsString().empty() || !valid(entry)) {
+      throw std::logic_error("model_families.json: " + key + "." + name + " needs a source and " + needs);
+    }
+  }
+}
+
 /*! "vision_processors": per vision_config class, the source and one bound: a smart_resize processor's
  *  max_pixels and min_pixels, a tiling processor's max_tiles (Llama-4's max_patches), or Kimi-VL's
  *  in_token_limit (the most patches an image keeps; MoonViT's grid is at most 512 x 512). */
 void CheckVisionProcessors(const JsonValue* table) {
-  if (table == nullptr) return;
-  if (!table->IsObject()) throw std::logic_error("model_families.json: 'vision_processors' must be an object");
-  for (const auto& [cls, entry] : table->AsObject()) {
-    if (cls == "_about") continue;
-    const JsonValue* source = entry.Find("source");
-    const bool has_pixels = entry.Find("max_pixels") != nullptr || entry.Find("min_pixels") != nullptr;
-    const int bounds = (has_pixels ? 1 : 0) + (entry.Find("max_tiles") != nullptr ? 1 : 0) +
-                       (entry.Find("in_token_limit") != nullptr ? 1 : 0);
-    const bool valid = (PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"))) ||
-                       CountAtMost(entry.Find("max_tiles"), 256) ||
-                       CountAtMost(entry.Find("in_token_limit"), int64_t{512} * 512);
-    const bool ok = source != nullptr && source->IsString() && !source->AsString().empty() && bounds == 1 && valid;
-    if (!ok) {
-      throw std::logic_error(
-          "model_families.json: vision_processors." + cls +
-          " needs a source and max_pixels and min_pixels, or max_tiles alone, or in_token_limit alone");
-    }
-  }
+  CheckSourcedTable(
+      table, "vision_processors", "max_pixels and min_pixels, or max_tiles alone, or in_token_limit alone",
+      [](const JsonValue& entry) {
+        const bool has_pixels = entry.Find("max_pixels") != nullptr || entry.Find("min_pixels") != nullptr;
+        const int bounds = (has_pixels ? 1 : 0) + (entry.Find("max_tiles") != nullptr ? 1 : 0) +
+                           (entry.Find("in_token_limit") != nullptr ? 1 : 0);
+        const bool valid = (PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"))) ||
+                           CountAtMost(entry.Find("max_tiles"), 256) ||
+                           CountAtMost(entry.Find("in_token_limit"), int64_t{512} * 512);
+        return bounds == 1 && valid;
+      });
 }
 
 /*! timm_vision_towers: each architecture's parameter count and output channels, both positive
  *  integers, with its source. */
 void CheckTimmVisionTowers(const JsonValue* table) {
-  if (table == nullptr) return;
-  if (!table->IsObject()) throw std::logic_error("model_families.json: 'timm_vision_towers' must be an object");
-  for (const auto& [name, entry] : table->AsObject()) {
-    if (name == "_about") continue;
-    const JsonValue* source = entry.Find("source");
-    bool ok = source != nullptr && source->IsString() && !source->AsString().empty();
-    for (const char* key : {"parameters", "out_channels"}) {
-      const JsonValue* n = entry.Find(key);
-      ok = ok && n != nullptr && n->IsNumber() && n->AsNumber().integer && *n->AsNumber().integer > 0;
-    }
-    if (!ok) {
-      throw std::logic_error("model_families.json: timm_vision_towers." + name +
-                             " needs a source and positive integer parameters and out_channels");
-    }
-  }
+  constexpr int64_t kAnyCount = std::numeric_limits<int64_t>::max();
+  CheckSourcedTable(table, "timm_vision_towers", "positive integer parameters and out_channels",
+                    [](const JsonValue& entry) {
+                      return CountAtMost(entry.Find("parameters"), kAnyCount) &&
+                             CountAtMost(entry.Find("out_channels"), kAnyCount);
+                    });
 }
 
 /*! The parsed file. A malformed file is a build defect that tests/cpp/model/test_model_family
