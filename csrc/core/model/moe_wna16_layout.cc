@@ -51,13 +51,6 @@ constexpr int64_t kMarlinMoeBlocksPerSm =
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
 
-/*! The checkpoint's method family: "awq", "gptq", "compressed-tensors", or "" (no WNA16 experts). */
-std::string Family(const QuantizationSpec& q) {
-  if (!HasWna16Linears(q)) return "";
-  if (q.method.rfind("awq", 0) == 0) return "awq";
-  return q.method.rfind("gptq", 0) == 0 ? "gptq" : "compressed-tensors";
-}
-
 /*! A layer's routed experts as DescribeMlp lists them: the fused gate/up (in = hidden) and down
  *  (in = intermediate per rank) projections, E copies each. */
 struct ExpertPair {
@@ -139,7 +132,7 @@ int64_t Replaced(const Linear& l, const QuantizationSpec& q, int64_t dtype_bytes
 void AddWna16MoeLayout(RankWeights& r, const std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
                        int64_t dtype_bytes, int64_t times, const WeightOptions& options) {
   if (options.mp_linear_kernel.empty() || !q) return;
-  const std::string family = Family(*q);
+  const std::string family = Wna16Family(*q);
   // Asymmetric GPTQ is not gptq_marlin's: vLLM's plain gptq method keeps the checkpoint's layout.
   if (family.empty() || (family == "gptq" && !q->gptq_symmetric)) return;
   const ExpertPair e = FindExperts(linears);

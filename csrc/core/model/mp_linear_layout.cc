@@ -39,13 +39,6 @@ constexpr int64_t kMarlinLinearBlocksPerSm = 1;  // MarlinLinearKernel: marlin_m
 int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b, kField); }
 int64_t Add(int64_t a, int64_t b) { return CheckedAdd(a, b, kField); }
 
-/*! The checkpoint's method family: "awq", "gptq", "compressed-tensors", or "" (no WNA16 kernel). */
-std::string Wna16Family(const QuantizationSpec& q) {
-  if (!HasWna16Linears(q)) return "";
-  if (q.method.rfind("awq", 0) == 0) return "awq";
-  return q.method.rfind("gptq", 0) == 0 ? "gptq" : "compressed-tensors";
-}
-
 /*! MPLinearLayerConfig.zero_points: AWQ's zero_point, compressed-tensors' asymmetric schemes;
  *  gptq_marlin serves symmetric GPTQ only (its TYPE_MAP), so never for GPTQ. */
 bool KernelZeroPoints(const QuantizationSpec& q, const std::string& family) { return family != "gptq" && q.zero_point; }
@@ -134,6 +127,12 @@ void CheckMpLinearKernel(const WeightOptions& options) {
 }
 
 }  // namespace
+
+std::string Wna16Family(const QuantizationSpec& q) {
+  if (!HasWna16Linears(q)) return "";
+  if (q.method.rfind("awq", 0) == 0) return "awq";
+  return q.method.rfind("gptq", 0) == 0 ? "gptq" : "compressed-tensors";
+}
 
 int64_t MarlinWorkspaceBytes(int64_t sm_count, int64_t blocks_per_sm) {
   return AllocatorBlockBytes(Mul(Mul(sm_count, blocks_per_sm), kInt32Bytes), kField);

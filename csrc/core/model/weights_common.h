@@ -86,6 +86,10 @@ void AddMpLinearLayout(RankWeights& r, const std::vector<Linear>& linears, const
 void AddWna16MoeLayout(RankWeights& r, const std::vector<Linear>& linears, const std::optional<QuantizationSpec>& q,
                        int64_t dtype_bytes, int64_t times, const WeightOptions& options);
 
+/*! \brief The WNA16 checkpoint's method family, "awq", "gptq" or "compressed-tensors", which picks
+ *  the layouts its linears and experts keep; "" when it has no WNA16 linears (mp_linear_layout.cc). */
+std::string Wna16Family(const QuantizationSpec& q);
+
 /*! \brief A Marlin workspace of \p blocks_per_sm int32 per SM as the caching allocator holds it
  *  (rounded up to its 512-byte blocks): marlin_utils.py marlin_make_workspace_new. */
 int64_t MarlinWorkspaceBytes(int64_t sm_count, int64_t blocks_per_sm);
