@@ -205,17 +205,99 @@ def test_unknown_modalities_and_wrong_types_name_the_field() -> None:
     assert e.value.field == "mm_processor_kwargs.max_pixels"
 
 
-def test_qwen3_vl_video_is_refused_where_it_may_be_profiled() -> None:
-    """Qwen3-VL's video processor has its own bound and frame rule (not modelled). At the published
-    bounds its item is below the image's (PR #34330: 12,288 against 16,384 tokens) and the image is
-    profiled; with images off, or processor bounds given, the plan would be a guess."""
+# Qwen3-VL's dummy video from 0.16.0 (vllm qwen3_vl.py Qwen3VLProcessingInfo.get_max_video_tokens and
+# Qwen3VLDummyInputsBuilder.get_dummy_mm_data after PR #34330; transformers video_processing_qwen3_vl.py
+# smart_resize; the checkpoints' video_preprocessor_config.json size {shortest_edge 4096, longest_edge
+# 25,165,824}): two frames of the size with most features under longest_edge // temporal_patch_size =
+# 12,582,912 pixels = 12,288 merged 32 x 32 patches, the closest factor pair 96 x 128 (3072 x 4096), which
+# 2 frames fit (2 x 3072 x 4096 = 25,165,824): grid 1 x 192 x 256 = 49,152 patches of C x T x p^2 = 1,536
+# pixels, 12,288 tokens whatever max_model_len. Qwen3-VL-8B's tower at 0.19.0 (h 1152): 12 h bf16 a patch,
+# the float32 rotary table (36 x 4 B), three DeepStack features of 4096 a token; each token's cached row is
+# the merger's and the three DeepStack rows (4 x 4096).
+Q3_PATCH_PIXELS = 3 * 2 * 16 * 16
+Q3_LAYER_PER_PATCH = 12 * 1152 * BF16 + 36 * 4
+Q3_TEXT_ROW = 4 * 4096 * BF16
+
+
+def _expect_qwen3(m: dict[str, Any], *, items: int, patches: int, tokens: int) -> None:
+    assert m["items"] == items
+    assert m["pixel_bytes"] == items * patches * Q3_PATCH_PIXELS * BF16
+    assert m["encoder_output_bytes"] == items * tokens * Q3_TEXT_ROW
+    deepstack = 3 * items * (patches // 4) * 4096 * BF16
+    assert m["encoder_layer_bytes"] == items * patches * Q3_LAYER_PER_PATCH + deepstack
+    assert m["encoder_phase_bytes"] == m["pixel_bytes"] + m["encoder_layer_bytes"]
+
+
+def test_qwen3_vl_video_images_off_at_32768_by_hand() -> None:
+    """{"image": 0} at max_model_len 32,768 and 32,768 batched tokens: the 2-frame video's 12,288 tokens
+    (not more frames: the frames do not follow max_model_len), budget max(32768, 12288) = 32,768 holds
+    32768 // 12288 = 2 items (decoder side 256 x min(999, 32768 // 12288 = 2)): 2 x 49,152 patches."""
     from test_families_hybrid import QWEN3_VL_8B
 
-    assert _profile(QWEN3_VL_8B)["modality"] == "image"
+    m = _profile(QWEN3_VL_8B, max_model_len=32768, max_num_batched_tokens=32768, limit_mm_per_prompt={"image": 0})
+    assert m["modality"] == "video" and m["video_frames"] == 2 and m["encoder_budget_tokens"] == 32768
+    _expect_qwen3(m, items=2, patches=49152, tokens=12288)
+
+
+def test_qwen3_vl_video_dummy_size_shrinks_the_item_not_the_budget() -> None:
+    """{"video": {"count": 1, "num_frames": 8, "width": 1000, "height": 700}}, images off, at 8192 tokens:
+    the budget is the largest video's (max(8192, 12288) = 12,288: one item); the encoder runs vLLM's
+    min(4096, 1000) x min(3072, 700) dummy, which the video processor resizes to round(1000 / 32) = 31 x 32
+    = 992 by round(700 / 32) = 22 x 32 = 704: 62 x 44 = 2,728 patches, 682 tokens; num_frames 8 is above
+    the 2 frames and ignored (vLLM warns), so 2 frames."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    options = {"count": 1, "num_frames": 8, "width": 1000, "height": 700}
+    m = _profile(QWEN3_VL_8B, limit_mm_per_prompt={"image": 0, "video": options})
+    assert m["modality"] == "video" and m["video_frames"] == 2 and m["encoder_budget_tokens"] == 12288
+    _expect_qwen3(m, items=1, patches=62 * 44, tokens=682)
+
+
+def test_qwen3_vl_pr_34330_long_video_budget() -> None:
+    """PR #34330's test start-up (Qwen3-VL-4B, whose tower's patch 16 and merge 2 are the 8B's):
+    --mm-processor-kwargs '{"size": {"longest_edge": 234881024, "shortest_edge": 4096}}'
+    --limit-mm-per-prompt.image 0 printed "Encoder cache will be initialized with a budget of 114688
+    tokens, and profiled with 1 video items": 234,881,024 // 2 = 114,688 merged patches, the closest
+    pair 256 x 448 (8192 x 14336), 2 frames of which fit the bound: 114,688 tokens, 458,752 patches."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    size = {"size": {"longest_edge": 234881024, "shortest_edge": 4096}}
+    m = _profile(QWEN3_VL_8B, mm_processor_kwargs=size, limit_mm_per_prompt={"image": 0})
+    assert m["modality"] == "video" and m["encoder_budget_tokens"] == 114688
+    _expect_qwen3(m, items=1, patches=512 * 896, tokens=114688)
+
+
+def test_qwen3_vl_max_pixels_bounds_the_video_and_the_image_wins() -> None:
+    """{"max_pixels": 1003520}: the image is smart_resize(9999999^2, 32) within it, 992^2 (31^2 = 961 tokens);
+    the video keeps its 3072 x 4096 target (get_max_video_tokens reads size only) and the 2 frames are
+    bounded: beta = sqrt(2 x 3072 x 4096 / 1003520), floor(3072 / beta / 32) = 19 and floor(4096 / beta / 32)
+    = 25 merged patches a side: 38 x 50 = 1,900 patches, 475 tokens, so the image is profiled; with images
+    off the video: budget 8192 holds 8192 // 475 = 17 items."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    m = _profile(QWEN3_VL_8B, mm_processor_kwargs=SMALL)
+    assert m["modality"] == "image" and m["items"] == 8192 // 961
+    m = _profile(QWEN3_VL_8B, mm_processor_kwargs=SMALL, limit_mm_per_prompt={"image": 0})
+    assert m["modality"] == "video" and m["video_frames"] == 2
+    _expect_qwen3(m, items=17, patches=38 * 50, tokens=475)
+
+
+def test_qwen3_vl_video_before_0_16_is_refused_where_it_may_be_profiled() -> None:
+    """Before 0.16.0 the release's Qwen3-VL video rule is not recorded (vllm_versions.json
+    qwen3_vl_video_processor_dummy): at the published bounds the image is profiled (the video's 12,288
+    tokens below the image's 16,384), with images off or processor bounds given the plan is refused by
+    name; from 0.16.0 the same settings plan."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    old = "0.15.0"
+    assert _profile(QWEN3_VL_8B, vllm_version=old)["modality"] == "image"
+    assert _profile(QWEN3_VL_8B)["modality"] == "image"  # 0.19.0: 16,384 image tokens against 12,288
     for settings in ({"limit_mm_per_prompt": {"image": 0}}, {"mm_processor_kwargs": SMALL}):
         with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.video"):
-            _profile(QWEN3_VL_8B, **settings)
-    assert _profile(QWEN3_VL_8B, limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)["modality"] == "image"
+            _profile(QWEN3_VL_8B, vllm_version=old, **settings)
+        _profile(QWEN3_VL_8B, vllm_version="0.16.0", **settings)
+    videos_off = {"limit_mm_per_prompt": {"video": 0}, "mm_processor_kwargs": SMALL}
+    assert _profile(QWEN3_VL_8B, vllm_version=old, **videos_off)["modality"] == "image"
 
 
 # ---- every entry point ---------------------------------------------------------------------------------

@@ -143,7 +143,9 @@ void CheckSourcedTable(const JsonValue* table, const std::string& key, const cha
  *  in_token_limit (the most patches an image keeps; MoonViT's grid is at most 512 x 512). */
 void CheckVisionProcessors(const JsonValue* table) {
   CheckSourcedTable(
-      table, "vision_processors", "max_pixels and min_pixels, or max_tiles alone, or in_token_limit alone",
+      table, "vision_processors",
+      "max_pixels and min_pixels (with video_max_pixels and video_min_pixels, or neither), or max_tiles alone, or "
+      "in_token_limit alone",
       [](const JsonValue& entry) {
         const bool has_pixels = entry.Find("max_pixels") != nullptr || entry.Find("min_pixels") != nullptr;
         const int bounds = (has_pixels ? 1 : 0) + (entry.Find("max_tiles") != nullptr ? 1 : 0) +
@@ -151,7 +153,12 @@ void CheckVisionProcessors(const JsonValue* table) {
         const bool valid = (PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"))) ||
                            CountAtMost(entry.Find("max_tiles"), 256) ||
                            CountAtMost(entry.Find("in_token_limit"), int64_t{512} * 512);
-        return bounds == 1 && valid;
+        // A video processor's own bound (Qwen3-VL's) comes as a pair beside the image bound, or not at all.
+        const JsonValue* video_max = entry.Find("video_max_pixels");
+        const JsonValue* video_min = entry.Find("video_min_pixels");
+        const bool video_valid = (video_max == nullptr && video_min == nullptr) ||
+                                 (has_pixels && PixelBound(video_max) && PixelBound(video_min));
+        return bounds == 1 && valid && video_valid;
       });
 }
 

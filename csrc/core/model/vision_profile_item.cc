@@ -65,9 +65,11 @@ VisionDummyItem Mistral3Item(const VisionEncoderSpec& s) {
  *  aspect: beta = sqrt(h * w / max_pixels), side = max(factor, floor(side / beta / factor) * factor)
  *  above, ceil(side * beta / factor) * factor below; in the same double arithmetic as Python (every
  *  operand is an exact double, so each step rounds as Python's does). An aspect ratio above 200 is
- *  refused as transformers refuses it. Returns {height, width}. */
+ *  refused as transformers refuses it. Qwen3-VL's video smart_resize (video_processing_qwen3_vl.py) is
+ *  the same rule over a clip: \p t_bar frames (the frames rounded to the temporal patch) of h_bar x
+ *  w_bar against the bounds, beta from \p frames x h x w; an image is one frame. Returns {height, width}. */
 std::array<int64_t, 2> SmartResize(int64_t h, int64_t w, int64_t factor, int64_t min_pixels, int64_t max_pixels,
-                                   const std::string& field) {
+                                   const std::string& field, int64_t frames = 1, int64_t t_bar = 1) {
   const double fh = static_cast<double>(h);
   const double fw = static_cast<double>(w);
   const double ff = static_cast<double>(factor);
@@ -79,12 +81,13 @@ std::array<int64_t, 2> SmartResize(int64_t h, int64_t w, int64_t factor, int64_t
   auto side = [factor](double x) { return Mul(static_cast<int64_t>(x), factor); };
   int64_t hb = side(std::nearbyint(fh / ff));
   int64_t wb = side(std::nearbyint(fw / ff));
-  if (Mul(hb, wb) > max_pixels) {
-    const double beta = std::sqrt(fh * fw / static_cast<double>(max_pixels));
+  const double ft = static_cast<double>(frames);
+  if (Mul(t_bar, Mul(hb, wb)) > max_pixels) {
+    const double beta = std::sqrt(ft * fh * fw / static_cast<double>(max_pixels));
     hb = std::max(factor, side(std::floor(fh / beta / ff)));
     wb = std::max(factor, side(std::floor(fw / beta / ff)));
-  } else if (Mul(hb, wb) < min_pixels) {
-    const double beta = std::sqrt(static_cast<double>(min_pixels) / (fh * fw));
+  } else if (Mul(t_bar, Mul(hb, wb)) < min_pixels) {
+    const double beta = std::sqrt(static_cast<double>(min_pixels) / (ft * fh * fw));
     hb = side(std::ceil(fh * beta / ff));
     wb = side(std::ceil(fw * beta / ff));
   }
@@ -119,6 +122,28 @@ VisionDummyItem SmartResizeItem(const VisionEncoderSpec& s, const VisionItemRequ
   const int64_t patch_pixels = Mul(Mul(s.num_channels, s.temporal_patch_size), Mul(s.patch_size, s.patch_size));
   item.pixel_elements = Mul(item.patch_tokens, patch_pixels);
   return item;
+}
+
+/*! vllm qwen2_vl.py Qwen2VLProcessingInfo.get_image_size_with_most_features(max_pixels), as Qwen3-VL's
+ *  video asks it: the merged patches max_pixels holds, max_pixels // factor^2, split into the closest
+ *  factor pair rows <= columns (the largest divisor up to its square root), or fewer patches when that
+ *  pair's aspect passes 200 (the processor refuses such an image). Returns {height, width}. */
+std::array<int64_t, 2> MostFeaturesSize(int64_t max_pixels, int64_t factor, const std::string& field) {
+  constexpr int64_t kMaxAspect = 200;
+  for (int64_t cells = max_pixels / Mul(factor, factor); cells > 0; --cells) {
+    int64_t rows = 1;
+    for (auto d = static_cast<int64_t>(std::sqrt(static_cast<double>(cells))) + 1; d > 0; --d) {
+      if (Mul(d, d) <= cells && cells % d == 0) {
+        rows = d;
+        break;
+      }
+    }
+    const int64_t cols = cells / rows;
+    if (cols <= Mul(kMaxAspect, rows)) return {Mul(factor, rows), Mul(factor, cols)};
+  }
+  throw InvalidArgument(field, "the video bound (size.longest_edge / temporal_patch_size = " +
+                                   std::to_string(max_pixels) + " pixels) holds no " + std::to_string(factor) + " x " +
+                                   std::to_string(factor) + " merged patch (vLLM's dummy video would be empty)");
 }
 
 /*! Tokens a CLIP / SigLIP tower runs per image_size tile: (image_size / patch)^2 patches, plus
@@ -309,6 +334,45 @@ bool IsKimiVlProcessor(const VisionEncoderSpec& spec) {
   // MoonViT under the Kimi-VL projector, with its processor's patch budget (vision_processors).
   return spec.encoder == VisionEncoderKind::kMoonVit && spec.projector == VisionProjectorKind::kKimiVl &&
          spec.in_token_limit > 0 && spec.merge_kernel_h > 0 && spec.merge_kernel_w > 0;
+}
+
+std::optional<VisionDummyItem> Qwen3VlVideoItem(const VisionEncoderSpec& s, const VisionItemRequest& r) {
+  if (!IsSmartResizeProcessor(s) || s.video_max_pixels <= 0) return std::nullopt;
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
+  const int64_t t = s.temporal_patch_size;
+  const int64_t frames = kQwen3VlDummyVideoFrames;
+  if (t > frames) {
+    throw InvalidArgument(r.field, "t:2 must be larger than temporal_factor:" + std::to_string(t) +
+                                       " (transformers' video smart_resize refuses vLLM's 2-frame dummy video)");
+  }
+  // The target under size.longest_edge // temporal_patch_size ("video_max_pixels contains the temporal
+  // compression factor"), then _get_vision_info's video smart_resize at 2 frames within the video
+  // processor's size merged with mm_processor_kwargs size, min_pixels and max_pixels.
+  const int64_t target_bound = (r.size_longest_edge > 0 ? r.size_longest_edge : s.video_max_pixels) / t;
+  const int64_t max_pixels = r.max_pixels > 0 ? r.max_pixels : s.video_max_pixels;
+  const int64_t min_pixels = r.min_pixels > 0 ? r.min_pixels : s.video_min_pixels;
+  const int64_t t_bar =
+      Mul(static_cast<int64_t>(std::nearbyint(static_cast<double>(frames) / static_cast<double>(t))), t);
+  const std::array<int64_t, 2> target = MostFeaturesSize(target_bound, factor, r.field);
+  const std::array<int64_t, 2> video =
+      SmartResize(target[0], target[1], factor, min_pixels, max_pixels, r.field, frames, t_bar);
+  // The dummy options only shrink it (min with the option); the video processor resizes the dummy again
+  // (its frames are (width, height) arrays until PR #56385: the transposed size has the same patch count).
+  const int64_t h = r.height > 0 ? std::min(r.height, video[0]) : video[0];
+  const int64_t w = r.width > 0 ? std::min(r.width, video[1]) : video[1];
+  if (h < factor || w < factor) {
+    throw InvalidArgument(r.field, "height:" + std::to_string(h) + " or width:" + std::to_string(w) +
+                                       " must be larger than factor:" + std::to_string(factor) +
+                                       " (transformers' video smart_resize refuses the dummy video)");
+  }
+  const std::array<int64_t, 2> resized = SmartResize(h, w, factor, min_pixels, max_pixels, r.field, frames, t_bar);
+  const int64_t grid_t = std::max<int64_t>(CeilDiv(frames, t), 1);  // round_up(frames, T) // T
+  VisionDummyItem item;
+  item.patch_tokens = Mul(grid_t, Mul(resized[0] / s.patch_size, resized[1] / s.patch_size));
+  item.embed_rows = item.patch_tokens / Mul(s.spatial_merge_size, s.spatial_merge_size);
+  item.prompt_tokens = item.embed_rows;  // get_max_video_tokens counts embeddings, not the timestamp text
+  item.pixel_elements = Mul(item.patch_tokens, Mul(Mul(s.num_channels, t), Mul(s.patch_size, s.patch_size)));
+  return item;
 }
 
 std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec) {

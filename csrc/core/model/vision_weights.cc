@@ -767,11 +767,17 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
 }
 
 /*! The processor's bound (model_families.json vision_processors, checked when the file is read):
- *  smart_resize's max_pixels and min_pixels, a tiling processor's max_tiles (Llama-4's max_patches), or
- *  Kimi-VL's in_token_limit. */
+ *  smart_resize's max_pixels and min_pixels (and Qwen3-VL's video processor's video_max_pixels /
+ *  video_min_pixels), a tiling processor's max_tiles (Llama-4's max_patches), or Kimi-VL's in_token_limit. */
 void ReadProcessorBound(const JsonValue& processor, VisionEncoderSpec& s) {
   if (const JsonValue* max_pixels = processor.Find("max_pixels")) s.max_pixels = *max_pixels->AsNumber().integer;
   if (const JsonValue* min_pixels = processor.Find("min_pixels")) s.min_pixels = *min_pixels->AsNumber().integer;
+  if (const JsonValue* video_max = processor.Find("video_max_pixels")) {
+    s.video_max_pixels = *video_max->AsNumber().integer;
+  }
+  if (const JsonValue* video_min = processor.Find("video_min_pixels")) {
+    s.video_min_pixels = *video_min->AsNumber().integer;
+  }
   if (const JsonValue* max_tiles = processor.Find("max_tiles")) s.max_dynamic_tiles = *max_tiles->AsNumber().integer;
   if (const JsonValue* limit = processor.Find("in_token_limit")) s.in_token_limit = *limit->AsNumber().integer;
 }

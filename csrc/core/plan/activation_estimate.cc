@@ -164,6 +164,7 @@ MmProfileBreakdown MultimodalProfile(const ModelSpec& spec, const ActivationOpti
   mo.pixtral_dense_block_mask = o.pixtral_dense_block_mask;
   mo.qwen25_vision_qkv_copies = o.qwen25_vision_qkv_copies;
   mo.qwen25_vision_fp32_rotary = o.qwen25_vision_fp32_rotary;
+  mo.qwen3_vl_video_processor_dummy = o.qwen3_vl_video_processor_dummy;
   mo.moonvit_dense_attention_mask = o.moonvit_dense_attention_mask;
   return EstimateMmProfile(spec, mo);
 }

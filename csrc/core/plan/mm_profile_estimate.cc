@@ -222,6 +222,7 @@ VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorK
   VisionItemRequest r;
   r.max_pixels = k.max_pixels > 0 ? k.max_pixels : k.longest_edge;
   r.min_pixels = k.min_pixels > 0 ? k.min_pixels : k.shortest_edge;
+  r.size_longest_edge = k.longest_edge;
   r.in_token_limit = k.in_token_limit;
   return r;
 }
@@ -251,6 +252,30 @@ struct ModalityItems {
   int64_t frames = 0;
 };
 
+/*! Qwen3-VL's (and Qwen3.5's) dummy video: from 0.16.0 two frames at its video processor's bound
+ *  (Qwen3VlVideoItem), whatever max_model_len; the width / height options shrink the dummy, num_frames
+ *  never moves it from 2. The releases before follow rules not recorded here: refused by name. */
+ModalityItems Qwen3VlVideoItems(const VisionEncoderSpec& v, VisionItemRequest r, const MmProfileOptions& o) {
+  if (!o.qwen3_vl_video_processor_dummy || v.video_max_pixels <= 0) {
+    throw Unsupported(
+        "limit_mm_per_prompt.video: Qwen3-VL's dummy video before vLLM 0.16.0 (0.11.0 sized it at "
+        "the image's bound with Qwen2-VL's frame rule, later revisions at the video processor's) is "
+        "not recorded per release (vllm_versions.json qwen3_vl_video_processor_dummy), and with these "
+        "settings vLLM may profile it: limit video to 0 ({\"video\": 0}) for a plan");
+  }
+  ModalityItems out;
+  out.modality = "video";
+  out.frames = kQwen3VlDummyVideoFrames;
+  out.largest = *Qwen3VlVideoItem(v, r);
+  const MmModalityLimit* options = o.limit_mm_per_prompt.Find("video");
+  if (options != nullptr && options->HasDummyOptions()) {
+    r.width = options->width;
+    r.height = options->height;
+  }
+  out.dummy = *Qwen3VlVideoItem(v, r);
+  return out;
+}
+
 ModalityItems ItemsFor(const VisionEncoderSpec& v, const std::string& modality, const VisionItemRequest& bounds,
                        const MmProfileOptions& o) {
   ModalityItems out;
@@ -258,11 +283,7 @@ ModalityItems ItemsFor(const VisionEncoderSpec& v, const std::string& modality, 
   VisionItemRequest r = bounds;
   r.field = "limit_mm_per_prompt." + modality;
   if (modality == "video") {
-    if (v.encoder == VisionEncoderKind::kQwen3Vl) {
-      throw Unsupported("limit_mm_per_prompt.video: Qwen3-VL's dummy video (its video processor's own bound and "
-                        "frame rule) is not modelled, and with these settings vLLM may profile it: limit video to 0 "
-                        "({\"video\": 0}) for a plan");
-    }
+    if (v.encoder == VisionEncoderKind::kQwen3Vl) return Qwen3VlVideoItems(v, r, o);
     r.num_frames = QwenVideoFrames(v, r, o.max_model_len);
     out.frames = r.num_frames;
   }
@@ -284,15 +305,17 @@ ModalityItems ItemsFor(const VisionEncoderSpec& v, const std::string& modality, 
 
 /*! The modality vLLM profiles (MultiModalBudget.get_modality_with_max_tokens): of those whose limit
  *  is above 0, the one with the most tokens per item; a tie is the same item size, image first.
- *  Qwen3-VL's video stays out while images run at the published bounds: its default video item
- *  holds fewer tokens than the image (PR #34330: 12,288 against 16,384). */
+ *  On releases whose Qwen3-VL video rule is not recorded (before 0.16.0) the video stays out while
+ *  images run at the published bounds: its default item then holds fewer tokens than the image
+ *  (PR #34330: 12,288 against 16,384); from 0.16.0 it is sized (Qwen3VlVideoItems) and compared. */
 std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const VisionItemRequest& bounds,
                                               const MmProfileOptions& o) {
   std::optional<ModalityItems> best;
   for (const std::string& modality : VisionModalities(v)) {
     if (o.limit_mm_per_prompt.Count(modality) == 0) continue;
     const bool qwen3_video_below_image = modality == "video" && v.encoder == VisionEncoderKind::kQwen3Vl && best &&
-                                         bounds.max_pixels == 0 && bounds.min_pixels == 0;
+                                         bounds.max_pixels == 0 && bounds.min_pixels == 0 &&
+                                         !o.qwen3_vl_video_processor_dummy;
     if (qwen3_video_below_image) continue;
     ModalityItems items = ItemsFor(v, modality, bounds, o);
     if (!best || items.largest.prompt_tokens > best->largest.prompt_tokens) best = std::move(items);

@@ -417,6 +417,7 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
     ao.qwen25_vision_qkv_copies = in.qwen25_vision_qkv_copies;
     ao.qwen25_vision_fp32_rotary = in.qwen25_vision_fp32_rotary;
+    ao.qwen3_vl_video_processor_dummy = in.qwen3_vl_video_processor_dummy;
     ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;
     SetSpeculativeProfileRun(run, in, ao);
     ao.moonvit_dense_attention_mask = in.moonvit_dense_attention_mask;

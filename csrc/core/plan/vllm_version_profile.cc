@@ -168,6 +168,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"pixtral_dense_block_mask", &VllmVersionProfile::pixtral_dense_block_mask},
     {"qwen25_vision_qkv_copies", &VllmVersionProfile::qwen25_vision_qkv_copies},
     {"qwen25_vision_fp32_rotary", &VllmVersionProfile::qwen25_vision_fp32_rotary},
+    {"qwen3_vl_video_processor_dummy", &VllmVersionProfile::qwen3_vl_video_processor_dummy},
     {"text_only_skips_vision_tower", &VllmVersionProfile::text_only_skips_vision_tower},
     {"mm_dummy_options", &VllmVersionProfile::mm_dummy_options},
     {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},

@@ -8,6 +8,7 @@
  */
 #include <gtest/gtest.h>
 
+#include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/vision_encoder.h"
@@ -95,6 +96,53 @@ TEST(QwenVlItem, SmartResizeFollowsMaxPixels) {
   EXPECT_FALSE(LargestVisionItem(v).has_value());
 }
 
+// Qwen3-VL's dummy video from 0.16.0 (vllm qwen3_vl.py Qwen3VLProcessingInfo.get_max_video_tokens /
+// Qwen3VLDummyInputsBuilder.get_dummy_mm_data; transformers video_processing_qwen3_vl.py smart_resize),
+// figures computed in Python as vLLM and transformers do: the video processor's longest_edge 25,165,824
+// // temporal_patch_size 2 = 12,582,912 pixels = 12,288 merged 32 x 32 patches, factored into the closest
+// pair 96 x 128 (3072 x 4096); 2 frames x 3072 x 4096 = 25,165,824 fits the bound, so 1 x 192 x 256 =
+// 49,152 patches, 12,288 tokens (PR #34330's "default 12288 tokens").
+TEST(QwenVlItem, Qwen3VlDummyVideo) {
+  VisionEncoderSpec v;
+  v.encoder = VisionEncoderKind::kQwen3Vl;
+  v.patch_size = 16;
+  v.spatial_merge_size = 2;
+  v.temporal_patch_size = 2;
+  v.max_pixels = 16777216;
+  v.min_pixels = 65536;
+  EXPECT_FALSE(Qwen3VlVideoItem(v, {}).has_value());  // no video processor bound: no rule
+  v.video_max_pixels = 25165824;
+  v.video_min_pixels = 4096;
+  VisionItemRequest r;
+  r.field = "limit_mm_per_prompt.video";
+  const VisionDummyItem published = *Qwen3VlVideoItem(v, r);
+  EXPECT_EQ(published.patch_tokens, 192 * 256);
+  EXPECT_EQ(published.prompt_tokens, 12288);
+  EXPECT_EQ(published.pixel_elements, int64_t{49152} * 3 * 2 * 16 * 16);
+  // The dummy options shrink it: min(4096, 1000) x min(3072, 700), resized to round(1000 / 32) = 31 and
+  // round(700 / 32) = 22 merged patches a side: 992 x 704, 62 x 44 = 2,728 patches, 682 tokens.
+  r.width = 1000;
+  r.height = 700;
+  EXPECT_EQ(Qwen3VlVideoItem(v, r)->patch_tokens, 62 * 44);
+  EXPECT_EQ(Qwen3VlVideoItem(v, r)->prompt_tokens, 682);
+  r.width = 20;  // under one merged patch: transformers refuses the frames
+  EXPECT_THROW(Qwen3VlVideoItem(v, r), InvalidArgument);
+  // mm_processor_kwargs size.longest_edge 234,881,024 (PR #34330's test): 114,688 merged patches, the
+  // closest pair 256 x 448 (8192 x 14336), 2 x 8192 x 14336 = 234,881,024 fits: 114,688 tokens.
+  r = {};
+  r.size_longest_edge = 234881024;
+  r.max_pixels = 234881024;
+  r.min_pixels = 4096;
+  EXPECT_EQ(Qwen3VlVideoItem(v, r)->prompt_tokens, 114688);
+  // max_pixels 1,003,520 alone leaves the 3072 x 4096 target, then bounds the 2 frames: beta =
+  // sqrt(2 x 3072 x 4096 / 1,003,520) = 5.008, floor(3072 / beta / 32) = 19 and floor(4096 / beta / 32) = 25
+  // merged patches a side: 38 x 50 = 1,900 patches, 475 tokens.
+  r = {};
+  r.max_pixels = 1003520;
+  EXPECT_EQ(Qwen3VlVideoItem(v, r)->patch_tokens, 38 * 50);
+  EXPECT_EQ(Qwen3VlVideoItem(v, r)->prompt_tokens, 475);
+}
+
 // Llama-4-Scout's tower (vision_config of tests/data/multimodal_configs.json): vllm mllama4.py
 // Mllama4ProcessingInfo.get_image_size_with_most_features asks for a 16 x 336 by 336 image
 // (max_patches 16, Llama4ImageProcessorFast's default), which get_best_fit puts on the 16 x 1 canvas;
@@ -180,6 +228,9 @@ TEST(QwenVlItem, ProcessorTableNamesItsSources) {
   ASSERT_NE(moonvit, nullptr);
   EXPECT_EQ(*moonvit->Find("in_token_limit")->AsNumber().integer, 4096);
   EXPECT_EQ(moonvit->Find("max_pixels"), nullptr);
+  const JsonValue* qwen3 = VisionProcessorTraits("qwen3_vl_vision");
+  EXPECT_EQ(*qwen3->Find("video_max_pixels")->AsNumber().integer, 25165824);
+  EXPECT_EQ(*qwen3->Find("video_min_pixels")->AsNumber().integer, 4096);
   EXPECT_EQ(VisionProcessorTraits("siglip_vision_model"), nullptr);
   EXPECT_EQ(VisionProcessorTraits("_about"), nullptr);
 }

@@ -84,6 +84,12 @@ struct VisionEncoderSpec {
   int64_t max_pixels = 0;
   /*! Its smallest area (smart_resize min_pixels, from the same table): a smaller image is scaled up. */
   int64_t min_pixels = 0;
+  /*! Qwen3-VL's video processor (Qwen3VLVideoProcessor size {longest_edge, shortest_edge}, from
+   *  model_families.json vision_processors video_max_pixels / video_min_pixels): the bound on all the
+   *  frames of one video together (frames x height x width); 0 when the processor has none (Qwen2-VL and
+   *  Qwen2.5-VL resize a video's frames with the image processor's per-frame bound). */
+  int64_t video_max_pixels = 0;
+  int64_t video_min_pixels = 0;
   /*! LLaVA's vision_feature_select_strategy "default": the CLS token's feature is dropped (a CLIP
    *  tower's image features are its patches only); "full" keeps every token. */
   bool feature_drops_cls = false;

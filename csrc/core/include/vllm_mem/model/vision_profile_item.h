@@ -42,6 +42,9 @@ std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec);
 struct VisionItemRequest {
   int64_t max_pixels = 0;      //!< the smart_resize processors' largest area
   int64_t min_pixels = 0;      //!< their smallest area
+  /*! --mm-processor-kwargs size.longest_edge alone (max_pixels does not replace it here): Qwen3-VL's
+   *  video target reads the size dict only (qwen3_vl.py get_max_video_tokens: mm_kwargs.get("size", ...)). */
+  int64_t size_longest_edge = 0;
   int64_t in_token_limit = 0;  //!< Kimi-VL's processor's patch budget (its in_token_limit)
   int64_t width = 0;           //!< the dummy's width (vLLM keeps the smaller of it and the largest image's)
   int64_t height = 0;
@@ -63,6 +66,18 @@ bool IsKimiVlProcessor(const VisionEncoderSpec& spec);
  *  apply to smart_resize processors only (the caller refuses them elsewhere). InvalidArgument
  *  (request.field) for a size transformers refuses (an aspect ratio above 200). */
 std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const VisionItemRequest& request);
+
+/*! \brief Frames of Qwen3-VL's dummy video (qwen3_vl.py Qwen3VLDummyInputsBuilder.get_dummy_mm_data:
+ *  target_num_frames = 2; a num_frames option only lowers it and never below 2). */
+constexpr int64_t kQwen3VlDummyVideoFrames = 2;
+
+/*! \brief Qwen3-VL's dummy video from 0.16.0 (vllm_versions.json qwen3_vl_video_processor_dummy): two
+ *  frames of the size with most features under the video processor's bound (VisionEncoderSpec::
+ *  video_max_pixels, or request.size_longest_edge) over the temporal patch, video-smart_resized within
+ *  request.max_pixels / min_pixels (else the video processor's bounds), shrunk to request.width /
+ *  height when given and resized again as the processor does. nullopt when \p spec has no video
+ *  processor bound. InvalidArgument for a size transformers refuses (a side under one merged patch). */
+std::optional<VisionDummyItem> Qwen3VlVideoItem(const VisionEncoderSpec& spec, const VisionItemRequest& request);
 
 /*! \brief The modalities vLLM's processor for \p spec takes (its get_supported_mm_limits): image,
  *  and video for the Qwen-VL processors. */

@@ -66,6 +66,7 @@ struct ActivationOptions {
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral attention mask (vllm_versions.json)
   bool qwen25_vision_qkv_copies = false;   //!< the release's Qwen2.5-VL vision q, k, v copies (vllm_versions.json)
   bool qwen25_vision_fp32_rotary = false;  //!< the release's Qwen2.5-VL vision rotary in float32 (vllm_versions.json)
+  bool qwen3_vl_video_processor_dummy = true;  //!< the release's Qwen3-VL dummy video rule (vllm_versions.json)
   bool moonvit_dense_attention_mask = true;  //!< the release's MoonViT attention mask (vllm_versions.json)
   /*! --enable-lora's max_lora_rank (0: LoRA off): every LoRA linear's shrink buffer is float32
    *  (slices, tokens, max_lora_rank) beside the layer's output (lora_estimate.h). */

@@ -70,6 +70,10 @@ struct MmProfileOptions {
    *  qwen25_vision_qkv_copies, and rotates q and k through float32 (qwen25_vision_fp32_rotary). */
   bool qwen25_vision_qkv_copies = false;
   bool qwen25_vision_fp32_rotary = false;
+  /*! The release's Qwen3-VL dummy video is two frames at its video processor's own bound, with
+   *  --mm-processor-kwargs read (vllm_versions.json qwen3_vl_video_processor_dummy); else the rule the
+   *  release follows is not recorded and a plan that may profile the video is refused by name. */
+  bool qwen3_vl_video_processor_dummy = true;
   /*! The release runs MoonViT's attention through torch SDPA with a dense [1, N, N] boolean mask
    *  over every patch of the batch, on the math path (vllm_versions.json moonvit_dense_attention_mask);
    *  else through vLLM's MMEncoderAttention with per-image cu_seqlens. */

@@ -76,6 +76,7 @@ struct PlanInputs : PlanRequest {
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
   bool qwen25_vision_qkv_copies = false;   //!< the release's Qwen2.5-VL vision attention copies q, k, v (same)
   bool qwen25_vision_fp32_rotary = false;  //!< the release's Qwen2.5-VL vision rotary in float32 (same)
+  bool qwen3_vl_video_processor_dummy = true;  //!< the release's Qwen3-VL dummy video rule (same)
   bool moonvit_dense_attention_mask = true;  //!< the release's MoonViT attention mask (multimodal profile run)
   bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
   bool mm_dummy_options = true;  //!< the release's --limit-mm-per-prompt takes per-modality options

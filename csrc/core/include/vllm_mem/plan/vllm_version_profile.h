@@ -95,6 +95,7 @@ struct VllmVersionProfile {
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
   bool qwen25_vision_qkv_copies = false;   //!< Qwen2.5-VL's vision attention copies q, k, v (mm_profile_estimate.h)
   bool qwen25_vision_fp32_rotary = false;  //!< Qwen2.5-VL's vision attention rotates through float32 (same)
+  bool qwen3_vl_video_processor_dummy = true;  //!< Qwen3-VL's dummy video: 2 frames at its video processor's bound
   bool moonvit_dense_attention_mask = true;  //!< MoonViT's SDPA over a dense [1, N, N] mask (mm_profile_estimate.h)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
   bool mm_dummy_options = true;  //!< --limit-mm-per-prompt takes per-modality options (count, width, ...)
