@@ -221,6 +221,8 @@ void BindPlan(py::module_& m) {
       .def_readonly("hidden_states_bytes", &ActivationBreakdown::hidden_states_bytes)
       .def_readonly("mlp_intermediate_bytes", &ActivationBreakdown::mlp_intermediate_bytes)
       .def_readonly("moe_workspace_bytes", &ActivationBreakdown::moe_workspace_bytes)
+      .def_readonly("sparse_indexer_workspace_bytes", &ActivationBreakdown::sparse_indexer_workspace_bytes)
+      .def_readonly("sparse_indexer_transient_bytes", &ActivationBreakdown::sparse_indexer_transient_bytes)
       .def_readonly("attention_bytes", &ActivationBreakdown::attention_bytes)
       .def_readonly("lora_bytes", &ActivationBreakdown::lora_bytes)
       .def_readonly("forward_bytes", &ActivationBreakdown::forward_bytes)

@@ -1440,6 +1440,12 @@ class ActivationBreakdown:
     @property
     def sampler_phase_bytes(self) -> int:
         ...
+    @property
+    def sparse_indexer_transient_bytes(self) -> int:
+        ...
+    @property
+    def sparse_indexer_workspace_bytes(self) -> int:
+        ...
 class NonTorchBreakdown:
     @property
     def cuda_runtime_bytes(self) -> int:

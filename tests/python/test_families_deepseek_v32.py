@@ -164,9 +164,68 @@ def test_missing_indexer_fields_are_named() -> None:
 
 def test_plan_counts_the_topk_indices_buffer_and_lists_the_profile_caveat() -> None:
     spec = vllm_mem.ModelSpec.from_hf_config(DEEPSEEK_V32)
-    # What the activation estimate leaves out is said in every report.
-    assert any("indexer's prefill buffer" in c for c in spec.caveats)
+    # What the plan leaves out is said in every report: the sparse MLA backend's own reservation of
+    # the shared workspace (the indexer's profile-run buffers are modelled, below).
+    assert any("FlashMLA sparse" in c and "WorkspaceManager" in c for c in spec.caveats)
+    assert not any("indexer's prefill buffer" in c for c in spec.caveats)
     p = vllm_mem.plan(spec, "H200", tensor_parallel_size=8, max_model_len=32768, max_num_batched_tokens=8192)
     weights = spec.weight_breakdown(tensor_parallel_size=8)["per_pp_rank"][0]["total_bytes"]
     # DeepseekV2Model allocates topk_indices_buffer (max_num_batched_tokens x index_topk int32) at load.
     assert p.weights_bytes - weights == 8192 * INDEX_TOPK * 4
+
+
+MIB = 1 << 20
+# The profile run on one H200 of TP 8 with 1,024 batched tokens: small enough that at 163,840 tokens the
+# indexer's request outgrows the fused-MoE workspace, and at 32,768 does not.
+PROFILE = {"tensor_parallel_size": 8, "max_num_batched_tokens": 1024, "max_num_seqs": 256}
+
+
+def _profile(config: dict[str, Any], max_model_len: int, version: str) -> tuple[Any, Any]:
+    p = vllm_mem.plan(config, "H200", max_model_len=max_model_len, vllm_version=version, **PROFILE)
+    return p, p._p.ranks[0].activation
+
+
+def _indexer_by_hand(max_model_len: int, version: str) -> tuple[int, int]:
+    """vLLM's indexer in the profile run (vllm_versions.json sparse_indexer_profile): its WorkspaceManager
+    request and the tensors it frees when the op returns."""
+    if version == "0.11":
+        # get_max_prefill_buffer_size = 2 x max_model_len; sparse_attn_indexer_fake's [keys, 132] uint8,
+        # its [keys, 128] fp8 copy and [keys, 1] float32 copy (multiples of 512 bytes here).
+        keys = 2 * max_model_len
+        return 0, keys * (132 + 128 + 4)
+    keys = 40 * max_model_len  # get_max_prefill_buffer_size from PR #27532
+    radix = MIB if version >= "0.20" else 0  # RADIX_TOPK_WORKSPACE_SIZE (PR #37421)
+    logits = 512 * MIB if version >= "0.19" else 0  # VLLM_SPARSE_INDEXER_MAX_LOGITS_MB (PR #36178)
+    return keys * INDEX_HEAD_DIM + keys * 4 + radix, logits
+
+
+@pytest.mark.parametrize("max_model_len", [163840, 32768])
+@pytest.mark.parametrize("version", ["0.11", "0.13", "0.19", "0.20", "0.28"])
+def test_indexer_profile_buffers_move_the_peak_by_hand(max_model_len: int, version: str) -> None:
+    # DeepSeek-V3 has the same body without the indexer: every other profile term is the same.
+    p3, v3 = _profile(DEEPSEEK_V3, max_model_len, version)
+    p32, v32 = _profile(DEEPSEEK_V32, max_model_len, version)
+    workspace, transient = _indexer_by_hand(max_model_len, version)
+    assert v32.sparse_indexer_workspace_bytes == workspace
+    assert v32.sparse_indexer_transient_bytes == transient
+    # One WorkspaceManager buffer for the indexer and the fused-MoE layers, the larger request.
+    shared = max(v3.moe_workspace_bytes, workspace)
+    grow = shared - v3.moe_workspace_bytes
+    assert v32.moe_workspace_bytes == shared
+    assert (grow > 0) == (version != "0.11" and max_model_len == 163840)
+    assert v32.attention_bytes == v3.attention_bytes + transient
+    assert v32.mlp_intermediate_bytes == v3.mlp_intermediate_bytes + grow
+    assert v32.sampler_phase_bytes == v3.sampler_phase_bytes + grow
+    forward = v3.hidden_states_bytes + max(v3.mlp_intermediate_bytes + grow, v3.attention_bytes + transient + shared)
+    assert v32.forward_bytes == forward
+    # The plan's peak moves by exactly that.
+    assert p32.activation_peak_bytes - p3.activation_peak_bytes == (
+        max(forward, v32.sampler_phase_bytes) - max(v3.forward_bytes, v3.sampler_phase_bytes)
+    )
+
+
+def test_indexer_request_at_163840_tokens_is_vllms_825_mib() -> None:
+    # indexer.py's comment: 40 * 163840 * 132 = 865075200 bytes = 825 MB (MiB), plus the 1 MiB radix top-k.
+    _, a = _profile(DEEPSEEK_V32, 163840, "0.28")
+    assert a.sparse_indexer_workspace_bytes == 865_075_200 + MIB
+    assert round(a.sparse_indexer_workspace_bytes / MIB) == 826

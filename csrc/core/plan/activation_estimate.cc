@@ -25,7 +25,9 @@ int64_t Scaled(double factor, int64_t bytes, const char* field) {
 
 struct ForwardTerms {
   int64_t hidden = 0, mlp = 0, attention = 0;
-  int64_t moe_workspace = 0;  // persistent: alive from the first MoE layer on, through the sampler
+  // persistent: vLLM's WorkspaceManager buffer (the fused-MoE workspace, or DeepSeek-V3.2's indexer
+  // request where larger), alive from the first layer that asks on, through the sampler
+  int64_t moe_workspace = 0;
 };
 
 // The fused-MoE layer's memory at the profile batch, from vLLM v0.19's code path for unquantized /
@@ -80,8 +82,10 @@ MoeTerms MoeLayerBytes(const ModelSpec& spec, int64_t tokens, int64_t tp, int64_
 }
 
 // Per-token element counts of one layer's largest temporaries on one tensor-parallel rank.
+// \p indexer_workspace_bytes: DeepSeek-V3.2's indexer's WorkspaceManager request, made in layer 0's
+// attention, so every MLP runs over it and the fused-MoE layers share (grow) that one buffer.
 ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, int64_t dtype_bytes,
-                            const ActivationConstants& c) {
+                            const ActivationConstants& c, int64_t indexer_workspace_bytes = 0) {
   ForwardTerms t;
   const int64_t td = CheckedMul(tokens, dtype_bytes, "max_num_batched_tokens");
   t.hidden = Scaled(c.hidden_tensors, CheckedMul(td, spec.hidden_size, "activation"), "activation");
@@ -94,18 +98,23 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
   for (const auto& layer : spec.layers) (layer.moe ? any_moe : any_dense) = true;
   if (spec.layers.empty()) any_dense = true;
   if (any_dense && spec.intermediate_size > 0) {
-    dense = CheckedMul(td, mlp_factor * CeilDiv(spec.intermediate_size, tp), "activation");
+    dense = CheckedAdd(CheckedMul(td, mlp_factor * CeilDiv(spec.intermediate_size, tp), "activation"),
+                       indexer_workspace_bytes, "activation");
   }
+  t.moe_workspace = indexer_workspace_bytes;
   int64_t moe = 0;
   if (any_moe && spec.moe) {
     const MoeTerms mt = MoeLayerBytes(spec, tokens, tp, dtype_bytes, c);
-    moe = CheckedAdd(mt.workspace, mt.transient, "activation");
     // MXFP4 experts (gpt-oss) run vLLM's OAI triton_kernels path, whose buffers the held-out
     // gpt-oss-20b start-up shows are not held through the sampler (its 2.87 GiB peak equals the
     // sampler phase without them); the Triton fused-MoE path of bf16/fp8 experts keeps its
-    // WorkspaceManager buffer (Qwen1.5-MoE: 2.47 GiB = sampler phase + workspace).
+    // WorkspaceManager buffer (Qwen1.5-MoE: 2.47 GiB = sampler phase + workspace), the one buffer
+    // an indexer's request has already sized, grown to the larger of the two.
     const bool mxfp4_experts = spec.quantization && spec.quantization->method == "mxfp4";
-    if (!mxfp4_experts) t.moe_workspace = mt.workspace;
+    if (!mxfp4_experts) t.moe_workspace = std::max(mt.workspace, indexer_workspace_bytes);
+    const int64_t layer_workspace = mxfp4_experts ? CheckedAdd(mt.workspace, indexer_workspace_bytes, "activation")
+                                                  : t.moe_workspace;
+    moe = CheckedAdd(layer_workspace, mt.transient, "activation");
   }
   t.mlp = std::max(dense, moe);
 
@@ -208,9 +217,17 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
   }
   const int64_t dtype_bytes = ActivationDTypeBytes(spec, o.dtype);
   const int64_t tokens = o.max_num_batched_tokens;
-  ForwardTerms t = ForwardPerRank(spec, tokens, o.tensor_parallel_size, dtype_bytes, o.constants);
+  // Only the profile run takes the indexer's no-metadata branch; a CUDA-graph capture does not.
+  const SparseIndexerProfileBytes indexer = EstimateSparseIndexerProfile(
+      spec, o.max_model_len > 0 ? o.max_model_len : tokens, o.constants.sparse_indexer);
+  ForwardTerms t =
+      ForwardPerRank(spec, tokens, o.tensor_parallel_size, dtype_bytes, o.constants, indexer.workspace_bytes);
+  // The op's own tensors live while the attention layer's do.
+  t.attention = CheckedAdd(t.attention, indexer.transient_bytes, "activation");
 
   ActivationBreakdown b;
+  b.sparse_indexer_workspace_bytes = indexer.workspace_bytes;
+  b.sparse_indexer_transient_bytes = indexer.transient_bytes;
   b.lora_bytes = AddLoraShrinkBuffers(spec, tokens, o.max_lora_rank, t);
   b.hidden_states_bytes = t.hidden;
   b.mlp_intermediate_bytes = t.mlp;

@@ -222,6 +222,21 @@ bool ApplyNumberRule(VllmVersionProfile& p, const std::string& rule, const JsonV
   return true;
 }
 
+/*! sparse_indexer_profile's value: {"keys_per_max_model_len": n, "in_workspace": bool,
+ *  "radix_topk_workspace_bytes": n, "logits_reserve_bytes": n} (sparse_indexer_profile.h). */
+void ApplySparseIndexerRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  SparseIndexerProfile& r = p.sparse_indexer;
+  r.keys_per_max_model_len_tokens = Int(Member(v, "keys_per_max_model_len", rule), rule);
+  const JsonValue& in_workspace = Member(v, "in_workspace", rule);
+  if (!in_workspace.IsBool()) Bad(rule + ".in_workspace must be a boolean");
+  r.in_workspace = in_workspace.AsBool();
+  r.radix_topk_workspace_bytes = Int(Member(v, "radix_topk_workspace_bytes", rule), rule);
+  r.logits_reserve_bytes = Int(Member(v, "logits_reserve_bytes", rule), rule);
+  if (r.keys_per_max_model_len_tokens <= 0 || r.radix_topk_workspace_bytes < 0 || r.logits_reserve_bytes < 0) {
+    Bad(rule + ": keys_per_max_model_len must be positive and the byte counts non-negative");
+  }
+}
+
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   if (ApplyNumberRule(p, rule, v) || ApplyBoolRule(p, rule, v)) return;
   if (rule == "engine") {
@@ -242,6 +257,8 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     ApplyModelRunner(p, v);
   } else if (rule.starts_with("sampler_")) {
     ApplySamplerRule(p, rule, v);
+  } else if (rule == "sparse_indexer_profile") {
+    ApplySparseIndexerRule(p, rule, v);
   } else if (rule == "kv_log_format") {
     p.kv_log_format = ParseLogFormat(Str(v, rule));
   } else if (rule == "mxfp4_hopper_value_align") {

@@ -18,6 +18,7 @@
 
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/mm_profile_estimate.h"
+#include "vllm_mem/plan/sparse_indexer_profile.h"
 
 namespace vllm_mem {
 
@@ -43,6 +44,9 @@ struct ActivationConstants {
   /*! VLLM_FUSED_MOE_CHUNK_SIZE (vllm/envs.py, default 16 * 1024 tokens): the fused-MoE modular
    *  kernel sizes its workspaces for at most this many tokens per chunk. */
   int64_t fused_moe_chunk_tokens = 16384;
+  /*! What DeepSeek-V3.2's sparse-attention indexer allocates in the profile run, by release
+   *  (vllm_versions.json sparse_indexer_profile; sparse_indexer_profile.h). */
+  SparseIndexerProfile sparse_indexer;
 
   bool operator==(const ActivationConstants&) const = default;
 };
@@ -57,7 +61,8 @@ struct ActivationOptions {
   std::string dtype = "auto";    //!< vLLM --dtype (activations use the served dtype)
   ActivationConstants constants;
   // The multimodal profile run (mm_profile_estimate.h); a text model ignores them.
-  int64_t max_model_len = 0;           //!< bounds the items per prompt; 0: max_num_batched_tokens
+  /*! bounds the items per prompt, and sizes DeepSeek-V3.2's indexer keys; 0: max_num_batched_tokens */
+  int64_t max_model_len = 0;
   MmLimitPerPrompt limit_mm_per_prompt;  //!< --limit-mm-per-prompt (unset: 999 of every modality)
   MmProcessorKwargs mm_processor_kwargs;  //!< --mm-processor-kwargs
   bool language_model_only = false;    //!< --language-model-only
@@ -90,8 +95,17 @@ struct ActivationBreakdown {
   int64_t mlp_intermediate_bytes = 0;   //!< gate+up and activation output (or the fused-MoE layer's working set)
   /*! The fused-MoE modular kernel's workspace13/fused_out + workspace2 (one buffer from vLLM's
    *  WorkspaceManager, reused by every MoE layer): it stays allocated after the forward, so it
-   *  is part of the sampler phase too. 0 for dense models. */
+   *  is part of the sampler phase too. 0 for dense models. DeepSeek-V3.2's indexer draws on the
+   *  same buffer, so with it this is the larger of the two requests. */
   int64_t moe_workspace_bytes = 0;
+  /*! DeepSeek-V3.2's indexer's WorkspaceManager request in the profile run (its keys' fp8 values and
+   *  float32 scales, get_max_prefill_buffer_size of them, and the top-k workspace); it is in
+   *  moe_workspace_bytes when it is the larger request (0: no indexer, or a release before the
+   *  WorkspaceManager). */
+  int64_t sparse_indexer_workspace_bytes = 0;
+  /*! DeepSeek-V3.2's indexer's tensors freed when its op returns (before the WorkspaceManager the keys
+   *  and their copies; later the stand-in for the prefill logits): part of attention_bytes. */
+  int64_t sparse_indexer_transient_bytes = 0;
   int64_t attention_bytes = 0;          //!< q/k/v projections and attention output
   int64_t lora_bytes = 0;               //!< LoRA shrink buffer of the peak's layer (part of mlp / attention)
   int64_t forward_bytes = 0;            //!< hidden states + max(MLP, attention)
