@@ -129,7 +129,7 @@ def test_every_entry_names_its_source_release_and_printed_lines() -> None:
         for term in list(log["not_compared"]) + list(log["known_disagreements"]):
             assert term in log["observed"] and (log["not_compared"].get(term) or log["known_disagreements"][term])
     lines = {".".join(log["release"].split(".")[:2]) for log in _logs()}
-    assert {f"0.{n}" for n in (10, 11, 13, 14, 15, 16, 17, 18, 20, 23, 24, 25, 26, 27, 28, 30, 31)} <= lines
+    assert {f"0.{n}" for n in (10, 11, 13, 14, 15, 16, 17, 18, 20, 23, 24, 25, 26, 27, 28, 29, 30, 31)} <= lines
 
 
 @pytest.mark.parametrize("log", _logs(), ids=_ids(_logs()))
@@ -478,6 +478,32 @@ def test_from_0_29_only_what_model_runner_v2_leaves_unmeasured_is_planned(versio
     ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
     p = vllm_mem.plan(LLAMA_8B, gpu="H100-80GB", max_model_len=8192, vllm_version=version, speculative_config=ngram)
     assert p.to_dict()["vllm_version"]["model_runner"] == "v1" and p.settings["cudagraph_memory_in_budget"]
+
+
+def test_the_0_29_0_start_up_runs_model_runner_v2_on_a_hybrid_and_measures_its_graphs() -> None:
+    """The v0.29.0 Qwen3.8-27B start-up (R9700, no speculation) prints 'Using V2 Model Runner' for a
+    gated-DeltaNet hybrid and captures its graphs before sizing the pool ('CUDA graph memory
+    profiling is enabled'): model_runner 0.29.0 gives every model V2 (0.28 kept hybrids on V1) and
+    v2_runner_cudagraph_profiling 0.29.0 puts the measured graphs in the budget, which the plan of
+    the same settings refuses by name unless the pool is given. Given the printed pool, the block is
+    the printed 1,568 tokens (a 1-byte cache: 2-byte elements give 784)."""
+    log = next(g for g in _logs() if g["id"] == "dp-craft-qwen3.8-27b-int4-r9700-v0.29.0")
+    text = " ".join(log["printed_lines"])
+    assert "Using V2 Model Runner" in text and "CUDA graph memory profiling is enabled" in text
+    p = _plan_at_printed_available(log)
+    assert p.to_dict()["vllm_version"]["model_runner"] == "v2"
+    assert min(g.block_size for g in p.kv_cache.groups) == log_block(log) == 1568
+    pool = {
+        "kv_cache_memory_bytes": math.floor(log["observed"]["available_kv_cache_gib"] * GiB),
+        "total_memory_bytes": 2 * (p.weights_bytes + p.available_kv_cache_bytes),
+    }
+    two_byte = _plan(log, kv_cache_dtype="auto", **pool)
+    assert min(g.block_size for g in two_byte.kv_cache.groups) == 784
+    assert two_byte.kv_cache.max_concurrency < 2.81 < log["observed"]["maximum_concurrency_x"]
+    budget = {"kv_cache_memory_bytes": None, "total_memory_bytes": round(31.86 * GiB)}
+    with pytest.raises(vllm_mem.NotModelledError, match="Model Runner V2 subtracts the memory it measures"):
+        _plan(log, **budget)
+    assert _plan(log, vllm_version="0.28.0", **budget).to_dict()["vllm_version"]["model_runner"] == "v1"
 
 
 @pytest.mark.parametrize("model", [LLAMA_8B, "Qwen/Qwen3-30B-A3B"])
