@@ -45,6 +45,13 @@ int64_t AudioInt(const JsonValue& a, const char* key, int64_t bound) {
   return PositiveInt(a.Find(key), FieldName(key), bound);
 }
 
+/*! A count that may be 0 (the attention's right context: 0 in the published configs). */
+int64_t AudioNonNegativeInt(const JsonValue& a, const char* key, int64_t bound) {
+  const JsonValue* x = a.Find(key);
+  if (x != nullptr && x->IsNumber() && x->AsNumber().integer && *x->AsNumber().integer == 0) return 0;
+  return PositiveInt(x, FieldName(key), bound);
+}
+
 /*! A list of exactly two entries: Gemma3nAudioSubSampleConvProjection builds conv_0 and conv_1 only
  *  and sizes its projection from the last entry, so another length cannot be built. */
 const JsonArray& PairList(const JsonValue& a, const char* key) {
@@ -71,7 +78,9 @@ void ReadSubsampling(const JsonValue& a, AudioEncoderSpec& s) {
   for (size_t i = 0; i < 2; ++i) {
     s.sscp_channels[i] = PositiveInt(&channels[i], FieldName("sscp_conv_channel_size"), kMaxHiddenSize);
     s.sscp_kernel[i] = IntPair(kernels[i], "sscp_conv_kernel_size");
-    s.sscp_frequency_stride[i] = IntPair(strides[i], "sscp_conv_stride_size")[1];
+    const std::array<int64_t, 2> stride = IntPair(strides[i], "sscp_conv_stride_size");
+    s.sscp_time_stride[i] = stride[0];
+    s.sscp_frequency_stride[i] = stride[1];
   }
 }
 
@@ -124,6 +133,9 @@ std::optional<AudioEncoderSpec> ReadAudioEncoder(const JsonValue& config, int64_
   s.conv_kernel_size = AudioInt(a, "conf_conv_kernel_size", kMaxHeadDim);
   s.input_feat_size = AudioInt(a, "input_feat_size", kMaxHiddenSize);
   s.embedder_vocab_size = AudioInt(a, "vocab_size", kMaxVocabSize);
+  s.attention_chunk_size = AudioInt(a, "conf_attention_chunk_size", kMaxHeadDim);
+  s.attention_context_left = AudioInt(a, "conf_attention_context_left", kMaxHeadDim);
+  s.attention_context_right = AudioNonNegativeInt(a, "conf_attention_context_right", kMaxHeadDim);
   ReadSubsampling(a, s);
   // Every count is computed once here, so a shape that overflows is refused while reading.
   AudioEncoderParameters(s);

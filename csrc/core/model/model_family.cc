@@ -24,7 +24,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
                         "moe_experts_use_intermediate_size", "mamba_dt_norms", "router_score_bias", "attention_free",
                         "moe_per_layer_lists", "moe_needs_two_experts", "sparse_indexer",
                         "per_layer_intermediate_size", "lm_head_is_embedding", "lora_embedding_modules",
-                        "rope_rows_capped_by_max_model_len"}) {
+                        "rope_rows_capped_by_max_model_len", "audio_tower"}) {
     if (key == b) return value.IsBool();
   }
   for (const char* s :
@@ -35,7 +35,7 @@ bool TraitHasItsType(const std::string& key, const JsonValue& value) {
         "shared_mlp_experts_field", "shared_mlp_switch_field", "caveat", "pipeline_parallel_refusal",
         "per_layer_input_size_field", "per_layer_input_vocab_field", "altup_inputs_field", "laurel_rank_field",
         "kv_shared_layers_field", "per_layer_embedding_buffer_architecture", "required_hidden_activation",
-        "hidden_activation_refusal", "multimodal_caveat", "lora_tied_lm_head_refusal", "audio_profiling_caveat"}) {
+        "hidden_activation_refusal", "multimodal_caveat", "lora_tied_lm_head_refusal"}) {
     if (key == s) return value.IsString() && !value.AsString().empty();
   }
   const auto small_int = [&](int64_t lo, int64_t hi) {
@@ -139,20 +139,23 @@ void CheckSourcedTable(const JsonValue* table, const std::string& key, const cha
 }
 
 /*! "vision_processors": per vision_config class, the source and one bound: a smart_resize processor's
- *  max_pixels and min_pixels, a tiling processor's max_tiles (Llama-4's max_patches), or Kimi-VL's
- *  in_token_limit (the most patches an image keeps; MoonViT's grid is at most 512 x 512). */
+ *  max_pixels and min_pixels, a tiling processor's max_tiles (Llama-4's max_patches), Kimi-VL's
+ *  in_token_limit (the most patches an image keeps; MoonViT's grid is at most 512 x 512), or the square
+ *  image_size a resizing processor makes of every image (Gemma-3n's; at most 16,384 pixels a side). */
 void CheckVisionProcessors(const JsonValue* table) {
   CheckSourcedTable(
       table, "vision_processors",
       "max_pixels and min_pixels (with video_max_pixels and video_min_pixels, or neither), or max_tiles alone, or "
-      "in_token_limit alone",
+      "in_token_limit alone, or image_size alone",
       [](const JsonValue& entry) {
         const bool has_pixels = entry.Find("max_pixels") != nullptr || entry.Find("min_pixels") != nullptr;
         const int bounds = (has_pixels ? 1 : 0) + (entry.Find("max_tiles") != nullptr ? 1 : 0) +
-                           (entry.Find("in_token_limit") != nullptr ? 1 : 0);
+                           (entry.Find("in_token_limit") != nullptr ? 1 : 0) +
+                           (entry.Find("image_size") != nullptr ? 1 : 0);
         const bool valid = (PixelBound(entry.Find("max_pixels")) && PixelBound(entry.Find("min_pixels"))) ||
                            CountAtMost(entry.Find("max_tiles"), 256) ||
-                           CountAtMost(entry.Find("in_token_limit"), int64_t{512} * 512);
+                           CountAtMost(entry.Find("in_token_limit"), int64_t{512} * 512) ||
+                           CountAtMost(entry.Find("image_size"), 16384);
         // A video processor's own bound (Qwen3-VL's) comes as a pair beside the image bound, or not at all.
         const JsonValue* video_max = entry.Find("video_max_pixels");
         const JsonValue* video_min = entry.Find("video_min_pixels");
@@ -162,14 +165,25 @@ void CheckVisionProcessors(const JsonValue* table) {
       });
 }
 
+/*! timm_vision_towers' optional largest_block: the block whose live set sizes the profile run's tower
+ *  phase (core/plan/gemma3n_tower_profile.cc), with its own source and positive counts. */
+bool LargestBlockValid(const JsonValue* block) {
+  if (block == nullptr) return true;
+  const JsonValue* source = block->IsObject() ? block->Find("source") : nullptr;
+  return source != nullptr && source->IsString() && !source->AsString().empty() &&
+         CountAtMost(block->Find("stride"), 64) && CountAtMost(block->Find("input_channels"), 65536) &&
+         CountAtMost(block->Find("expanded_channels"), 65536);
+}
+
 /*! timm_vision_towers: each architecture's parameter count and output channels, both positive
- *  integers, with its source. */
+ *  integers, with its source, and optionally its largest block's stride and channels. */
 void CheckTimmVisionTowers(const JsonValue* table) {
   constexpr int64_t kAnyCount = std::numeric_limits<int64_t>::max();
-  CheckSourcedTable(table, "timm_vision_towers", "positive integer parameters and out_channels",
+  CheckSourcedTable(table, "timm_vision_towers", "positive integer parameters and out_channels, and a sourced largest_block of positive counts",
                     [](const JsonValue& entry) {
                       return CountAtMost(entry.Find("parameters"), kAnyCount) &&
-                             CountAtMost(entry.Find("out_channels"), kAnyCount);
+                             CountAtMost(entry.Find("out_channels"), kAnyCount) &&
+                             LargestBlockValid(entry.Find("largest_block"));
                     });
 }
 

@@ -413,10 +413,10 @@ void ReadLayers(ModelSpec& spec, const JsonValue& text, const JsonValue& config)
 void ReadVision(ModelSpec& spec, const JsonValue& config) {
   spec.vision = ReadVisionEncoder(config, spec.hidden_size);
   spec.audio = ReadAudioEncoder(config, spec.hidden_size);
-  // A family with an audio tower (Gemma-3n: audio_profiling_caveat) is counted with both towers or
+  // A family with an audio tower (Gemma-3n: the audio_tower trait) is counted with both towers or
   // neither: a checkpoint missing one keeps the family's multimodal caveat.
-  const JsonValue* audio_caveat = FamilyTrait(spec.model_type, "audio_profiling_caveat");
-  if (audio_caveat != nullptr && !(spec.vision && spec.audio)) {
+  const JsonValue* audio_tower = FamilyTrait(spec.model_type, "audio_tower");
+  if (audio_tower != nullptr && audio_tower->AsBool() && !(spec.vision && spec.audio)) {
     spec.vision.reset();
     spec.audio.reset();
     return;
@@ -426,9 +426,7 @@ void ReadVision(ModelSpec& spec, const JsonValue& config) {
   for (const std::string& counted : {MultimodalCaveat(), own != nullptr ? own->AsString() : MultimodalCaveat()}) {
     spec.caveats.erase(std::remove(spec.caveats.begin(), spec.caveats.end(), counted), spec.caveats.end());
   }
-  if (audio_caveat != nullptr) {
-    spec.caveats.push_back(audio_caveat->AsString());
-  } else if (!LargestVisionItem(*spec.vision)) {
+  if (!LargestVisionItem(*spec.vision)) {
     spec.caveats.push_back(VisionProfilingCaveat());
   }
 }

@@ -321,6 +321,23 @@ VisionDummyItem KimiVlItem(const VisionEncoderSpec& s, int64_t in_token_limit) {
   return item;
 }
 
+/*! vLLM gemma3n_mm.py TOKENS_PER_IMAGE ("we hardcode them for now"): get_max_tokens_per_item's image
+ *  count, the same in every release that serves Gemma-3n (0.10.0 on). */
+constexpr int64_t kGemma3nTokensPerImage = 256;
+
+/*! Gemma-3n (vllm gemma3n_mm.py Gemma3nDummyInputsBuilder): the dummy image is the image processor's
+ *  size (768 x 768, vision_processors), which SiglipImageProcessorFast keeps; the placeholder budget is
+ *  TOKENS_PER_IMAGE, and the tower returns that many embeddings (MobileNet-V5's fusion adapter pools
+ *  to 16 x 16, reshaped by vision_soft_tokens_per_image = 256). patch_tokens is the tower's output. */
+VisionDummyItem Gemma3nItem(const VisionEncoderSpec& s) {
+  VisionDummyItem item;
+  item.prompt_tokens = kGemma3nTokensPerImage;
+  item.embed_rows = kGemma3nTokensPerImage;
+  item.patch_tokens = kGemma3nTokensPerImage;
+  item.pixel_elements = Mul(s.num_channels, Mul(s.image_size, s.image_size));
+  return item;
+}
+
 bool IsClipOrSiglip(VisionEncoderKind kind) { return kind == VisionEncoderKind::kClip || kind == VisionEncoderKind::kSiglip; }
 
 }  // namespace
@@ -407,6 +424,13 @@ ProcessorKwargEffect ClassifyProcessorKwarg(const VisionEncoderSpec& spec, std::
 std::optional<VisionDummyItem> LargestVisionItem(const VisionEncoderSpec& spec) { return VisionItem(spec, {}); }
 
 std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const VisionItemRequest& request) {
+  // Gemma-3n's convolutional tower has no patches: its item needs the processor's square and the
+  // tower's largest block (timm_vision_towers), which the plan's tower phase reads.
+  if (spec.encoder == VisionEncoderKind::kTimm) {
+    const bool known =
+        spec.projector == VisionProjectorKind::kGemma3n && spec.image_size > 0 && spec.timm_block_stride > 0;
+    return known ? std::optional<VisionDummyItem>(Gemma3nItem(spec)) : std::nullopt;
+  }
   if (spec.patch_size <= 0) return std::nullopt;
   if (IsSmartResizeProcessor(spec)) return SmartResizeItem(spec, request);
   if (IsKimiVlProcessor(spec)) {

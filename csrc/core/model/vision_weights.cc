@@ -164,7 +164,8 @@ void Qwen2VlTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
 void EncoderTensors(const VisionEncoderSpec& s, std::vector<Tensor>& t) {
   const int64_t h = s.hidden_size;
   const int64_t patch_area = Mul(s.patch_size, s.patch_size);
-  const int64_t grid = s.image_size > 0 ? Mul(s.image_size / s.patch_size, s.image_size / s.patch_size) : 0;
+  // A timm tower has its processor's image_size but no patches: no grid.
+  const int64_t grid = s.patch_size > 0 ? Mul(s.image_size / s.patch_size, s.image_size / s.patch_size) : 0;
   switch (s.encoder) {
     case VisionEncoderKind::kSiglip:
       t.push_back({h, Mul(s.num_channels, patch_area), true});  // patch_embedding Conv2d
@@ -736,6 +737,11 @@ void ReadTimmTower(const JsonValue& v, VisionEncoderSpec& s) {
   }
   s.architecture = arch->AsString();
   s.tower_parameters = *tower->Find("parameters")->AsNumber().integer;
+  if (const JsonValue* block = tower->Find("largest_block")) {
+    s.timm_block_stride = *block->Find("stride")->AsNumber().integer;
+    s.timm_block_input_channels = *block->Find("input_channels")->AsNumber().integer;
+    s.timm_block_expanded_channels = *block->Find("expanded_channels")->AsNumber().integer;
+  }
   s.hidden_size = VisionInt(v, {"hidden_size"}, kMaxHiddenSize);
   const int64_t out_channels = *tower->Find("out_channels")->AsNumber().integer;
   if (s.hidden_size != out_channels) {
@@ -768,7 +774,8 @@ const char* VisionEncoderKindName(VisionEncoderKind kind) {
 
 /*! The processor's bound (model_families.json vision_processors, checked when the file is read):
  *  smart_resize's max_pixels and min_pixels (and Qwen3-VL's video processor's video_max_pixels /
- *  video_min_pixels), a tiling processor's max_tiles (Llama-4's max_patches), or Kimi-VL's in_token_limit. */
+ *  video_min_pixels), a tiling processor's max_tiles (Llama-4's max_patches), Kimi-VL's in_token_limit, or
+ *  a resizing processor's square image_size (Gemma-3n's). */
 void ReadProcessorBound(const JsonValue& processor, VisionEncoderSpec& s) {
   if (const JsonValue* max_pixels = processor.Find("max_pixels")) s.max_pixels = *max_pixels->AsNumber().integer;
   if (const JsonValue* min_pixels = processor.Find("min_pixels")) s.min_pixels = *min_pixels->AsNumber().integer;
@@ -780,6 +787,7 @@ void ReadProcessorBound(const JsonValue& processor, VisionEncoderSpec& s) {
   }
   if (const JsonValue* max_tiles = processor.Find("max_tiles")) s.max_dynamic_tiles = *max_tiles->AsNumber().integer;
   if (const JsonValue* limit = processor.Find("in_token_limit")) s.in_token_limit = *limit->AsNumber().integer;
+  if (const JsonValue* side = processor.Find("image_size")) s.image_size = *side->AsNumber().integer;
 }
 
 std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int64_t text_hidden_size) {
@@ -795,6 +803,8 @@ std::optional<VisionEncoderSpec> ReadVisionEncoder(const JsonValue& config, int6
   s.text_hidden_size = text_hidden_size;
   if (s.encoder == VisionEncoderKind::kTimm) {
     ReadTimmTower(v, s);
+    // The processor's square (Gemma-3n's SiglipImageProcessorFast), from preprocessor_config.json.
+    if (const JsonValue* processor = VisionProcessorTraits(cls)) ReadProcessorBound(*processor, s);
     VisionEncoderParameters(s);
     return s;
   }

@@ -9,7 +9,9 @@
 #include <string_view>
 
 #include "core/base/checked_math.h"
+#include "core/plan/gemma3n_tower_profile.h"
 #include "vllm_mem/base/error.h"
+#include "vllm_mem/model/audio_profile_item.h"
 #include "vllm_mem/model/dtype.h"
 #include "vllm_mem/model/model_family.h"
 #include "vllm_mem/model/vision_profile_item.h"
@@ -276,20 +278,45 @@ ModalityItems Qwen3VlVideoItems(const VisionEncoderSpec& v, VisionItemRequest r,
   return out;
 }
 
-ModalityItems ItemsFor(const VisionEncoderSpec& v, const std::string& modality, const VisionItemRequest& bounds,
+/*! Gemma-3n's dummy audio (audio_profile_item.h) in the item's terms: its placeholders and cached rows,
+ *  its log-mel features as the "pixels", the conformer's frames as the tower's sequence. */
+VisionDummyItem AudioAsItem(const AudioDummyItem& a) {
+  VisionDummyItem item;
+  item.prompt_tokens = a.prompt_tokens;
+  item.embed_rows = a.embed_rows;
+  item.pixel_elements = a.feature_elements;
+  item.patch_tokens = a.tower_frames;
+  return item;
+}
+
+ModalityItems ItemsFor(const ModelSpec& spec, const std::string& modality, const VisionItemRequest& bounds,
                        const MmProfileOptions& o) {
+  const VisionEncoderSpec& v = *spec.vision;
   ModalityItems out;
   out.modality = modality;
   VisionItemRequest r = bounds;
   r.field = "limit_mm_per_prompt." + modality;
+  const MmModalityLimit* options = o.limit_mm_per_prompt.Find(modality);
+  if (modality == "audio" && spec.audio) {
+    if (options != nullptr && options->HasDummyOptions()) {
+      throw Unsupported(r.field + ": a dummy audio's options for Gemma-3n's feature extractor are not modelled");
+    }
+    out.largest = AudioAsItem(Gemma3nAudioItem(*spec.audio));
+    out.dummy = out.largest;
+    return out;
+  }
   if (modality == "video") {
     if (v.encoder == VisionEncoderKind::kQwen3Vl) return Qwen3VlVideoItems(v, r, o);
     r.num_frames = QwenVideoFrames(v, r, o.max_model_len);
     out.frames = r.num_frames;
   }
   out.largest = *VisionItem(v, r);
-  const MmModalityLimit* options = o.limit_mm_per_prompt.Find(modality);
   if (options != nullptr && options->HasDummyOptions()) {
+    // Gemma-3n's SiglipImageProcessorFast resizes every image to its square: a smaller dummy changes no tensor.
+    if (v.encoder == VisionEncoderKind::kTimm && modality == "image") {
+      out.dummy = out.largest;
+      return out;
+    }
     if (!IsSmartResizeProcessor(v)) {
       throw Unsupported(r.field + ": a dummy size for the " + std::string(VisionEncoderKindName(v.encoder)) +
                         " processor is not modelled (the Qwen-VL processors' is)");
@@ -308,8 +335,9 @@ ModalityItems ItemsFor(const VisionEncoderSpec& v, const std::string& modality, 
  *  On releases whose Qwen3-VL video rule is not recorded (before 0.16.0) the video stays out while
  *  images run at the published bounds: its default item then holds fewer tokens than the image
  *  (PR #34330: 12,288 against 16,384); from 0.16.0 it is sized (Qwen3VlVideoItems) and compared. */
-std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const VisionItemRequest& bounds,
+std::optional<ModalityItems> ProfiledModality(const ModelSpec& spec, const VisionItemRequest& bounds,
                                               const MmProfileOptions& o) {
+  const VisionEncoderSpec& v = *spec.vision;
   std::optional<ModalityItems> best;
   for (const std::string& modality : VisionModalities(v)) {
     if (o.limit_mm_per_prompt.Count(modality) == 0) continue;
@@ -317,7 +345,7 @@ std::optional<ModalityItems> ProfiledModality(const VisionEncoderSpec& v, const 
                                          bounds.max_pixels == 0 && bounds.min_pixels == 0 &&
                                          !o.qwen3_vl_video_processor_dummy;
     if (qwen3_video_below_image) continue;
-    ModalityItems items = ItemsFor(v, modality, bounds, o);
+    ModalityItems items = ItemsFor(spec, modality, bounds, o);
     if (!best || items.largest.prompt_tokens > best->largest.prompt_tokens) best = std::move(items);
   }
   return best;
@@ -382,6 +410,18 @@ int64_t AttentionMaskBytes(const VisionEncoderSpec& v, int64_t patches, const Mm
   return 0;
 }
 
+/*! The profiled tower's largest layer: Gemma-3n's MobileNet-V5 or USM conformer
+ *  (gemma3n_tower_profile.h) per dummy item, every other tower per patch token. */
+int64_t TowerLayerBytes(const ModelSpec& spec, const MmProfileBreakdown& m, int64_t patches, const MmProfileOptions& o,
+                        int64_t dtype_bytes) {
+  const VisionEncoderSpec& v = *spec.vision;
+  if (m.modality == "audio" && spec.audio) {
+    return Gemma3nAudioTowerBytes(*spec.audio, Gemma3nAudioItem(*spec.audio), m.items, dtype_bytes);
+  }
+  if (v.encoder == VisionEncoderKind::kTimm) return MobileNetV5BlockBytes(v, m.items, dtype_bytes);
+  return EncoderLayerBytes(v, patches, o, dtype_bytes);
+}
+
 }  // namespace
 
 bool MmAllModalitiesOff(const ModelSpec& spec, const MmLimitPerPrompt& limit) {
@@ -424,7 +464,7 @@ MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptio
   CheckModalities(VisionModalities(v), o);
   const VisionItemRequest bounds = ProcessorBounds(v, o.mm_processor_kwargs, m);
   if (o.skip_mm_profiling || o.language_model_only) return m;
-  const std::optional<ModalityItems> profiled = ProfiledModality(v, bounds, o);
+  const std::optional<ModalityItems> profiled = ProfiledModality(spec, bounds, o);
   if (!profiled) return m;  // every modality limited to 0
   RequirePositive(o.tensor_parallel_size, "tensor_parallel_size");
   MmBudgetOptions bo;
@@ -444,13 +484,17 @@ MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptio
       DTypeSizeBytes(ResolveModelDType(o.dtype.empty() ? "auto" : o.dtype, spec.dtype, "dtype"));
   const int64_t patches = Mul(m.items, item.patch_tokens);
   m.pixel_bytes = Mul(Mul(m.items, item.pixel_elements), dtype_bytes);
+  if (m.modality == "audio") {
+    // input_features_mask beside the padded features: one bool a log-mel frame.
+    m.pixel_bytes = Add(m.pixel_bytes, Mul(m.items, Gemma3nAudioItem(*spec.audio).mel_frames));
+  }
   // Qwen3-VL's tower returns its merger output and one DeepStack feature per
   // deepstack_visual_indexes entry side by side (torch.cat(..., dim=1)), and the encoder cache keeps
   // that whole row: (1 + len(deepstack_visual_indexes)) text-width embeddings per token.
   const int64_t embeds_per_row = Add(1, v.num_deepstack_mergers);
   m.encoder_output_bytes = Mul(Mul(Mul(Mul(m.items, item.embed_rows), embeds_per_row), spec.hidden_size), dtype_bytes);
   m.attention_mask_bytes = AttentionMaskBytes(v, patches, o, dtype_bytes);
-  m.encoder_layer_bytes = EncoderLayerBytes(v, patches, o, dtype_bytes);
+  m.encoder_layer_bytes = TowerLayerBytes(spec, m, patches, o, dtype_bytes);
   m.encoder_phase_bytes = Add(Add(m.pixel_bytes, m.attention_mask_bytes), m.encoder_layer_bytes);
   m.resident_bytes = Add(m.pixel_bytes, m.encoder_output_bytes);
   return m;

@@ -130,8 +130,8 @@ class StartupPlan:
         """vLLM's multimodal profile run on the tightest GPU (part of ``activation_peak_bytes``):
         the encoder budget and dummy images it prints ("Encoder cache will be initialized with a
         budget of N tokens, and profiled with M image items"), the modality profiled ("image",
-        "video": the one with the most tokens per item among those ``limit_mm_per_prompt`` leaves
-        on) and the dummy video's frames, the pixels and cached embeddings alive beside the text
+        "video", "audio": the one with the most tokens per item among those ``limit_mm_per_prompt``
+        leaves on) and the dummy video's frames, the pixels and cached embeddings alive beside the text
         phases, the encoder phase, and the ``mm_processor_kwargs`` keys that change no size. None
         for a text model or a vision tower whose processor has no rule (the plan's caveat says so);
         ``runs`` is 0 when the limits, ``skip_mm_profiling`` or ``language_model_only`` turn the run

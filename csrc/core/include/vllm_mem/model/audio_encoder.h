@@ -26,6 +26,13 @@ struct AudioEncoderSpec {
   std::array<int64_t, 2> sscp_channels{};
   std::array<std::array<int64_t, 2>, 2> sscp_kernel{};
   std::array<int64_t, 2> sscp_frequency_stride{};
+  std::array<int64_t, 2> sscp_time_stride{};
+  /*! The conformer's chunked local attention (Gemma3nAudioAttention): query blocks of
+   *  conf_attention_chunk_size frames, each attending to conf_attention_context_left - 1 frames before
+   *  and conf_attention_context_right after. */
+  int64_t attention_chunk_size = 0;
+  int64_t attention_context_left = 0;
+  int64_t attention_context_right = 0;
   int64_t embedder_vocab_size = 0;  //!< the embedder's hard-token rows (audio_config.vocab_size)
   int64_t text_hidden_size = 0;     //!< the embedder projects into the language model's width
 };

@@ -105,6 +105,13 @@ struct VisionEncoderSpec {
    *  timm_vision_towers (the tower is a plain torch module: whole on every tensor-parallel rank). */
   std::string architecture;
   int64_t tower_parameters = 0;
+  /*! kTimm: the block whose live set is the tower's largest in the profile run (model_families.json
+   *  timm_vision_towers largest_block; 0 where the table gives none): its feature map is the image side
+   *  / timm_block_stride, its input timm_block_input_channels wide, its expansion
+   *  timm_block_expanded_channels wide. The image side is image_size, from vision_processors. */
+  int64_t timm_block_stride = 0;
+  int64_t timm_block_input_channels = 0;
+  int64_t timm_block_expanded_channels = 0;
   /*! kGemma3n: the embedder's hard-token rows (vision_config.vocab_size). */
   int64_t embedder_vocab_size = 0;
   /*! Kimi-VL's image processor (KimiVLImageProcessor in_token_limit, from model_families.json

@@ -9,7 +9,8 @@
  * get_image_size_with_most_features / get_num_image_tokens): Gemma-3 and Mistral-3 from config.json,
  * the Qwen-VL processors from the published preprocessor's max_pixels (VisionEncoderSpec::max_pixels,
  * smart_resize), Llama-4 from the image processor's max_patches (VisionEncoderSpec::max_dynamic_tiles),
- * Kimi-VL from its processor's in_token_limit (VisionEncoderSpec::in_token_limit).
+ * Kimi-VL from its processor's in_token_limit (VisionEncoderSpec::in_token_limit), Gemma-3n from its
+ * processor's square (VisionEncoderSpec::image_size; its audio item: audio_profile_item.h).
  * A tower whose processor has no rule
  * here has no item (nullopt): the plan then keeps the vision-profiling caveat.
  */
@@ -31,7 +32,7 @@ struct VisionDummyItem {
   int64_t prompt_tokens = 0;   //!< placeholder tokens in the prompt (get_mm_max_tokens_per_item)
   int64_t embed_rows = 0;      //!< rows the encoder returns for it (kept in the encoder cache)
   int64_t pixel_elements = 0;  //!< pixel_values elements (channels x height x width)
-  int64_t patch_tokens = 0;    //!< the tower's sequence length for it (patches)
+  int64_t patch_tokens = 0;    //!< the tower's sequence length for it (patches; Gemma-3n's CNN: its output tokens)
 };
 
 /*! \brief The largest item of \p spec's processor, or nullopt when its processor has no rule. */
