@@ -29,8 +29,13 @@ SparseIndexerProfileBytes EstimateSparseIndexerProfile(const ModelSpec& spec, in
   RequireNonNegative(rule.keys_per_max_model_len_tokens, "keys_per_max_model_len_tokens");
   RequireNonNegative(rule.radix_topk_workspace_bytes, "radix_topk_workspace_bytes");
   RequireNonNegative(rule.logits_reserve_bytes, "logits_reserve_bytes");
+  RequireNonNegative(rule.long_context_above_tokens, "long_context_above_tokens");
+  RequireNonNegative(rule.long_context_keys_per_max_model_len_tokens, "long_context_keys_per_max_model_len");
   const int64_t head_dim = spec.mla->index_head_dim;
-  out.keys = CheckedMul(max_model_len_tokens, rule.keys_per_max_model_len_tokens, "max_model_len");
+  const bool long_context = rule.long_context_above_tokens > 0 && max_model_len_tokens > rule.long_context_above_tokens;
+  const int64_t keys_per_token =
+      long_context ? rule.long_context_keys_per_max_model_len_tokens : rule.keys_per_max_model_len_tokens;
+  out.keys = CheckedMul(max_model_len_tokens, keys_per_token, "max_model_len");
   const int64_t values_bytes = CheckedMul(out.keys, head_dim, "max_model_len");
   const int64_t scales_bytes = CheckedMul(out.keys, kKeyScaleBytes, "max_model_len");
   if (rule.in_workspace) {

@@ -223,7 +223,8 @@ bool ApplyNumberRule(VllmVersionProfile& p, const std::string& rule, const JsonV
 }
 
 /*! sparse_indexer_profile's value: {"keys_per_max_model_len": n, "in_workspace": bool,
- *  "radix_topk_workspace_bytes": n, "logits_reserve_bytes": n} (sparse_indexer_profile.h). */
+ *  "radix_topk_workspace_bytes": n, "logits_reserve_bytes": n, "long_context_above_tokens": n,
+ *  "long_context_keys_per_max_model_len": n} (sparse_indexer_profile.h). */
 void ApplySparseIndexerRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   SparseIndexerProfile& r = p.sparse_indexer;
   r.keys_per_max_model_len_tokens = Int(Member(v, "keys_per_max_model_len", rule), rule);
@@ -232,8 +233,11 @@ void ApplySparseIndexerRule(VllmVersionProfile& p, const std::string& rule, cons
   r.in_workspace = in_workspace.AsBool();
   r.radix_topk_workspace_bytes = Int(Member(v, "radix_topk_workspace_bytes", rule), rule);
   r.logits_reserve_bytes = Int(Member(v, "logits_reserve_bytes", rule), rule);
-  if (r.keys_per_max_model_len_tokens <= 0 || r.radix_topk_workspace_bytes < 0 || r.logits_reserve_bytes < 0) {
-    Bad(rule + ": keys_per_max_model_len must be positive and the byte counts non-negative");
+  r.long_context_above_tokens = Int(Member(v, "long_context_above_tokens", rule), rule);
+  r.long_context_keys_per_max_model_len_tokens = Int(Member(v, "long_context_keys_per_max_model_len", rule), rule);
+  if (r.keys_per_max_model_len_tokens <= 0 || r.radix_topk_workspace_bytes < 0 || r.logits_reserve_bytes < 0 ||
+      r.long_context_above_tokens < 0 || r.long_context_keys_per_max_model_len_tokens < 0) {
+    Bad(rule + ": keys_per_max_model_len must be positive and the byte and token counts non-negative");
   }
 }
 

@@ -26,7 +26,9 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // vLLM 0.11-0.12: get_max_prefill_buffer_size = 2 x max_model_len keys, and sparse_attn_indexer_fake's
 // torch tensors: [keys, 128 + 4] uint8, its [keys, 128] fp8 copy and its [keys, 1] float32 copy,
 // each a caching-allocator block (a multiple of 512 bytes).
-SparseIndexerProfile Release011() { return {2, false, 0, 0}; }
+SparseIndexerProfile Release011() { return {2, false, 0, 0, 0, 0}; }
+// vLLM 0.20-0.31: 40 keys per token at every length, with the top-k workspace and the logits stand-in.
+SparseIndexerProfile Release020() { return {40, true, kMiB, 512 * kMiB, 0, 0}; }
 
 int64_t Block(int64_t bytes) { return (bytes + 511) / 512 * 512; }
 
@@ -46,6 +48,23 @@ TEST(SparseIndexerProfile, NewestReleaseByHand) {
   }
   // vLLM's own comment: 40 x 163,840 x 132 = 865,075,200 bytes.
   EXPECT_EQ(EstimateSparseIndexerProfile(m, 163840, SparseIndexerProfile{}).workspace_bytes, 865075200 + kMiB);
+}
+
+// vLLM 0.32: sparse_mla_prefill_workspace_factor defaults to 5 up to 256K tokens, 2 above, so
+// get_max_prefill_buffer_size is max_model_len x (576 * 2 // 132 = 8) x 5 or x 2.
+TEST(SparseIndexerProfile, LongContextFactorFrom032ByHand) {
+  const ModelSpec m = DenseV32();
+  const SparseIndexerProfile newest{};
+  for (const int64_t len : {int64_t{262144}, int64_t{262145}, int64_t{1048576}}) {
+    const int64_t keys = (len <= 262144 ? 40 : 16) * len;
+    const SparseIndexerProfileBytes b = EstimateSparseIndexerProfile(m, len, newest);
+    EXPECT_EQ(b.keys, keys);
+    EXPECT_EQ(b.workspace_bytes, (keys * 128 + 255) / 256 * 256 + (keys * 4 + 255) / 256 * 256 + kMiB);
+    // 0.20-0.31 keep 40 keys per token at any length.
+    EXPECT_EQ(EstimateSparseIndexerProfile(m, len, Release020()).keys, 40 * len);
+  }
+  // 1M tokens: 16M keys x 132 bytes + 1 MiB = 2,015 MiB, against 5,036 MiB at 40 keys per token.
+  EXPECT_EQ(EstimateSparseIndexerProfile(m, 1048576, newest).workspace_bytes, int64_t{16777216} * 132 + kMiB);
 }
 
 TEST(SparseIndexerProfile, FirstReleaseByHand) {
@@ -84,7 +103,7 @@ TEST(SparseIndexerProfile, ActivationPeakMovesByTheIndexerTerms) {
     o.tensor_parallel_size = 8;
     o.max_model_len = len;
     ActivationOptions off = o;
-    off.constants.sparse_indexer = {0, true, 0, 0};  // no keys, no top-k workspace, no logits stand-in
+    off.constants.sparse_indexer = {0, true, 0, 0, 0, 0};  // no keys, no top-k workspace, no logits stand-in
     const ActivationBreakdown base = EstimateActivationPeak(m, off);
     ASSERT_EQ(base.moe_workspace_bytes, 0);
     const ActivationBreakdown b = EstimateActivationPeak(m, o);

@@ -22,7 +22,7 @@ namespace vllm_mem {
 
 /*! \brief The release's rule (vllm_versions.json sparse_indexer_profile); the defaults are the newest release's. */
 struct SparseIndexerProfile {
-  /*! get_max_prefill_buffer_size: max_model_len x this many keys (2 in 0.11, 40 from PR #27532) */
+  /*! get_max_prefill_buffer_size: max_model_len x this many keys (2 in 0.11-0.12, 40 from 0.13) */
   int64_t keys_per_max_model_len_tokens = 40;
   /*! true: the keys are a WorkspaceManager request (persistent, shared with the fused-MoE
    *  workspace); false: torch tensors freed when the op returns, with contiguous copies of the
@@ -33,6 +33,11 @@ struct SparseIndexerProfile {
   /*! VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's default in bytes: the op then allocates that many bytes as a
    *  stand-in for the prefill logits, freed when it returns (0: the release does not) */
   int64_t logits_reserve_bytes = 536870912;
+  /*! From 0.32 the multiple follows AttentionConfig.sparse_mla_prefill_workspace_factor, whose default
+   *  drops from 5 to 2 above 256K tokens: above this max_model_len the keys are
+   *  long_context_keys_per_max_model_len_tokens per token instead (0: the release has no such bound) */
+  int64_t long_context_above_tokens = 262144;
+  int64_t long_context_keys_per_max_model_len_tokens = 16;  //!< 576 * 2 // 132 x 2
   bool operator==(const SparseIndexerProfile&) const = default;
 };
 
