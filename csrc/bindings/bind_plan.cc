@@ -223,6 +223,7 @@ void BindPlan(py::module_& m) {
       .def_readonly("moe_workspace_bytes", &ActivationBreakdown::moe_workspace_bytes)
       .def_readonly("sparse_indexer_workspace_bytes", &ActivationBreakdown::sparse_indexer_workspace_bytes)
       .def_readonly("sparse_indexer_transient_bytes", &ActivationBreakdown::sparse_indexer_transient_bytes)
+      .def_readonly("shared_workspace_reserved_bytes", &ActivationBreakdown::shared_workspace_reserved_bytes)
       .def_readonly("attention_bytes", &ActivationBreakdown::attention_bytes)
       .def_readonly("lora_bytes", &ActivationBreakdown::lora_bytes)
       .def_readonly("forward_bytes", &ActivationBreakdown::forward_bytes)

@@ -1441,6 +1441,9 @@ class ActivationBreakdown:
     def sampler_phase_bytes(self) -> int:
         ...
     @property
+    def shared_workspace_reserved_bytes(self) -> int:
+        ...
+    @property
     def sparse_indexer_transient_bytes(self) -> int:
         ...
     @property

@@ -164,8 +164,8 @@ def test_missing_indexer_fields_are_named() -> None:
 
 def test_plan_counts_the_topk_indices_buffer_and_lists_the_profile_caveat() -> None:
     spec = vllm_mem.ModelSpec.from_hf_config(DEEPSEEK_V32)
-    # What the plan leaves out is said in every report: the sparse MLA backend's own reservation of
-    # the shared workspace (the indexer's profile-run buffers are modelled, below).
+    # What the plan leaves out is said in every report: the sparse MLA backends' buffers where it does
+    # not know them (FlashMLA sparse's reservation on a catalog GPU and the indexer's buffers are modelled, below).
     assert any("FlashMLA sparse" in c and "WorkspaceManager" in c for c in spec.caveats)
     assert not any("indexer's prefill buffer" in c for c in spec.caveats)
     p = vllm_mem.plan(spec, "H200", tensor_parallel_size=8, max_model_len=32768, max_num_batched_tokens=8192)
@@ -177,7 +177,8 @@ def test_plan_counts_the_topk_indices_buffer_and_lists_the_profile_caveat() -> N
 MIB = 1 << 20
 # The profile run on one H200 of TP 8 with 1,024 batched tokens: small enough that at 163,840 tokens the
 # indexer's request outgrows the fused-MoE workspace, and at 32,768 does not.
-PROFILE = {"tensor_parallel_size": 8, "max_num_batched_tokens": 1024, "max_num_seqs": 256}
+# Eager: from 0.29 Model Runner V2 measures its CUDA graphs, which no plan models (the profile run is the same).
+PROFILE = {"tensor_parallel_size": 8, "max_num_batched_tokens": 1024, "max_num_seqs": 256, "enforce_eager": True}
 
 
 def _profile(config: dict[str, Any], max_model_len: int, version: str) -> tuple[Any, Any]:
@@ -229,3 +230,52 @@ def test_indexer_request_at_163840_tokens_is_vllms_825_mib() -> None:
     _, a = _profile(DEEPSEEK_V32, 163840, "0.28")
     assert a.sparse_indexer_workspace_bytes == 865_075_200 + MIB
     assert round(a.sparse_indexer_workspace_bytes / MIB) == 826
+
+
+# The FlashMLA sparse backend's WorkspaceManager reservation while the model is built (vllm_versions.json
+# sparse_mla_workspace), by hand on one H200 (SM90) of TP 8: 16 heads per rank, 576-wide bf16 rows
+# (kv_lora_rank 512 + rope 64), 8,192 batched tokens, max_model_len 32,768.
+Q16 = 8192 * 16 * 576 * 2  # q_concat_buffer (0.18+)
+PREFILL = 5 * 32768 * 576 * 2  # the fp8_ds_mla prefill workspace (0.13+)
+MQA = 8192 * 64 * 576 * 2 + 8192 * 64 * 512 * 2 + 8192 * 16 * 512 * 2  # fp8 MQA prefill buffers (0.31+)
+
+
+@pytest.mark.parametrize(
+    ("version", "kv_cache_dtype", "reserved", "keeps_views"),
+    [
+        ("0.12", "fp8", 0, True),  # no WorkspaceManager yet
+        ("0.13", "fp8", PREFILL, True),
+        ("0.13", "auto", 0, True),
+        ("0.18", "fp8", Q16 + PREFILL, True),
+        ("0.18", "auto", Q16, True),
+        ("0.25", "auto", 0, True),  # a bf16 cache goes to FlashAttention MLA sparse on SM90
+        ("0.25", "fp8", Q16 + PREFILL, True),
+        ("0.31", "fp8", Q16 + PREFILL + MQA, False),
+        ("0.32", "fp8", Q16 + PREFILL + MQA, False),
+    ],
+)
+def test_flashmla_sparse_reservation_is_in_the_weights_by_hand(
+    version: str, kv_cache_dtype: str, reserved: int, keeps_views: bool
+) -> None:
+    settings = {
+        "tensor_parallel_size": 8,
+        "max_model_len": 32768,
+        "max_num_batched_tokens": 8192,
+        "enforce_eager": True,
+    }
+    spec = vllm_mem.ModelSpec.from_hf_config(DEEPSEEK_V32)
+    p = vllm_mem.plan(spec, "H200", vllm_version=version, kv_cache_dtype=kv_cache_dtype, **settings)
+    weights = spec.weight_breakdown(tensor_parallel_size=8)["per_pp_rank"][0]["total_bytes"]
+    # "Model loading took" holds the weights, the indexer's top-k buffer and the backend's reservation.
+    assert p.weights_bytes - weights == 8192 * INDEX_TOPK * 4 + reserved
+    a = p._p.ranks[0].activation
+    assert a.shared_workspace_reserved_bytes == reserved
+    # The profile run's fused-MoE / indexer request (DeepSeek-V3's body sizes the MoE's) grows the buffer
+    # only beyond the reservation: a second buffer while the backend keeps views of the first (to 0.30).
+    v3 = vllm_mem.plan(DEEPSEEK_V3, "H200", vllm_version=version, kv_cache_dtype=kv_cache_dtype, **settings)
+    request = max(v3._p.ranks[0].activation.moe_workspace_bytes, a.sparse_indexer_workspace_bytes)
+    if request <= reserved:
+        grow = 0
+    else:
+        grow = request if keeps_views else request - reserved
+    assert a.moe_workspace_bytes == grow

@@ -83,9 +83,13 @@ MoeTerms MoeLayerBytes(const ModelSpec& spec, int64_t tokens, int64_t tp, int64_
 
 // Per-token element counts of one layer's largest temporaries on one tensor-parallel rank.
 // \p indexer_workspace_bytes: DeepSeek-V3.2's indexer's WorkspaceManager request, made in layer 0's
-// attention, so every MLP runs over it and the fused-MoE layers share (grow) that one buffer.
+// attention, so every MLP runs over it and the fused-MoE layers share (grow) that one buffer;
+// \p reserved_bytes: what the sparse MLA backend reserved in it at load (counted with the weights).
 ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, int64_t dtype_bytes,
-                            const ActivationConstants& c, int64_t indexer_workspace_bytes = 0) {
+                            const ActivationConstants& c, int64_t indexer_workspace_bytes = 0,
+                            int64_t reserved_bytes = 0) {
+  const bool keeps_views = c.sparse_mla_workspace.keeps_views;
+  const int64_t indexer_growth = SharedWorkspaceProfileGrowth(indexer_workspace_bytes, reserved_bytes, keeps_views);
   ForwardTerms t;
   const int64_t td = CheckedMul(tokens, dtype_bytes, "max_num_batched_tokens");
   t.hidden = Scaled(c.hidden_tensors, CheckedMul(td, spec.hidden_size, "activation"), "activation");
@@ -98,10 +102,10 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
   for (const auto& layer : spec.layers) (layer.moe ? any_moe : any_dense) = true;
   if (spec.layers.empty()) any_dense = true;
   if (any_dense && spec.intermediate_size > 0) {
-    dense = CheckedAdd(CheckedMul(td, mlp_factor * CeilDiv(spec.intermediate_size, tp), "activation"),
-                       indexer_workspace_bytes, "activation");
+    dense = CheckedAdd(CheckedMul(td, mlp_factor * CeilDiv(spec.intermediate_size, tp), "activation"), indexer_growth,
+                       "activation");
   }
-  t.moe_workspace = indexer_workspace_bytes;
+  t.moe_workspace = indexer_growth;
   int64_t moe = 0;
   if (any_moe && spec.moe) {
     const MoeTerms mt = MoeLayerBytes(spec, tokens, tp, dtype_bytes, c);
@@ -111,9 +115,12 @@ ForwardTerms ForwardPerRank(const ModelSpec& spec, int64_t tokens, int64_t tp, i
     // WorkspaceManager buffer (Qwen1.5-MoE: 2.47 GiB = sampler phase + workspace), the one buffer
     // an indexer's request has already sized, grown to the larger of the two.
     const bool mxfp4_experts = spec.quantization && spec.quantization->method == "mxfp4";
-    if (!mxfp4_experts) t.moe_workspace = std::max(mt.workspace, indexer_workspace_bytes);
-    const int64_t layer_workspace = mxfp4_experts ? CheckedAdd(mt.workspace, indexer_workspace_bytes, "activation")
-                                                  : t.moe_workspace;
+    if (!mxfp4_experts) {
+      t.moe_workspace =
+          SharedWorkspaceProfileGrowth(std::max(mt.workspace, indexer_workspace_bytes), reserved_bytes, keeps_views);
+    }
+    const int64_t layer_workspace =
+        mxfp4_experts ? CheckedAdd(mt.workspace, indexer_growth, "activation") : t.moe_workspace;
     moe = CheckedAdd(layer_workspace, mt.transient, "activation");
   }
   t.mlp = std::max(dense, moe);
@@ -191,7 +198,9 @@ int64_t DrafterForwardBytes(const ActivationOptions& o, int64_t tokens, int64_t 
                             int64_t target_moe_workspace_bytes) {
   RequirePositive(o.drafter_tensor_parallel_size, "draft_tensor_parallel_size");
   // The drafter runs in the target's dtype (the draft ModelConfig gets dtype=target.dtype).
-  const ForwardTerms t = ForwardPerRank(*o.drafter, tokens, o.drafter_tensor_parallel_size, dtype_bytes, o.constants);
+  // Its MoE request grows the buffer, as the target's did, only beyond what the sparse MLA backend reserved.
+  const ForwardTerms t = ForwardPerRank(*o.drafter, tokens, o.drafter_tensor_parallel_size, dtype_bytes, o.constants, 0,
+                                        o.shared_workspace_reserved_bytes);
   const int64_t workspace = std::max(t.moe_workspace, target_moe_workspace_bytes);
   const int64_t layer = std::max(CheckedAdd(t.mlp - t.moe_workspace, workspace, "activation"),
                                  CheckedAdd(t.attention, workspace, "activation"));
@@ -220,14 +229,16 @@ ActivationBreakdown EstimateActivationPeak(const ModelSpec& spec, const Activati
   // Only the profile run takes the indexer's no-metadata branch; a CUDA-graph capture does not.
   const SparseIndexerProfileBytes indexer = EstimateSparseIndexerProfile(
       spec, o.max_model_len > 0 ? o.max_model_len : tokens, o.constants.sparse_indexer);
-  ForwardTerms t =
-      ForwardPerRank(spec, tokens, o.tensor_parallel_size, dtype_bytes, o.constants, indexer.workspace_bytes);
+  RequireNonNegative(o.shared_workspace_reserved_bytes, "shared_workspace_reserved_bytes");
+  ForwardTerms t = ForwardPerRank(spec, tokens, o.tensor_parallel_size, dtype_bytes, o.constants,
+                                  indexer.workspace_bytes, o.shared_workspace_reserved_bytes);
   // The op's own tensors live while the attention layer's do.
   t.attention = CheckedAdd(t.attention, indexer.transient_bytes, "activation");
 
   ActivationBreakdown b;
   b.sparse_indexer_workspace_bytes = indexer.workspace_bytes;
   b.sparse_indexer_transient_bytes = indexer.transient_bytes;
+  b.shared_workspace_reserved_bytes = o.shared_workspace_reserved_bytes;
   b.lora_bytes = AddLoraShrinkBuffers(spec, tokens, o.max_lora_rank, t);
   b.hidden_states_bytes = t.hidden;
   b.mlp_intermediate_bytes = t.mlp;

@@ -108,6 +108,7 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
       in.sampler_bytes_per_logit > 0.0 ? in.sampler_bytes_per_logit : release_sampler;
   in.activation_constants.sampler_fixed_bytes = profile.sampler_fixed_bytes;
   in.activation_constants.sparse_indexer = profile.sparse_indexer;
+  in.activation_constants.sparse_mla_workspace = profile.sparse_mla_workspace;
   // The release's single-GPU non-torch figure, unless the caller calibrated its own constant.
   if (in.non_torch_constants.single_process_bytes == NonTorchConstants{}.single_process_bytes) {
     in.non_torch_constants.single_process_bytes = profile.non_torch_single_gpu_bytes;

@@ -13,21 +13,22 @@
 #include <vector>
 
 #include "core/base/checked_math.h"
+#include "core/model/parallelism.h"
+#include "core/plan/mp_linear_kernel.h"
+#include "core/plan/mxfp4_backend.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/base/limits.h"
+#include "vllm_mem/base/units.h"
 #include "vllm_mem/kv_cache/kv_cache_query.h"
 #include "vllm_mem/kv_cache/kv_cache_spec.h"
+#include "vllm_mem/memory/memory_budget.h"
+#include "vllm_mem/model/vision_profile_item.h"
+#include "vllm_mem/model/weights.h"
 #include "vllm_mem/plan/gpu_catalog.h"
 #include "vllm_mem/plan/lora_estimate.h"
 #include "vllm_mem/plan/release_resolution.h"
 #include "vllm_mem/plan/sizing_cache.h"
-#include "core/plan/mp_linear_kernel.h"
-#include "core/plan/mxfp4_backend.h"
-#include "vllm_mem/memory/memory_budget.h"
-#include "core/model/parallelism.h"
-#include "vllm_mem/base/units.h"
-#include "vllm_mem/model/vision_profile_item.h"
-#include "vllm_mem/model/weights.h"
+#include "vllm_mem/plan/sparse_mla_workspace.h"
 
 namespace vllm_mem {
 namespace {
@@ -269,6 +270,21 @@ int64_t PerLayerEmbeddingBufferBytes(const ModelSpec& spec, int64_t max_num_batc
                     field);
 }
 
+/*! DeepSeek-V3.2: the WorkspaceManager buffer the FlashMLA sparse backend reserves as each MLA layer is
+ *  built (sparse_mla_workspace.h); 0 where vLLM picks another backend or the GPU is not a catalog one. */
+SparseMlaLoadWorkspace SparseMlaLoadWorkspaceFor(const ModelSpec& spec, const PlanInputs& in) {
+  SparseMlaWorkspaceOptions o;
+  if (const GpuInfo* gpu = FindCatalogGpu(in.gpu_name)) {
+    o.gpu_known = true;
+    o.compute_capability = gpu->compute_capability;
+  }
+  o.kv_cache_dtype = in.kv_cache_dtype;
+  o.tensor_parallel_size = in.tensor_parallel_size;
+  o.max_num_batched_tokens = in.max_num_batched_tokens;
+  o.max_model_len_tokens = in.max_model_len > 0 ? in.max_model_len : in.max_num_batched_tokens;
+  return EstimateSparseMlaLoadWorkspace(spec, o, in.activation_constants.sparse_mla_workspace);
+}
+
 /*! Buffers the model class allocates while it is built, counted by "Model loading took" with the
  *  weights: DeepSeek-V3.2's indexer top-k buffer, Gemma-3n's per-layer-embedding buffer. */
 int64_t ModelBuildBufferBytes(const ModelSpec& spec, int64_t max_num_batched_tokens, const std::string& dtype) {
@@ -367,6 +383,8 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
     rank.weights_bytes -= CpuOffloadedBytes(rw, in.cpu_offload_gb);
     rank.weights_bytes = CheckedAdd(
         rank.weights_bytes, ModelBuildBufferBytes(run.spec, in.max_num_batched_tokens, weights.dtype), "weights_bytes");
+    rank.weights_bytes =
+        CheckedAdd(rank.weights_bytes, SparseMlaLoadWorkspaceFor(run.spec, in).reserved_bytes, "weights_bytes");
     // The towers of modalities limited to 0 are not built by releases that skip them (vllm_versions.json).
     const SkippedTowers off = SkippedTowersFor(run.spec, in);
     if (off.vision) rank.weights_bytes -= std::exchange(rank.vision_encoder_bytes, 0);
@@ -408,6 +426,7 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.dtype = run.weight_options.dtype;
     ao.constants = in.activation_constants;
     ao.max_model_len = in.max_model_len;
+    ao.shared_workspace_reserved_bytes = SparseMlaLoadWorkspaceFor(run.spec, in).reserved_bytes;
     ao.limit_mm_per_prompt = in.limit_mm_per_prompt;
     ao.mm_processor_kwargs = in.mm_processor_kwargs;
     // --language-model-only is vLLM's limit of 0 for every modality: no encoder profile run.

@@ -241,6 +241,35 @@ void ApplySparseIndexerRule(VllmVersionProfile& p, const std::string& rule, cons
   }
 }
 
+bool Bool(const JsonValue& v, const std::string& rule, const char* key) {
+  const JsonValue& b = Member(v, key, rule);
+  if (!b.IsBool()) Bad(rule + "." + key + " must be a boolean");
+  return b.AsBool();
+}
+
+/*! sparse_mla_workspace's value: the SparseMlaWorkspaceRule fields by their JSON names
+ *  (sparse_mla_workspace.h). */
+void ApplySparseMlaWorkspaceRule(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
+  SparseMlaWorkspaceRule& r = p.sparse_mla_workspace;
+  r.prefill_rows_per_max_model_len_tokens = Int(Member(v, "prefill_rows_per_max_model_len", rule), rule);
+  r.long_context_above_tokens = Int(Member(v, "long_context_above_tokens", rule), rule);
+  r.long_context_prefill_rows_per_max_model_len_tokens =
+      Int(Member(v, "long_context_prefill_rows_per_max_model_len", rule), rule);
+  r.query_buffer = Bool(v, rule, "query_buffer");
+  r.query_heads_padded_for_bf16_kv = Bool(v, rule, "query_heads_padded_for_bf16_kv");
+  r.fp8_mqa_prefill_buffers = Bool(v, rule, "fp8_mqa_prefill_buffers");
+  r.sm100_prefill_padding_heads = Int(Member(v, "sm100_prefill_padding_heads", rule), rule);
+  r.keeps_views = Bool(v, rule, "keeps_views");
+  r.sm100_flashinfer_max_heads = Int(Member(v, "sm100_flashinfer_max_heads", rule), rule);
+  r.sm100_flashinfer_for_fp8 = Bool(v, rule, "sm100_flashinfer_for_fp8");
+  r.sm90_flash_attn_for_bf16 = Bool(v, rule, "sm90_flash_attn_for_bf16");
+  if (r.prefill_rows_per_max_model_len_tokens < 0 || r.long_context_above_tokens < 0 ||
+      r.long_context_prefill_rows_per_max_model_len_tokens < 0 || r.sm100_prefill_padding_heads <= 0 ||
+      r.sm100_flashinfer_max_heads < 0) {
+    Bad(rule + ": the token and head counts must be non-negative (sm100_prefill_padding_heads positive)");
+  }
+}
+
 void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
   if (ApplyNumberRule(p, rule, v) || ApplyBoolRule(p, rule, v)) return;
   if (rule == "engine") {
@@ -263,6 +292,8 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     ApplySamplerRule(p, rule, v);
   } else if (rule == "sparse_indexer_profile") {
     ApplySparseIndexerRule(p, rule, v);
+  } else if (rule == "sparse_mla_workspace") {
+    ApplySparseMlaWorkspaceRule(p, rule, v);
   } else if (rule == "kv_log_format") {
     p.kv_log_format = ParseLogFormat(Str(v, rule));
   } else if (rule == "mxfp4_hopper_value_align") {

@@ -19,6 +19,7 @@
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/mm_profile_estimate.h"
 #include "vllm_mem/plan/sparse_indexer_profile.h"
+#include "vllm_mem/plan/sparse_mla_workspace.h"
 
 namespace vllm_mem {
 
@@ -47,6 +48,9 @@ struct ActivationConstants {
   /*! What DeepSeek-V3.2's sparse-attention indexer allocates in the profile run, by release
    *  (vllm_versions.json sparse_indexer_profile; sparse_indexer_profile.h). */
   SparseIndexerProfile sparse_indexer;
+  /*! Whether DeepSeek-V3.2's FlashMLA sparse backend keeps views of the buffer it reserved at load,
+   *  by release (vllm_versions.json sparse_mla_workspace; sparse_mla_workspace.h). */
+  SparseMlaWorkspaceRule sparse_mla_workspace;
 
   bool operator==(const ActivationConstants&) const = default;
 };
@@ -63,6 +67,9 @@ struct ActivationOptions {
   // The multimodal profile run (mm_profile_estimate.h); a text model ignores them.
   /*! bounds the items per prompt, and sizes DeepSeek-V3.2's indexer keys; 0: max_num_batched_tokens */
   int64_t max_model_len = 0;
+  /*! The WorkspaceManager buffer the sparse MLA backend reserved while the model was built (counted
+   *  with the weights; sparse_mla_workspace.h): the profile run's requests grow it only beyond this. */
+  int64_t shared_workspace_reserved_bytes = 0;
   MmLimitPerPrompt limit_mm_per_prompt;  //!< --limit-mm-per-prompt (unset: 999 of every modality)
   MmProcessorKwargs mm_processor_kwargs;  //!< --mm-processor-kwargs
   bool language_model_only = false;    //!< --language-model-only
@@ -96,7 +103,8 @@ struct ActivationBreakdown {
   /*! The fused-MoE modular kernel's workspace13/fused_out + workspace2 (one buffer from vLLM's
    *  WorkspaceManager, reused by every MoE layer): it stays allocated after the forward, so it
    *  is part of the sampler phase too. 0 for dense models. DeepSeek-V3.2's indexer draws on the
-   *  same buffer, so with it this is the larger of the two requests. */
+   *  same buffer, so with it this is the larger of the two requests; where the sparse MLA backend
+   *  reserved the buffer at load (shared_workspace_reserved_bytes), only what the profile run adds. */
   int64_t moe_workspace_bytes = 0;
   /*! DeepSeek-V3.2's indexer's WorkspaceManager request in the profile run (its keys' fp8 values and
    *  float32 scales, get_max_prefill_buffer_size of them, and the top-k workspace); it is in
@@ -106,6 +114,9 @@ struct ActivationBreakdown {
   /*! DeepSeek-V3.2's indexer's tensors freed when its op returns (before the WorkspaceManager the keys
    *  and their copies; later the stand-in for the prefill logits): part of attention_bytes. */
   int64_t sparse_indexer_transient_bytes = 0;
+  /*! ActivationOptions::shared_workspace_reserved_bytes: the sparse MLA backend's load-time buffer,
+   *  counted with the weights, not here; moe_workspace_bytes is what the profile run adds beyond it. */
+  int64_t shared_workspace_reserved_bytes = 0;
   int64_t attention_bytes = 0;          //!< q/k/v projections and attention output
   int64_t lora_bytes = 0;               //!< LoRA shrink buffer of the peak's layer (part of mlp / attention)
   int64_t forward_bytes = 0;            //!< hidden states + max(MLP, attention)

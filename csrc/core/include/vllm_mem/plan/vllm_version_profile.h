@@ -18,6 +18,7 @@
 
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
 #include "vllm_mem/plan/sparse_indexer_profile.h"
+#include "vllm_mem/plan/sparse_mla_workspace.h"
 
 namespace vllm_mem {
 
@@ -85,6 +86,7 @@ struct VllmVersionProfile {
   int64_t sampler_kernel_programs = 132;      //!< ActivationConstants: the Triton top-k/top-p buffer's rows
   int64_t sampler_fixed_bytes = 50331648;     //!< ActivationConstants: the sampler phase's fixed bytes
   SparseIndexerProfile sparse_indexer;  //!< ActivationConstants: DeepSeek-V3.2's indexer in the profile run
+  SparseMlaWorkspaceRule sparse_mla_workspace;  //!< ActivationConstants: FlashMLA sparse's load-time buffers
   double v2_sampler_bytes_per_logit = 4.0;   //!< Model Runner V2's dummy sampler (its float32 copy)
   int64_t non_torch_single_gpu_bytes = 263066746;  //!< one GPU's non-torch increase (NonTorchConstants)
   KvLogFormat kv_log_format = KvLogFormat::kCombinedLine;
