@@ -279,3 +279,22 @@ def test_flashmla_sparse_reservation_is_in_the_weights_by_hand(
     else:
         grow = request if keeps_views else request - reserved
     assert a.moe_workspace_bytes == grow
+
+
+def test_mtp_layer_builds_its_own_topk_buffer() -> None:
+    # deepseek_mtp.py: each MTP layer allocates topk_indices_buffer (max_num_batched_tokens x index_topk
+    # int32) while it is built, so the drafter's share of "Model loading took" grows with the batch.
+    def draft(tokens: int) -> int:
+        p = vllm_mem.plan(
+            DEEPSEEK_V32,
+            "H200",
+            tensor_parallel_size=8,
+            max_model_len=32768,
+            max_num_batched_tokens=tokens,
+            enforce_eager=True,
+            vllm_version="0.20",
+            speculative_config={"method": "mtp", "num_speculative_tokens": 1},
+        )
+        return p._p.ranks[0].draft_weights_bytes
+
+    assert draft(8192) - draft(4096) == (8192 - 4096) * INDEX_TOPK * 4

@@ -198,9 +198,15 @@ int64_t DrafterForwardBytes(const ActivationOptions& o, int64_t tokens, int64_t 
                             int64_t target_moe_workspace_bytes) {
   RequirePositive(o.drafter_tensor_parallel_size, "draft_tensor_parallel_size");
   // The drafter runs in the target's dtype (the draft ModelConfig gets dtype=target.dtype).
+  // DeepSeek-V3.2's MTP layer carries the indexer, whose op takes the same no-metadata branch in the
+  // drafter's dummy run (EagleProposer.dummy_run: set_forward_context(None, ...)): the same workspace
+  // request as the target's and its own transient tensors beside the attention layer's.
+  const SparseIndexerProfileBytes indexer = EstimateSparseIndexerProfile(
+      *o.drafter, o.max_model_len > 0 ? o.max_model_len : tokens, o.constants.sparse_indexer);
   // Its MoE request grows the buffer, as the target's did, only beyond what the sparse MLA backend reserved.
-  const ForwardTerms t = ForwardPerRank(*o.drafter, tokens, o.drafter_tensor_parallel_size, dtype_bytes, o.constants, 0,
-                                        o.shared_workspace_reserved_bytes);
+  ForwardTerms t = ForwardPerRank(*o.drafter, tokens, o.drafter_tensor_parallel_size, dtype_bytes, o.constants,
+                                  indexer.workspace_bytes, o.shared_workspace_reserved_bytes);
+  t.attention = CheckedAdd(t.attention, indexer.transient_bytes, "activation");
   const int64_t workspace = std::max(t.moe_workspace, target_moe_workspace_bytes);
   const int64_t layer = std::max(CheckedAdd(t.mlp - t.moe_workspace, workspace, "activation"),
                                  CheckedAdd(t.attention, workspace, "activation"));

@@ -285,6 +285,15 @@ SparseMlaLoadWorkspace SparseMlaLoadWorkspaceFor(const ModelSpec& spec, const Pl
   return EstimateSparseMlaLoadWorkspace(spec, o, in.activation_constants.sparse_mla_workspace);
 }
 
+/*! DeepSeek-V3.2's MTP drafter: each DeepSeekMultiTokenPredictorLayer allocates its own indexer
+ *  topk_indices_buffer while it is built (vLLM deepseek_mtp.py, read in 0.11.0, 0.13.0, 0.20.0 and
+ *  0.32.0), so "Model loading took" counts one per MTP layer beside the drafter's weights. */
+int64_t DrafterIndexerTopkBufferBytes(const PlanRun& run, int64_t max_num_batched_tokens) {
+  if (!run.spec_decode || run.spec_decode->method != "mtp" || !run.spec_decode->kv_model) return 0;
+  const ModelSpec& mtp = *run.spec_decode->kv_model;
+  return CheckedMul(IndexerTopkBufferBytes(mtp, max_num_batched_tokens), mtp.num_layers, "draft_weights_bytes");
+}
+
 /*! Buffers the model class allocates while it is built, counted by "Model loading took" with the
  *  weights: DeepSeek-V3.2's indexer top-k buffer, Gemma-3n's per-layer-embedding buffer. */
 int64_t ModelBuildBufferBytes(const ModelSpec& spec, int64_t max_num_batched_tokens, const std::string& dtype) {
@@ -392,7 +401,8 @@ void SizeWeights(PlanRun& run, StartupPlan& plan) {
     rank.lora_slots_bytes = LoraSlotsBytes(run, in, rank);
     rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.lora_slots_bytes, "weights_bytes");
     if (run.spec_decode && r == in.pipeline_parallel_size - 1) {
-      rank.draft_weights_bytes = draft.total_bytes;
+      rank.draft_weights_bytes = CheckedAdd(
+          draft.total_bytes, DrafterIndexerTopkBufferBytes(run, in.max_num_batched_tokens), "draft_weights_bytes");
       rank.weights_bytes = CheckedAdd(rank.weights_bytes, rank.draft_weights_bytes, "draft_weights_bytes");
     }
     plan.ranks.push_back(std::move(rank));

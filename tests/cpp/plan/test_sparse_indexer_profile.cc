@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -119,6 +120,31 @@ TEST(SparseIndexerProfile, ActivationPeakMovesByTheIndexerTerms) {
     EXPECT_EQ(b.sampler_phase_bytes, base.sampler_phase_bytes + ws);
     EXPECT_EQ(b.peak_bytes, std::max(b.forward_bytes, b.sampler_phase_bytes));
   }
+}
+
+// DeepSeek-V3.2's MTP layer carries the indexer: the drafter's dummy run takes the op's profile branch
+// too, so its attention layer holds the 512 MiB logits stand-in over the shared workspace (the same
+// request as the target's, already held).
+TEST(SparseIndexerProfile, MtpDrafterPassHoldsItsOwnTransient) {
+  const ModelSpec m = DenseV32();
+  ModelSpec mtp = m;
+  mtp.num_layers = 1;
+  mtp.layers.resize(1);
+  ActivationOptions o;
+  o.max_num_batched_tokens = 2048;
+  o.max_num_seqs = 256;
+  o.tensor_parallel_size = 8;
+  o.max_model_len = 32768;
+  o.drafter = std::make_shared<const ModelSpec>(mtp);
+  o.drafter_tensor_parallel_size = 8;
+  ActivationOptions off = o;
+  off.constants.sparse_indexer = {0, true, 0, 0, 0, 0};
+  const ActivationBreakdown base = EstimateActivationPeak(m, off);
+  const ActivationBreakdown b = EstimateActivationPeak(m, o);
+  const int64_t ws = 40 * 32768 * 132 + kMiB;
+  const int64_t hidden_out = base.drafter_phase_bytes - std::max(base.mlp_intermediate_bytes, base.attention_bytes);
+  EXPECT_EQ(b.drafter_phase_bytes,
+            hidden_out + std::max(base.mlp_intermediate_bytes + ws, base.attention_bytes + 512 * kMiB + ws));
 }
 
 }  // namespace vllm_mem
