@@ -144,7 +144,7 @@ def determine_available_kv_cache_memory(
     ``requested - (weights + torch peak increase + non-torch increase) - CUDA-graph estimate``,
     or ``kv_cache_memory_bytes`` verbatim when given (profiling skipped). A ``profile_result``
     computed for a release whose ``non_kv_cache_memory`` is ``total_consumed + transient peak
-    headroom`` (``formula == "total_consumed"``, vLLM 0.26 on) is subtracted as that release
+    headroom`` (``formula == "total_consumed"``, vLLM 0.27 on) is subtracted as that release
     does: its ``non_kv_cache_memory``, not the three terms' sum.
 
     Parameters
@@ -181,7 +181,7 @@ def determine_available_kv_cache_memory(
     profile.non_torch_increase_bytes = V.signed_bytes(non_torch_increase, "non_torch_increase")
     profile.cudagraph_estimate_bytes = V.signed_bytes(cudagraph_memory_estimate, "cudagraph_memory_estimate")
     if profile_result is not None and profile_result.formula == "total_consumed":
-        # From vLLM 0.26 determine_available_memory subtracts memory_profiling's own figure
+        # From vLLM 0.27 determine_available_memory subtracts memory_profiling's own figure
         # (total consumed + transient peak headroom), not the three terms' sum.
         profile.non_kv_cache_bytes = V.signed_bytes(profile_result.non_kv_cache_memory, "non_kv_cache_memory")
     options = _C.AvailableKvOptions()

@@ -2,12 +2,12 @@
 a dtype a later vLLM added is refused for an older release with vLLM's own refusal (pydantic's
 literal_error for CacheConfig.cache_dtype) on plan, kv_cache_capacity, sweep and the CLI.
 
-First releases, as the rule's sources give them: fp8/int8_per_token_head and the turboquant
-names from 0.20.0 (v0.20.0 release note; PR #38378 merged 2026-04-02, PR #38479 2026-04-15),
-nvfp4 from 0.21.0 (PR #40177 merged 2026-05-01, after v0.20.0 of 2026-04-27), int4_per_token_head
-first seen on 0.28.0. The older names as CacheDType listed them at the tags (the versioned API docs):
-fp8_inc from 0.10.0 (absent at v0.9.2), bfloat16 from 0.11 (listed at v0.11.1, absent at v0.10.2),
-float16 from 0.18 (PR #37199, merged 2026-03-16; absent from the v0.17.0 image's CacheDType)."""
+First releases, as CacheDType listed them at the tags (the release wheels' vllm/config/cache.py;
+fp8_inc from the versioned API docs): fp8_inc from 0.10.0 (absent at v0.9.2), bfloat16 from 0.11.0
+(absent at v0.10.2), fp8_ds_mla from 0.11.1, float16 from 0.18.0 (PR #37199), fp8/int8_per_token_head
+and the turboquant names from 0.20.0, int4_per_token_head from 0.25.0 (absent at v0.24.0). nvfp4 is
+listed from v0.20.0 but no v0.20.0 backend serves it (FlashInfer raises NotImplementedError): taken
+from 0.21.0 (PR #40177)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ FIRST_RELEASE = [
     ("fp8_per_token_head", "0.19", "0.20"),
     ("int8_per_token_head", "0.19", "0.20"),
     ("nvfp4", "0.20", "0.21"),
-    ("int4_per_token_head", "0.27", "0.28"),
+    ("int4_per_token_head", "0.24", "0.25"),
     ("fp8_inc", "0.9", "0.10"),
     ("bfloat16", "0.10", "0.11"),
     ("float16", "0.17", "0.18"),

@@ -164,9 +164,12 @@ def test_dummy_size_shrinks_the_item_not_the_budget() -> None:
     m = _profile(limit_mm_per_prompt={"image": {"count": 1, "width": 512, "height": 512}, "video": 0})
     assert m["encoder_budget_tokens"] == 16384
     _expect(m, items=1, patches=36 * 36, tokens=324)
-    with pytest.raises(vllm_mem.InvalidArgumentError) as e:  # before 0.11 an entry is a count
-        _profile(vllm_version="0.10.2", limit_mm_per_prompt={"image": {"count": 1, "width": 512}, "video": 0})
-    assert e.value.field == "limit_mm_per_prompt.image"
+    for before in ("0.10.2", "0.11.0"):  # v0.11.0's wheel still has limit_per_prompt: dict[str, int]
+        with pytest.raises(vllm_mem.InvalidArgumentError) as e:
+            _profile(vllm_version=before, limit_mm_per_prompt={"image": {"count": 1, "width": 512}, "video": 0})
+        assert e.value.field == "limit_mm_per_prompt.image", before
+    first = _profile(vllm_version="0.11.1", limit_mm_per_prompt={"image": {"count": 1, "width": 512, "height": 512}, "video": 0})
+    _expect(first, items=1, patches=36 * 36, tokens=324)
     with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.image"):
         _profile(GEMMA3_4B, limit_mm_per_prompt={"image": {"count": 1, "width": 512, "height": 512}})
 
@@ -440,10 +443,16 @@ TABLE = 40 * 4  # the float32 rotary table every block reads
 def test_the_towers_attention_copies_by_release() -> None:
     """The 14-frame video at 128,000 tokens (7 x 65,536 patches) on each release's Qwen2.5-VL
     attention: 0.11.0 copies q, k, v and rotates through float32 (51,520 B a patch, above the SiLU
-    MLP's 37,600), 0.11.1 rotates through float32 on views (43,840 B), 0.13.0 on is the MLP's set
-    (LAYER_PER_PATCH, the rule the other tests pin at 0.19.0)."""
+    MLP's 37,600), 0.11.1 rotates through float32 on views (43,840 B), 0.12.0 on (its wheel's
+    apply_rotary_pos_emb_vision has no t.float()) is the MLP's set (LAYER_PER_PATCH, the rule the
+    other tests pin at 0.19.0)."""
     patches = 7 * 65536
-    by_release = [("0.11.0", ROTARY_0_11_0), ("0.11.1", ROTARY_0_11_1), ("0.13.0", LAYER_PER_PATCH - TABLE)]
+    by_release = [
+        ("0.11.0", ROTARY_0_11_0),
+        ("0.11.1", ROTARY_0_11_1),
+        ("0.12.0", LAYER_PER_PATCH - TABLE),
+        ("0.13.0", LAYER_PER_PATCH - TABLE),
+    ]
     for version, per_patch in by_release:
         m = _profile(vllm_version=version, max_model_len=128000)
         assert m["modality"] == "video" and m["video_frames"] == 14

@@ -236,21 +236,25 @@ def test_caveat_only_where_the_item_has_no_rule() -> None:
 
 
 def test_release_rule_for_the_pixtral_mask() -> None:
-    """PR #52185 (after 0.27.0) replaced the dense mask with per-image sequence lengths."""
+    """PR #52185 replaced the dense mask with per-image sequence lengths: in v0.29.0's wheel, not
+    v0.28.0's (0.29 plans a dense model's start-up only eager: its V2 runner measures the graphs)."""
     cfg = MM_CONFIGS["mistralai/Mistral-Small-3.1-24B-Instruct-2503"]
-    dense = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.27.0")
-    packed = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.0")
+    dense = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28.0")
+    packed = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.29.0", enforce_eager=True)
     assert dense.multimodal_profile["attention_mask_bytes"] == (2 * 12100) ** 2 * 2
     assert packed.multimodal_profile["attention_mask_bytes"] == 0
 
 
-def test_text_only_leaves_the_tower_out_from_0_16() -> None:
-    """From PR #32605 / #34120 (0.16.0 on) a model served text only builds no tower, so "Model
-    loading took" drops it; before, the tower was built (vllm_versions.json text_only_skips_vision_tower)."""
+def test_text_only_leaves_the_tower_out_from_0_15() -> None:
+    """From PR #32605 (0.15.0's wheel: _mark_tower_model) a model whose every modality is limited to 0
+    builds no tower, so "Model loading took" drops it, as --language-model-only (PR #34120, 0.17.0)
+    does; 0.14.0 built Gemma-3's tower whatever the limit (vllm_versions.json text_only_skips_vision_tower)."""
     cfg = MM_CONFIGS["google/gemma-3-27b-it"]
     full = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19.0")
     text = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.19.0", language_model_only=True)
     assert full.vision_encoder_bytes > 0 and text.vision_encoder_bytes == 0
     assert full.weights_bytes - text.weights_bytes == full.vision_encoder_bytes
-    older = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.15.0", limit_mm_per_prompt=0)
+    older = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.14.0", limit_mm_per_prompt=0)
     assert older.vision_encoder_bytes == full.vision_encoder_bytes
+    first = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.15.0", limit_mm_per_prompt=0)
+    assert first.vision_encoder_bytes == 0

@@ -109,11 +109,11 @@ def test_a_plan_keeps_what_was_asked() -> None:
     assert p.request.max_model_len == 8192
 
 
-@pytest.mark.parametrize("version", ["0.11.0", "0.19.0"])
+@pytest.mark.parametrize("version", ["0.11.0", "0.20.0"])
 def test_kv_entry_points_agree_on_hybrid_alignment(version: str) -> None:
     """kv_cache_memory_shortfall / check_enough_kv_cache_memory took no vllm_version and sized
     with the newest release's hybrid alignment (max(kernel block, --block-size), PR 37467) while
-    kv_cache_capacity followed the asked release (alignment 16 before 0.18). Each now answers
+    kv_cache_capacity followed the asked release (alignment 16 before 0.20). Each now answers
     "fits" exactly where kv_cache_capacity finds one request's bytes."""
     kw = dict(max_model_len=32768, tensor_parallel_size=2, block_size=64, vllm_version=version)
     cap = vllm_mem.kv_cache_capacity(QWEN3_NEXT, 10 * GiB, **kw)

@@ -72,10 +72,10 @@ def test_full_flow_available_kv_memory() -> None:
             f"Initial free memory {format_gib(init.free_memory)} GiB, reserved 30.0 GiB memory for KV Cache")
 
 
-@pytest.mark.parametrize(("release", "formula"), [("0.25.0", "components"), ("0.26.0", "total_consumed")])
+@pytest.mark.parametrize(("release", "formula"), [("0.26.0", "components"), ("0.27.0", "total_consumed")])
 def test_available_kv_memory_subtracts_the_releases_non_kv_figure(release: str, formula: str) -> None:
     # Torch memory taken after the init snapshot that is neither weights nor the profile's peak (a
-    # KV-transfer buffer, say): the components' sum misses it, total_consumed (vLLM >= 0.26) sees it
+    # KV-transfer buffer, say): the components' sum misses it, total_consumed (vLLM >= 0.27) sees it
     # in the free-memory drop, and determine_available_memory subtracts whichever its release computes.
     weights, extra, peak, non_torch = 15 * GiB_bytes, 3 * GiB_bytes, 2 * GiB_bytes, 256 * MiB_bytes
     with SimulatedDevice(total_memory=TOTAL) as sim:
@@ -93,7 +93,7 @@ def test_available_kv_memory_subtracts_the_releases_non_kv_figure(release: str, 
         out = wf.determine_available_kv_cache_memory(init, requested, 0.9, profile_result=result, log=False)
         assert out.non_kv_cache_bytes == result.non_kv_cache_memory
         assert out.available_kv_cache_bytes == requested - result.non_kv_cache_memory
-        # The three terms passed by hand are always summed, as vLLM up to 0.25 recomputes them.
+        # The three terms passed by hand are always summed, as vLLM up to 0.26 recomputes them.
         by_hand = wf.determine_available_kv_cache_memory(init, requested, 0.9, weights_memory=weights,
                                                          torch_peak_increase=peak, non_torch_increase=non_torch,
                                                          log=False)

@@ -63,7 +63,7 @@ def test_worker_flow_on_a_real_model() -> None:
         # The logits alone are 2048 x vocab bf16 values; the peak holds at least them.
         assert result.torch_peak_increase >= 2048 * cfg["vocab_size"] * 2, result
         # The release's formula (the newest profile's by default: total consumed plus the transient
-        # peak headroom from 0.26; the components before), each identity exact.
+        # peak headroom from 0.27; the components before), each identity exact.
         components = result.weights_memory + result.torch_peak_increase + result.non_torch_increase
         consumed = result.total_consumed + result.transient_peak_headroom
         assert result.non_kv_cache_memory == (components if result.formula == "components" else consumed), result
@@ -90,7 +90,7 @@ def test_worker_flow_on_a_real_model() -> None:
             init, requested, utilization, profile_result=result,
             cudagraph_memory_estimate=graphs.free_delta_bytes, log=False)
         # determine_available_kv_cache_memory subtracts the non-KV figure of the release the result
-        # follows: the three terms up to 0.25, total consumed + transient peak headroom from 0.26.
+        # follows: the three terms up to 0.26, total consumed + transient peak headroom from 0.27.
         assert avail.available_kv_cache_bytes == (
             requested - result.non_kv_cache_memory - graphs.free_delta_bytes), avail
         cap = vllm_mem.kv_cache_capacity(spec, avail.available_kv_cache_bytes, max_model_len=4096)

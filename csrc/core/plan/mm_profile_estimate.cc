@@ -197,7 +197,7 @@ void CheckModalities(const std::vector<std::string>& modalities, const MmProfile
     }
     if (m.HasDummyOptions() && !o.mm_dummy_options) {
       throw InvalidArgument(field, "must be an integer count in this release (limit_per_prompt: dict[str, int]; "
-                                   "the per-modality options arrived in 0.11.0, vllm_versions.json mm_dummy_options)");
+                                   "the per-modality options arrived in 0.11.1, vllm_versions.json mm_dummy_options)");
     }
   }
 }

@@ -619,8 +619,8 @@ std::string LongMaxModelLenError(const VllmVersionProfile& profile, const ModelS
   std::string msg = "User-specified max_model_len (" + std::to_string(max_model_len) +
                     ") is greater than the derived max_model_len (max_position_embeddings=" + std::to_string(derived) +
                     (scaled ? ".0" : "") + " or model_max_length=None in model's config.json).";
-  // vLLM goes on with cautionary sentences (0.7-0.10: "This may lead to incorrect model outputs
-  // or CUDA errors."; from 0.11: "... must be used with extreme caution. If the model uses
+  // vLLM goes on with cautionary sentences (0.7-0.10.1: "This may lead to incorrect model outputs
+  // or CUDA errors."; from 0.10.2: "... must be used with extreme caution. If the model uses
   // relative position encoding (RoPE), ..."): left out, since with them the message passes the
   // 300 characters every error keeps to (docs/errors.md). The refusal sentence and the override
   // instruction stay verbatim, with the release's punctuation.

@@ -1,7 +1,7 @@
 // The older --kv-cache-dtype names by release, as vLLM's CacheDType listed them at each tag (the
 // rule kv_cache_dtypes_added, sources in plan/vllm_versions.json): the versioned API docs give
-// ('auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2') at v0.9.0 / v0.9.2, 'fp8_inc' added at v0.10.0,
-// 'bfloat16' and 'fp8_ds_mla' at v0.11.1, and PR #37199 added 'float16' after v0.17.0.
+// ('auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2') at v0.9.0 / v0.9.2, 'fp8_inc' added at v0.10.0; the
+// release wheels give 'bfloat16' at v0.11.0, 'fp8_ds_mla' at v0.11.1 and 'float16' at v0.18.0.
 #include <string>
 #include <vector>
 

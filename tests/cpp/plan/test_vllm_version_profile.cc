@@ -173,12 +173,13 @@ TEST(VllmVersion, KvCacheDTypesAreAcceptedFromTheirFirstRelease) {
       {"turboquant_k8v4", "0.19", "0.20"},
       {"turboquant_3bit_nc", "0.19", "0.20"},
       {"nvfp4", "0.20", "0.21"},
-      {"int4_per_token_head", "0.27", "0.28"},
-      // CacheDType at the tags (versioned API docs): fp8_inc at v0.10.0, bfloat16 / fp8_ds_mla at
-      // v0.11.1, float16 after v0.17.0 (PR #37199); test_kv_dtype_names_by_release.cc.
+      {"int4_per_token_head", "0.24", "0.25"},
+      // CacheDType at the tags (the release wheels' vllm/config/cache.py): fp8_inc at v0.10.0,
+      // bfloat16 at v0.11.0, fp8_ds_mla at v0.11.1, float16 at v0.18.0, int4_per_token_head at
+      // v0.25.0; test_kv_dtype_names_by_release.cc.
       {"fp8_inc", "0.9", "0.10"},
       {"bfloat16", "0.10", "0.11"},
-      {"fp8_ds_mla", "0.10", "0.11"},
+      {"fp8_ds_mla", "0.11.0", "0.11.1"},
       {"float16", "0.17", "0.18"}};
   for (const auto& [dtype, before, first] : firsts) {
     EXPECT_EQ(KvCacheDTypeRefusal(Profile(first), dtype), "") << dtype;
@@ -186,7 +187,8 @@ TEST(VllmVersion, KvCacheDTypesAreAcceptedFromTheirFirstRelease) {
     const std::string refusal = KvCacheDTypeRefusal(Profile(before), dtype);
     EXPECT_NE(refusal.find("[type=literal_error, input_value='" + dtype + "', input_type=str]"), std::string::npos)
         << refusal;
-    EXPECT_NE(refusal.find("accepted from vLLM " + first + ".0"), std::string::npos) << refusal;
+    const std::string first_release = Profile(first).version;  // "0.11" names the profile 0.11.0
+    EXPECT_NE(refusal.find("accepted from vLLM " + first_release + ")"), std::string::npos) << refusal;
     EXPECT_NE(KvCacheDTypeRefusal(Profile("0.7"), dtype), "") << dtype;
   }
   // Names no change lists are taken by every release.
@@ -261,9 +263,11 @@ TEST(VllmVersion, KvRulesReachTheKvOptions) {
   in.vllm_version = "0.19";
   const StartupPlan v19 = EvaluatePlan(Llama(), in);
   EXPECT_FALSE(KvOptionsFor(Llama(), v19.inputs).kv_tokens_from_concurrency);  // issue 40691 on v0.19.0
-  EXPECT_TRUE(KvOptionsFor(Llama(), v19.inputs).hybrid_align_to_user_block_size);
-  in.vllm_version = "0.17";
-  EXPECT_FALSE(KvOptionsFor(Llama(), EvaluatePlan(Llama(), in).inputs).hybrid_align_to_user_block_size);
+  // Hybrid alignment to --block-size: platforms/interface.py _align_hybrid_block_size, in v0.20.0's
+  // wheel, not v0.19.0's (models/config.py aligns to 16 there).
+  EXPECT_FALSE(KvOptionsFor(Llama(), v19.inputs).hybrid_align_to_user_block_size);
+  in.vllm_version = "0.20";
+  EXPECT_TRUE(KvOptionsFor(Llama(), EvaluatePlan(Llama(), in).inputs).hybrid_align_to_user_block_size);
   in.vllm_version = "0.21";
   EXPECT_TRUE(KvOptionsFor(Llama(), EvaluatePlan(Llama(), in).inputs).kv_tokens_from_concurrency);
   in.vllm_version = "0.9";

@@ -158,7 +158,7 @@ std::vector<std::string> KvCacheLogLines(const KvCacheCapacity& capacity);
 /*! \brief How a vLLM release words and rounds its KV capacity lines (the release's rule is in
  *  plan/vllm_versions.json): kV0Blocks "# GPU blocks: N, # CPU blocks: M" + concurrency of
  *  blocks x block_size / L (L without thousands separators); kBlockTokens (V1 0.8-0.9) tokens =
- *  blocks x block_size; kGroupedTokens (0.10-0.20) tokens = blocks // groups x min block size,
+ *  blocks x block_size; kGroupedTokens (0.9.1-0.20) tokens = blocks // groups x min block size,
  *  concurrency over the groups, two lines; kCombinedLine one line, tokens = int(concurrency x L)
  *  (0.28+: v0.28.0 logs); kConcurrencyTokens (0.21-0.27: v0.22-v0.27 logs) the same tokens on the
  *  two lines of before. */

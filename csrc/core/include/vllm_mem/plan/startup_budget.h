@@ -50,10 +50,10 @@ struct ProfileMeasurements {
   int64_t non_torch_increase_bytes = 0;   //!< CUDA context / NCCL / cuBLAS growth since init
   int64_t cudagraph_estimate_bytes = 0;   //!< profile_cudagraph_memory(); 0 when eager
   //! memory_profiling's non_kv_cache_memory where its release no longer sums the three terms above
-  //! (rule `non_kv_cache_memory` "total_consumed", vLLM >= 0.26: the free-memory drop since the init
+  //! (rule `non_kv_cache_memory` "total_consumed", vLLM >= 0.27: the free-memory drop since the init
   //! snapshot plus the transient peak headroom, which determine_available_memory subtracts as is);
   //! unset: weights + torch peak increase + non-torch increase, as determine_available_memory
-  //! recomputes it up to 0.25.
+  //! recomputes it up to 0.26.
   std::optional<int64_t> non_kv_cache_bytes;
 };
 
