@@ -306,9 +306,9 @@ def test_multimodal_wrapper_counts_the_towers_and_the_per_layer_embedding_buffer
 
 
 def test_a_limited_modality_drops_its_tower_where_the_release_skips_it() -> None:
-    # vLLM 0.16+ builds each tower inside _mark_tower_model(vllm_config, modality) (gemma3n_mm.py: vision tower
+    # vLLM 0.15+ builds each tower inside _mark_tower_model(vllm_config, modality) (gemma3n_mm.py: vision tower
     # and embed_vision under "image", audio tower and embed_audio under "audio"): a modality limited to 0
-    # leaves its tower unbuilt. Before (0.15) both are built whatever the limits.
+    # leaves its tower unbuilt. Before (0.14) both are built whatever the limits.
     spec = vllm_mem.ModelSpec.from_hf_config(_wrapper(E2B_TEXT))
     settings: dict[str, Any] = {"max_model_len": 32768, "max_num_batched_tokens": 8192, "vllm_version": "0.19.0"}
     full = vllm_mem.plan(spec, "H100-80GB", **settings).weights_bytes
@@ -320,7 +320,7 @@ def test_a_limited_modality_drops_its_tower_where_the_release_skips_it() -> None
     assert full - text_only == (VISION_TOWER_AND_EMBEDDER + AUDIO_TOWER_AND_EMBEDDER) * 2
     both_off = {"image": 0, "audio": 0}
     assert vllm_mem.plan(spec, "H100-80GB", limit_mm_per_prompt=both_off, **settings).weights_bytes == text_only
-    older = {**settings, "vllm_version": "0.15.0"}
+    older = {**settings, "vllm_version": "0.14.0"}
     assert vllm_mem.plan(spec, "H100-80GB", limit_mm_per_prompt=both_off, **older).weights_bytes == (
         vllm_mem.plan(spec, "H100-80GB", **older).weights_bytes
     )

@@ -629,8 +629,8 @@ def _vllm_scenario(sim: SimulatedDevice, vllm_version: str | None) -> MemoryProf
 
 @pytest.mark.parametrize(("vllm_version", "formula", "non_kv_mib", "third"), [
     ("0.19.1", "components", 1280, "non-torch forward increase memory: 0.25GiB"),
-    ("0.25.0", "components", 1280, "non-torch forward increase memory: 0.25GiB"),
-    ("0.26.0", "total_consumed", 1792, "total consumed (from mem_get_info): 0.75GiB"),
+    ("0.26.0", "components", 1280, "non-torch forward increase memory: 0.25GiB"),
+    ("0.27.0", "total_consumed", 1792, "total consumed (from mem_get_info): 0.75GiB"),
     ("0.28", "total_consumed", 1792, "total consumed (from mem_get_info): 0.75GiB"),
 ])
 def test_non_kv_cache_memory_follows_the_vllm_release(sim: SimulatedDevice, vllm_version: str,
