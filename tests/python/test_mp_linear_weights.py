@@ -16,7 +16,8 @@ process_weights_after_loading (machete.py, marlin.py in the same folder):
   g_idx and g_idx_sort_indices (int32 each per input).
 
 AWQ went through choose_mp_linear_kernel from PR #36505 (vllm_versions.json awq_mp_linear_kernel,
-since 0.18.0); before it awq_marlin.py repacked for Marlin (awq_to_marlin_zero_points). The
+since 0.19.0: in v0.19.0's wheel, not v0.18.0's); before it awq_marlin.py repacked for Marlin
+(awq_to_marlin_zero_points). The
 v0.31.0 H200 start-up of Qwen2.5-7B-Instruct-AWQ prints "Using MacheteLinearKernel for
 AutoAWQMarlinLinearMethod" (tests/data/vllm_release_logs.json, synapse-qwen2.5-7b-awq-h200-v0.31.0).
 
@@ -143,10 +144,10 @@ def test_plan_picks_the_kernel_vllm_picks_per_gpu_and_release() -> None:
     checkpoint = _plan_weights("T4", "0.31.0")
     # 9.0 on a release whose awq_marlin chooses through choose_mp_linear_kernel: Machete.
     assert _plan_weights("H200", "0.31.0") - checkpoint == extra
-    assert _plan_weights("H100", "0.18.0") - checkpoint == extra
-    # 0.17 repacked AWQ for Marlin whatever the GPU; 8.x and 12.x take Marlin: the checkpoint's AWQ
+    assert _plan_weights("H100", "0.19.0") - checkpoint == extra
+    # 0.18 repacked AWQ for Marlin whatever the GPU; 8.x and 12.x take Marlin: the checkpoint's AWQ
     # tensors plus a workspace per linear, sized by the catalog GPU's SMs (RTX 5090: 170 -> 1024 bytes).
-    assert _plan_weights("H200", "0.17.0") - checkpoint == MARLIN_WORKSPACES
+    assert _plan_weights("H200", "0.18.0") - checkpoint == MARLIN_WORKSPACES
     assert _plan_weights("A100-80GB", "0.17.0") - checkpoint == MARLIN_WORKSPACES_A100
     assert _plan_weights("A100-80GB", "0.31.0") - checkpoint == MARLIN_WORKSPACES_A100
     assert _plan_weights("RTX-5090", "0.31.0") - checkpoint == MARLIN_WORKSPACES
