@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deepseek_v32_config.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/activation_estimate.h"
@@ -11,16 +12,6 @@
 
 namespace vllm_mem {
 namespace {
-
-// DeepSeek-V3.2's attention and indexer dimensions on a dense body (the MoE layers' share of the
-// workspace is test_families_deepseek_v32.py's).
-ModelSpec DenseV32() {
-  return ModelSpec::FromHfConfigText(R"({"model_type": "deepseek_v32", "num_hidden_layers": 61,
-    "hidden_size": 7168, "intermediate_size": 18432, "num_attention_heads": 128, "num_key_value_heads": 128,
-    "vocab_size": 129280, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
-    "qk_nope_head_dim": 128, "v_head_dim": 128, "torch_dtype": "bfloat16", "index_n_heads": 64,
-    "index_head_dim": 128, "index_topk": 2048})");
-}
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
@@ -36,7 +27,7 @@ int64_t Block(int64_t bytes) { return (bytes + 511) / 512 * 512; }
 }  // namespace
 
 TEST(SparseIndexerProfile, NewestReleaseByHand) {
-  const ModelSpec m = DenseV32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   for (const int64_t len : {int64_t{163840}, int64_t{32768}}) {
     const SparseIndexerProfileBytes b = EstimateSparseIndexerProfile(m, len, SparseIndexerProfile{});
     const int64_t keys = 40 * len;
@@ -54,7 +45,7 @@ TEST(SparseIndexerProfile, NewestReleaseByHand) {
 // vLLM 0.32: sparse_mla_prefill_workspace_factor defaults to 5 up to 256K tokens, 2 above, so
 // get_max_prefill_buffer_size is max_model_len x (576 * 2 // 132 = 8) x 5 or x 2.
 TEST(SparseIndexerProfile, LongContextFactorFrom032ByHand) {
-  const ModelSpec m = DenseV32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   const SparseIndexerProfile newest{};
   for (const int64_t len : {int64_t{262144}, int64_t{262145}, int64_t{1048576}}) {
     const int64_t keys = (len <= 262144 ? 40 : 16) * len;
@@ -69,7 +60,7 @@ TEST(SparseIndexerProfile, LongContextFactorFrom032ByHand) {
 }
 
 TEST(SparseIndexerProfile, FirstReleaseByHand) {
-  const ModelSpec m = DenseV32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   for (const int64_t len : {int64_t{163840}, int64_t{32768}, int64_t{1000}}) {
     const SparseIndexerProfileBytes b = EstimateSparseIndexerProfile(m, len, Release011());
     const int64_t keys = 2 * len;
@@ -81,12 +72,12 @@ TEST(SparseIndexerProfile, FirstReleaseByHand) {
 }
 
 TEST(SparseIndexerProfile, NoIndexerNoBytesAndBadLengthNamed) {
-  ModelSpec m = DenseV32();
+  ModelSpec m = testing::DeepseekV32DenseBody();
   m.mla->index_head_dim = 0;
   const SparseIndexerProfileBytes none = EstimateSparseIndexerProfile(m, 163840, SparseIndexerProfile{});
   EXPECT_EQ(none.keys + none.workspace_bytes + none.transient_bytes, 0);
   try {
-    EstimateSparseIndexerProfile(DenseV32(), 0, SparseIndexerProfile{});
+    EstimateSparseIndexerProfile(testing::DeepseekV32DenseBody(), 0, SparseIndexerProfile{});
     FAIL() << "max_model_len 0 accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(e.field(), "max_model_len");
@@ -96,7 +87,7 @@ TEST(SparseIndexerProfile, NoIndexerNoBytesAndBadLengthNamed) {
 // The profile peak moves by exactly the indexer's terms: its request joins the persistent workspace
 // every MLP layer and the sampler run over, its transient tensors the attention layer's.
 TEST(SparseIndexerProfile, ActivationPeakMovesByTheIndexerTerms) {
-  const ModelSpec m = DenseV32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   for (const int64_t len : {int64_t{163840}, int64_t{32768}}) {
     ActivationOptions o;
     o.max_num_batched_tokens = 2048;
@@ -126,7 +117,7 @@ TEST(SparseIndexerProfile, ActivationPeakMovesByTheIndexerTerms) {
 // too, so its attention layer holds the 512 MiB logits stand-in over the shared workspace (the same
 // request as the target's, already held).
 TEST(SparseIndexerProfile, MtpDrafterPassHoldsItsOwnTransient) {
-  const ModelSpec m = DenseV32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   ModelSpec mtp = m;
   mtp.num_layers = 1;
   mtp.layers.resize(1);

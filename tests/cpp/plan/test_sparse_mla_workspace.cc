@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deepseek_v32_config.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/plan/activation_estimate.h"
@@ -9,15 +10,6 @@
 
 namespace vllm_mem {
 namespace {
-
-// DeepSeek-V3.2's attention (128 heads, kv_lora_rank 512, rope 64: 576-wide queries) on a dense body.
-ModelSpec V32() {
-  return ModelSpec::FromHfConfigText(R"({"model_type": "deepseek_v32", "num_hidden_layers": 61,
-    "hidden_size": 7168, "intermediate_size": 18432, "num_attention_heads": 128, "num_key_value_heads": 128,
-    "vocab_size": 129280, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
-    "qk_nope_head_dim": 128, "v_head_dim": 128, "torch_dtype": "bfloat16", "index_n_heads": 64,
-    "index_head_dim": 128, "index_topk": 2048})");
-}
 
 SparseMlaWorkspaceOptions On(const std::string& cc, const std::string& kv, int64_t tp, int64_t len = 163840) {
   SparseMlaWorkspaceOptions o;
@@ -49,7 +41,7 @@ constexpr int64_t kPrefill163840 = int64_t{5} * 163840 * 576 * 2;  // 943,718,40
 }  // namespace
 
 TEST(SparseMlaWorkspace, HopperByReleaseByHand) {
-  const ModelSpec m = V32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   // 0.11-0.12: no WorkspaceManager, nothing reserved (FlashMLA sparse is still the backend).
   const SparseMlaLoadWorkspace first = EstimateSparseMlaLoadWorkspace(m, On("9.0", "fp8", 8), Release("0.11"));
   EXPECT_TRUE(first.flashmla_sparse);
@@ -81,7 +73,7 @@ TEST(SparseMlaWorkspace, HopperByReleaseByHand) {
 }
 
 TEST(SparseMlaWorkspace, BlackwellPicksByHeadsAndDtype) {
-  const ModelSpec m = V32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   // Before 0.17 FlashMLA sparse is the only sparse backend on SM100.
   EXPECT_TRUE(EstimateSparseMlaLoadWorkspace(m, On("10.0", "auto", 8), Release("0.13")).flashmla_sparse);
   // From 0.17 FlashInfer MLA sparse first at 16 heads per rank or fewer (TP 8), FlashMLA at 32 (TP 4).
@@ -107,13 +99,13 @@ TEST(SparseMlaWorkspace, BlackwellPicksByHeadsAndDtype) {
 }
 
 TEST(SparseMlaWorkspace, NoIndexerNoBytesAndBadInputNamed) {
-  ModelSpec m = V32();
+  ModelSpec m = testing::DeepseekV32DenseBody();
   m.mla->index_topk = 0;
   EXPECT_EQ(EstimateSparseMlaLoadWorkspace(m, On("9.0", "fp8", 8), Release("0.20")).reserved_bytes, 0);
   SparseMlaWorkspaceOptions bad = On("9.0", "fp8", 8);
   bad.max_num_batched_tokens = 0;
   try {
-    EstimateSparseMlaLoadWorkspace(V32(), bad, Release("0.20"));
+    EstimateSparseMlaLoadWorkspace(testing::DeepseekV32DenseBody(), bad, Release("0.20"));
     FAIL() << "max_num_batched_tokens 0 accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(e.field(), "max_num_batched_tokens");
@@ -130,7 +122,7 @@ TEST(SparseMlaWorkspace, ProfileGrowthKeepsOrFreesTheFirstBuffer) {
 
 // The activation peak's shared-workspace term is what the profile run adds beyond the load reservation.
 TEST(SparseMlaWorkspace, ActivationHoldsOnlyTheGrowth) {
-  const ModelSpec m = V32();
+  const ModelSpec m = testing::DeepseekV32DenseBody();
   ActivationOptions o;
   o.max_num_batched_tokens = 2048;
   o.max_num_seqs = 256;
