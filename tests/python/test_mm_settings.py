@@ -46,10 +46,12 @@ BASE = {
     "max_num_seqs": 256,
     "vllm_version": "0.19.0",
 }
-# smart_resize(9999999, 9999999, 28, max_pixels=1003520): beta = 9999999 / sqrt(1003520), 9999999 / beta
-# / 28 = 35.78 -> 35 x 28 = 980 a side: 70^2 = 4,900 patches, 1,225 tokens.
+# From 0.13.0 (vllm_versions.json qwen_vl_image_factor_pair; qwen2_vl.py get_image_size_with_most_features)
+# the largest image under max_pixels 1,003,520 at factor 28 is 1,003,520 // 28^2 = 1,280 merged patches split
+# into the closest factor pair: isqrt(1280) = 35, and 35, 34, 33 do not divide it, 32 does: 32 x 40, a 896 x
+# 1120 image (exactly 1,003,520 pixels, which smart_resize keeps): 64 x 80 = 5,120 patches, 1,280 tokens.
 SMALL = {"max_pixels": 1003520}
-SMALL_PATCHES, SMALL_TOKENS = 70 * 70, 35 * 35
+SMALL_PATCHES, SMALL_TOKENS = 64 * 80, 32 * 40
 
 
 def _profile(config: dict[str, Any] = QWEN25_VL_7B, **settings: Any) -> dict[str, Any]:
@@ -71,8 +73,8 @@ def _expect(m: dict[str, Any], *, items: int, patches: int, tokens: int) -> None
 
 
 def test_max_pixels_1003520_shrinks_the_image_by_hand() -> None:
-    """Images only: budget max(8192, 1225) = 8192 holds 8192 // 1225 = 6 images (the decoder side allows
-    256 x min(999, 8192 // 1225) = 1,536), 6 x 4,900 patches."""
+    """Images only: budget max(8192, 1280) = 8192 holds 8192 // 1280 = 6 images (the decoder side allows
+    256 x min(999, 8192 // 1280) = 1,536), 6 x 5,120 patches."""
     m = _profile(limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)
     assert m["modality"] == "image" and m["encoder_budget_tokens"] == 8192
     _expect(m, items=6, patches=SMALL_PATCHES, tokens=SMALL_TOKENS)
@@ -80,6 +82,22 @@ def test_max_pixels_1003520_shrinks_the_image_by_hand() -> None:
     _expect(published, items=1, patches=256 * 256, tokens=16384)
     # The run the user lowered max_pixels for is smaller than the published bound's.
     assert m["encoder_phase_bytes"] < published["encoder_phase_bytes"]
+
+
+def test_largest_image_square_before_0_13_factor_pair_after() -> None:
+    """0.12.0's qwen2_vl.py asks smart_resize for a 9999999 x 9999999 image: beta = 9999999 /
+    sqrt(1003520), 9999999 / beta / 28 = 35.78 -> 35 x 28 = 980 a side, 70^2 = 4,900 patches, 1,225 tokens
+    (8192 // 1225 = 6 images); 0.13.0's factor pair keeps all 1,280 merged patches (SMALL_TOKENS). At the
+    published 12,845,056 (16,384 = 128^2 merged patches) both give the 3584^2 image."""
+    m = _profile(vllm_version="0.12.0", limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)
+    assert m["items"] == 6 and m["pixel_bytes"] == 6 * 70 * 70 * PATCH_PIXELS * BF16
+    assert m["encoder_output_bytes"] == 6 * 35 * 35 * TEXT_HIDDEN * BF16
+    m = _profile(vllm_version="0.13.0", limit_mm_per_prompt={"video": 0}, mm_processor_kwargs=SMALL)
+    assert m["items"] == 6 and m["pixel_bytes"] == 6 * SMALL_PATCHES * PATCH_PIXELS * BF16
+    assert m["encoder_output_bytes"] == 6 * SMALL_TOKENS * TEXT_HIDDEN * BF16
+    for version in ("0.12.0", "0.13.0"):
+        published = _profile(vllm_version=version, limit_mm_per_prompt={"video": 0})
+        assert published["pixel_bytes"] == 256 * 256 * PATCH_PIXELS * BF16
 
 
 def test_size_spelling_is_the_same_bound() -> None:
@@ -131,9 +149,9 @@ def test_image_zero_profiles_the_video_not_text_only() -> None:
 
 
 def test_video_outgrows_the_image_when_its_frames_fit() -> None:
-    """max_pixels 1,003,520, video on: frames whose tokens fit 8192 are 12 (ceil(12 / 2) x 1,225 = 7,350;
-    13 frames are 7 x 1,225 = 8,575), more than the image's 1,225 tokens, so the video is profiled:
-    budget max(8192, 7350) = 8192, one item of 6 x 4,900 patches."""
+    """max_pixels 1,003,520, video on: frames whose tokens fit 8192 are 12 (ceil(12 / 2) x 1,280 = 7,680;
+    13 frames are 7 x 1,280 = 8,960), more than the image's 1,280 tokens, so the video is profiled:
+    budget max(8192, 7680) = 8192, one item of 6 x 5,120 patches."""
     m = _profile(mm_processor_kwargs=SMALL)
     assert m["modality"] == "video" and m["video_frames"] == 12 and m["encoder_budget_tokens"] == 8192
     _expect(m, items=1, patches=6 * SMALL_PATCHES, tokens=6 * SMALL_TOKENS)
@@ -286,22 +304,87 @@ def test_qwen3_vl_max_pixels_bounds_the_video_and_the_image_wins() -> None:
     _expect_qwen3(m, items=17, patches=38 * 50, tokens=475)
 
 
-def test_qwen3_vl_video_before_0_16_is_refused_where_it_may_be_profiled() -> None:
-    """Before 0.16.0 the release's Qwen3-VL video rule is not recorded (vllm_versions.json
-    qwen3_vl_video_processor_dummy): at the published bounds the image is profiled (the video's 12,288
-    tokens below the image's 16,384), with images off or processor bounds given the plan is refused by
-    name; from 0.16.0 the same settings plan."""
+def _expect_qwen3_item(m: dict[str, Any], *, items: int, patches: int, tokens: int) -> None:
+    """The item's own bytes (pixels and cached rows), which no tower rule of the release changes."""
+    assert m["items"] == items
+    assert m["pixel_bytes"] == items * patches * Q3_PATCH_PIXELS * BF16
+    assert m["encoder_output_bytes"] == items * tokens * Q3_TEXT_ROW
+
+
+# Qwen3-VL's dummy video before 0.15.0 (vllm 0.11.0 to 0.14.0 qwen3_vl.py, vllm_versions.json
+# qwen3_vl_dummy_video): the image's 4096 x 4096 target video-smart_resized at N frames, N the most frames
+# from 2 whose tokens fit max_model_len, at most 24,576 (_MAX_FRAMES_PER_VIDEO). beta = sqrt(n x 4096^2 /
+# 25,165,824): 2 frames keep floor(4096 / 1.1547 / 32) = 110 merged patches a side (220^2 = 48,400 patches,
+# 12,100 tokens); 3 frames 90 a side over grid_t 2 (16,200 tokens, the most any n reaches), so from
+# max_model_len 16,200 every n fits and the cap's 24,576 frames of 32 x 32 are taken (12,288 x 2 x 2 =
+# 49,152 patches, 12,288 tokens). 0.11.0 to 0.12.0 budget int(tokens x 12.5).
+def test_qwen3_vl_video_0_12_outweighs_the_image_by_its_timestamp_factor() -> None:
+    """0.12.0 at the published bounds, both modalities on, max_model_len 8192: the video's budget item is
+    int(12,100 x 12.5) = 151,250 tokens against the image's 16,384, so the video is profiled (the shortcut
+    this replaces kept the image): budget max(8192, 151,250) = 151,250, one 2-frame item of 48,400 patches
+    and 12,100 embeddings. 0.13.0 drops the factor: 12,100 < 16,384 and the image is profiled."""
     from test_families_hybrid import QWEN3_VL_8B
 
-    old = "0.15.0"
-    assert _profile(QWEN3_VL_8B, vllm_version=old)["modality"] == "image"
-    assert _profile(QWEN3_VL_8B)["modality"] == "image"  # 0.19.0: 16,384 image tokens against 12,288
-    for settings in ({"limit_mm_per_prompt": {"image": 0}}, {"mm_processor_kwargs": SMALL}):
-        with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.video"):
-            _profile(QWEN3_VL_8B, vllm_version=old, **settings)
-        _profile(QWEN3_VL_8B, vllm_version="0.16.0", **settings)
+    m = _profile(QWEN3_VL_8B, vllm_version="0.12.0")
+    assert m["modality"] == "video" and m["video_frames"] == 2 and m["encoder_budget_tokens"] == 151250
+    _expect_qwen3_item(m, items=1, patches=48400, tokens=12100)
+    assert _profile(QWEN3_VL_8B, vllm_version="0.13.0")["modality"] == "image"
+    m = _profile(QWEN3_VL_8B, vllm_version="0.13.0", limit_mm_per_prompt={"image": 0})
+    assert m["modality"] == "video" and m["video_frames"] == 2 and m["encoder_budget_tokens"] == 12100
+    _expect_qwen3_item(m, items=1, patches=48400, tokens=12100)
+
+
+def test_qwen3_vl_video_0_11_pr_30475_budget() -> None:
+    """PR #30475's December 2025 print (Qwen3-VL-235B, images off): 153,600 video tokens. 0.11.0 at
+    max_model_len 32,768 (>= 16,200): 24,576 frames of 32 x 32, int(12,288 x 12.5) = 153,600 tokens, budget
+    max(8192, 153,600) = 153,600, one item of 49,152 patches. 0.11.0's builder takes no dummy options
+    (num_frames 4 ignored); 0.11.1's does: 4 frames, floor(4096 / sqrt(4 / 1.5) / 32) = 78 merged patches a
+    side, 2 x 156^2 = 48,672 patches, 12,168 embeddings, the budget's item unchanged."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    for version in ("0.11.0", "0.12.0"):
+        m = _profile(QWEN3_VL_8B, vllm_version=version, max_model_len=32768, limit_mm_per_prompt={"image": 0})
+        assert m["modality"] == "video" and m["video_frames"] == 24576 and m["encoder_budget_tokens"] == 153600
+        _expect_qwen3_item(m, items=1, patches=49152, tokens=12288)
+    four = {"image": 0, "video": {"count": 1, "num_frames": 4}}
+    m = _profile(QWEN3_VL_8B, vllm_version="0.11.0", max_model_len=32768, limit_mm_per_prompt=four)
+    assert m["video_frames"] == 24576
+    m = _profile(QWEN3_VL_8B, vllm_version="0.11.1", max_model_len=32768, limit_mm_per_prompt=four)
+    assert m["video_frames"] == 4 and m["encoder_budget_tokens"] == 153600
+    _expect_qwen3_item(m, items=1, patches=2 * 156 * 156, tokens=12168)
+
+
+def test_qwen3_vl_video_with_processor_bounds_before_0_17_is_refused() -> None:
+    """Before 0.17.0 the budget's video reads the checkpoint's processor sizes (the processor instance
+    drops call-time keys) while the processor call takes --mm-processor-kwargs': not modelled, refused by
+    name while the video may be profiled; with videos off, or from 0.17.0, the same settings plan. 0.15.0
+    at the published bounds: the 2-frame video's 12,288 tokens against the image's 16,384."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    assert _profile(QWEN3_VL_8B, vllm_version="0.15.0")["modality"] == "image"
+    m = _profile(QWEN3_VL_8B, vllm_version="0.15.0", limit_mm_per_prompt={"image": 0})
+    assert m["video_frames"] == 2 and m["encoder_budget_tokens"] == 12288
+    for version in ("0.11.0", "0.13.0", "0.16.0"):
+        with pytest.raises(vllm_mem.NotModelledError, match=r"limit_mm_per_prompt\.video.*0\.17\.0"):
+            _profile(QWEN3_VL_8B, vllm_version=version, mm_processor_kwargs=SMALL)
     videos_off = {"limit_mm_per_prompt": {"video": 0}, "mm_processor_kwargs": SMALL}
-    assert _profile(QWEN3_VL_8B, vllm_version=old, **videos_off)["modality"] == "image"
+    assert _profile(QWEN3_VL_8B, vllm_version="0.16.0", **videos_off)["modality"] == "image"
+    assert _profile(QWEN3_VL_8B, vllm_version="0.17.0", mm_processor_kwargs=SMALL)["modality"] == "image"
+
+
+def test_token_tie_goes_to_video_from_0_17() -> None:
+    """Qwen2.5-VL-7B at max_model_len 8192: the video's frames stop at 1 (2 frames would be 16,384 > 8192
+    tokens), one temporal patch, 16,384 tokens: a tie with the image. 0.16.0's max(key=tokens) keeps the
+    first (image), 0.17.0's max(key=(tokens, name)) the video (vllm multimodal/encoder_budget.py
+    get_modality_with_max_tokens). The video's dummy options then apply: 1000 x 700 resized to 1008 x 700
+    (round(1000 / 28) = 36, round(700 / 28) = 25 merged patches), 72 x 50 = 3,600 patches, 900 tokens."""
+    small_video = {"video": {"count": 1, "width": 1000, "height": 700}}
+    m = _profile(vllm_version="0.16.0", limit_mm_per_prompt=small_video)
+    assert m["modality"] == "image"
+    _expect(m, items=1, patches=256 * 256, tokens=16384)
+    m = _profile(vllm_version="0.17.0", limit_mm_per_prompt=small_video)
+    assert m["modality"] == "video" and m["video_frames"] == 1 and m["encoder_budget_tokens"] == 16384
+    _expect(m, items=1, patches=72 * 50, tokens=900)
 
 
 # ---- every entry point ---------------------------------------------------------------------------------

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/base/checked_math.h"
@@ -104,12 +106,33 @@ std::array<int64_t, 2> SmartResize(int64_t h, int64_t w, int64_t factor, int64_t
  *  each (the processor's flattened pixel_values), and the merger folds merge^2 of them into one
  *  embedding, which is one placeholder token (num_patches // merge_size^2). Qwen2.5-VL-7B: 3584^2
  *  pixels, 256^2 = 65,536 patches of 1,176 pixels, 16,384 tokens. */
+std::array<int64_t, 2> MostFeaturesSize(int64_t max_pixels, int64_t factor, const std::string& field);
+
+/*! The largest image's {height, width} (get_image_size_with_most_features, then get_num_image_tokens'
+ *  smart_resize of it): the smart_resize of a 9999999 x 9999999 image, or (VisionItemRequest::
+ *  factor_pair, vLLM 0.13.0 on) the closest rows x columns factor pair of max_pixels // factor^2 merged
+ *  patches, which keeps every merged patch the bound holds when their count is not a square (1,003,520
+ *  at factor 28: 1,280 = 32 x 40, not the square's 35^2 = 1,225). */
+std::array<int64_t, 2> LargestImageSize(int64_t factor, int64_t min_pixels, int64_t max_pixels,
+                                        const VisionItemRequest& r) {
+  if (r.factor_pair) {
+    if (max_pixels < Mul(factor, factor)) {
+      throw InvalidArgument(r.field, "max_pixels " + std::to_string(max_pixels) + " holds no " +
+                                         std::to_string(factor) + " x " + std::to_string(factor) +
+                                         " merged patch (vLLM's largest image would be empty)");
+    }
+    const std::array<int64_t, 2> target = MostFeaturesSize(max_pixels, factor, r.field);
+    return SmartResize(target[0], target[1], factor, min_pixels, max_pixels, r.field);
+  }
+  constexpr int64_t kSide = 9999999;  // the width and height vLLM passes
+  return SmartResize(kSide, kSide, factor, min_pixels, max_pixels, r.field);
+}
+
 VisionDummyItem SmartResizeItem(const VisionEncoderSpec& s, const VisionItemRequest& r) {
   const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
   const int64_t max_pixels = r.max_pixels > 0 ? r.max_pixels : s.max_pixels;
   const int64_t min_pixels = r.min_pixels > 0 ? r.min_pixels : s.min_pixels;
-  constexpr int64_t kSide = 9999999;  // the width and height vLLM passes
-  const std::array<int64_t, 2> largest = SmartResize(kSide, kSide, factor, min_pixels, max_pixels, r.field);
+  const std::array<int64_t, 2> largest = LargestImageSize(factor, min_pixels, max_pixels, r);
   const int64_t h = r.height > 0 ? std::min(r.height, largest[0]) : largest[0];
   const int64_t w = r.width > 0 ? std::min(r.width, largest[1]) : largest[1];
   const std::array<int64_t, 2> resized = SmartResize(h, w, factor, min_pixels, max_pixels, r.field);
@@ -390,6 +413,123 @@ std::optional<VisionDummyItem> Qwen3VlVideoItem(const VisionEncoderSpec& s, cons
   item.prompt_tokens = item.embed_rows;  // get_max_video_tokens counts embeddings, not the timestamp text
   item.pixel_elements = Mul(item.patch_tokens, Mul(Mul(s.num_channels, t), Mul(s.patch_size, s.patch_size)));
   return item;
+}
+
+std::optional<Qwen3VlDummyVideo> Qwen3VlDummyVideoFromName(std::string_view name) {
+  static constexpr std::pair<std::string_view, Qwen3VlDummyVideo> kNames[] = {
+      {"absent", Qwen3VlDummyVideo::kAbsent},
+      {"image_bound_frames_unresized_x12_5", Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5},
+      {"image_bound_frames_x12_5", Qwen3VlDummyVideo::kImageBoundFramesX12_5},
+      {"image_bound_frames", Qwen3VlDummyVideo::kImageBoundFrames},
+      {"video_bound_2_frames", Qwen3VlDummyVideo::kVideoBound2Frames},
+      {"video_bound_2_frames_kwargs", Qwen3VlDummyVideo::kVideoBound2FramesKwargs},
+  };
+  for (const auto& [rule_name, rule] : kNames) {
+    if (rule_name == name) return rule;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/*! A Qwen3-VL video of \p frames frames from a \p target {height, width} as qwen3_vl.py _get_vision_info
+ *  reckons it with the video processor: transformers' video smart_resize within the processor's own
+ *  bounds (video_preprocessor_config.json size), then grid_t = (frames + frames % T) // T. */
+struct FramesVideo {
+  std::array<int64_t, 2> size{};
+  int64_t patches = 0;
+};
+
+int64_t VideoTBar(const VisionEncoderSpec& s, int64_t frames) {
+  const double ratio = static_cast<double>(frames) / static_cast<double>(s.temporal_patch_size);
+  return Mul(static_cast<int64_t>(std::nearbyint(ratio)), s.temporal_patch_size);  // Python's round: half to even
+}
+
+FramesVideo VideoPatches(const VisionEncoderSpec& s, const std::array<int64_t, 2>& size, int64_t frames) {
+  const int64_t t = s.temporal_patch_size;
+  const int64_t grid_t = std::max<int64_t>((frames + frames % t) / t, 1);
+  return {size, Mul(grid_t, Mul(size[0] / s.patch_size, size[1] / s.patch_size))};
+}
+
+FramesVideo VideoAtFrames(const VisionEncoderSpec& s, const std::array<int64_t, 2>& target, int64_t frames,
+                          const std::string& field) {
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
+  const std::array<int64_t, 2> size = SmartResize(target[0], target[1], factor, s.video_min_pixels, s.video_max_pixels,
+                                                  field, frames, VideoTBar(s, frames));
+  return VideoPatches(s, size, frames);
+}
+
+/*! The N of Qwen3VlImageBoundVideo: from 2, one more frame while its tokens stay within max_model_len
+ *  (qwen2_vl.py _get_max_video_frames, start_num_frames 2 in qwen3_vl.py), at most the cap (the loop in
+ *  vLLM runs on past it, but only min(N, cap) is used). One video (mm_counts {"video": 1}). */
+int64_t ImageBoundFrames(const VisionEncoderSpec& s, const std::array<int64_t, 2>& target, int64_t max_model_len,
+                         const std::string& field) {
+  const int64_t merge2 = Mul(s.spatial_merge_size, s.spatial_merge_size);
+  int64_t frames = kQwen3VlDummyVideoFrames;
+  while (frames < kQwen3VlMaxFramesPerVideo &&
+         VideoAtFrames(s, target, frames + 1, field).patches / merge2 <= max_model_len) {
+    ++frames;
+  }
+  return frames;
+}
+
+VisionDummyItem FramesItem(const VisionEncoderSpec& s, int64_t patches, bool times_12_5) {
+  VisionDummyItem item;
+  item.patch_tokens = patches;
+  item.embed_rows = patches / Mul(s.spatial_merge_size, s.spatial_merge_size);
+  // int(tokens * 12.5): "one video token is converted to '<{timestamp} seconds>' (on average 9.5
+  // tokens) + vision_start_token + video_token + vision_end_token" (qwen3_vl.py 0.11.0 to 0.12.0).
+  item.prompt_tokens = times_12_5 ? Mul(item.embed_rows, 25) / 2 : item.embed_rows;
+  item.pixel_elements = Mul(patches, Mul(Mul(s.num_channels, s.temporal_patch_size), Mul(s.patch_size, s.patch_size)));
+  return item;
+}
+
+/*! The dummy video Qwen3VLDummyInputsBuilder builds under the image_bound_frames rules from its \p frames
+ *  (the caller's): the size _get_vision_info gives them, the width / height options' mins, and (from
+ *  0.11.1, do_resize no longer off) the processor's resize of that. */
+FramesVideo ImageBoundDummy(const VisionEncoderSpec& s, const VisionItemRequest& r,
+                            const std::array<int64_t, 2>& target, int64_t frames, Qwen3VlDummyVideo rule) {
+  const bool reads_options = rule != Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5;
+  const FramesVideo sized = VideoAtFrames(s, target, frames, r.field);
+  if (!reads_options) return sized;  // 0.11.0: hf_processor_mm_kwargs {"do_resize": False}
+  const int64_t h = r.height > 0 ? std::min(r.height, sized.size[0]) : sized.size[0];
+  const int64_t w = r.width > 0 ? std::min(r.width, sized.size[1]) : sized.size[1];
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
+  if (h < factor || w < factor) {
+    throw InvalidArgument(r.field, "height:" + std::to_string(h) + " or width:" + std::to_string(w) +
+                                       " must be larger than factor:" + std::to_string(factor) +
+                                       " (transformers' video smart_resize refuses the dummy video)");
+  }
+  // The frames are (width, height) arrays: the transposed size has the same patch count.
+  return VideoAtFrames(s, {h, w}, frames, r.field);
+}
+
+}  // namespace
+
+std::optional<Qwen3VlFramesVideo> Qwen3VlImageBoundVideo(const VisionEncoderSpec& s, const VisionItemRequest& r,
+                                                         int64_t max_model_len, Qwen3VlDummyVideo rule,
+                                                         bool factor_pair) {
+  if (!IsSmartResizeProcessor(s) || s.video_max_pixels <= 0) return std::nullopt;
+  if (s.temporal_patch_size > kQwen3VlDummyVideoFrames) {
+    throw InvalidArgument(r.field, "t:2 must be larger than temporal_factor:" + std::to_string(s.temporal_patch_size) +
+                                       " (transformers' video smart_resize refuses vLLM's 2-frame dummy video)");
+  }
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
+  constexpr int64_t kSide = 9999999;  // the width and height get_image_size_with_most_features asked before 0.13.0
+  const std::array<int64_t, 2> target = factor_pair
+                                            ? MostFeaturesSize(s.max_pixels, factor, r.field)
+                                            : SmartResize(kSide, kSide, factor, s.min_pixels, s.max_pixels, r.field);
+  Qwen3VlFramesVideo out;
+  out.frames = ImageBoundFrames(s, target, max_model_len, r.field);
+  const bool times_12_5 =
+      rule == Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5 || rule == Qwen3VlDummyVideo::kImageBoundFramesX12_5;
+  out.largest = FramesItem(s, VideoAtFrames(s, target, out.frames, r.field).patches, times_12_5);
+  const bool reads_options = rule != Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5;
+  // The num_frames option lowers the dummy's frames (from 0.11.1), never below 2 (_get_dummy_videos).
+  const int64_t dummy_frames = reads_options && r.num_frames > 0 ? std::min(out.frames, r.num_frames) : out.frames;
+  out.frames = std::max(dummy_frames, kQwen3VlDummyVideoFrames);
+  out.dummy = FramesItem(s, ImageBoundDummy(s, r, target, out.frames, rule).patches, times_12_5);
+  return out;
 }
 
 std::vector<std::string> VisionModalities(const VisionEncoderSpec& spec) {

@@ -180,7 +180,9 @@ MmProfileBreakdown MultimodalProfile(const ModelSpec& spec, const ActivationOpti
   mo.pixtral_dense_block_mask = o.pixtral_dense_block_mask;
   mo.qwen25_vision_qkv_copies = o.qwen25_vision_qkv_copies;
   mo.qwen25_vision_fp32_rotary = o.qwen25_vision_fp32_rotary;
-  mo.qwen3_vl_video_processor_dummy = o.qwen3_vl_video_processor_dummy;
+  mo.qwen3_vl_dummy_video = o.qwen3_vl_dummy_video;
+  mo.mm_modality_tie_by_name = o.mm_modality_tie_by_name;
+  mo.qwen_vl_image_factor_pair = o.qwen_vl_image_factor_pair;
   mo.moonvit_dense_attention_mask = o.moonvit_dense_attention_mask;
   return EstimateMmProfile(spec, mo);
 }

@@ -205,8 +205,10 @@ void CheckModalities(const std::vector<std::string>& modalities, const MmProfile
 /*! The processor's bounds from --mm-processor-kwargs (transformers Qwen2VLImageProcessor: size
  *  {"shortest_edge", "longest_edge"}, min_pixels / max_pixels overriding it; KimiVLImageProcessor's
  *  in_token_limit); every other key is listed when it changes no tensor's size, and refused by name
- *  when it may. */
-VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorKwargs& k, MmProfileBreakdown& m) {
+ *  when it may. The release's way to the largest image (MmProfileOptions::qwen_vl_image_factor_pair)
+ *  travels with them. */
+VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProfileOptions& o, MmProfileBreakdown& m) {
+  const MmProcessorKwargs& k = o.mm_processor_kwargs;
   for (const std::string& key : k.keys) {
     const ProcessorKwargEffect effect = ClassifyProcessorKwarg(v, key);
     if (effect == ProcessorKwargEffect::kNoEffect) m.no_effect_kwargs.push_back(key);
@@ -226,6 +228,7 @@ VisionItemRequest ProcessorBounds(const VisionEncoderSpec& v, const MmProcessorK
   r.min_pixels = k.min_pixels > 0 ? k.min_pixels : k.shortest_edge;
   r.size_longest_edge = k.longest_edge;
   r.in_token_limit = k.in_token_limit;
+  r.factor_pair = o.qwen_vl_image_factor_pair;
   return r;
 }
 
@@ -254,23 +257,48 @@ struct ModalityItems {
   int64_t frames = 0;
 };
 
-/*! Qwen3-VL's (and Qwen3.5's) dummy video: from 0.16.0 two frames at its video processor's bound
- *  (Qwen3VlVideoItem), whatever max_model_len; the width / height options shrink the dummy, num_frames
- *  never moves it from 2. The releases before follow rules not recorded here: refused by name. */
-ModalityItems Qwen3VlVideoItems(const VisionEncoderSpec& v, VisionItemRequest r, const MmProfileOptions& o) {
-  if (!o.qwen3_vl_video_processor_dummy || v.video_max_pixels <= 0) {
+/*! Refusals before Qwen3-VL's video rule reads --mm-processor-kwargs (0.17.0): a release without
+ *  Qwen3-VL, and processor bounds, which those releases' processor instance does not take for the
+ *  budget's item (cached_processor_from_config drops the call-time keys) while the processor call does. */
+void CheckQwen3VlVideoRule(const VisionEncoderSpec& v, const VisionItemRequest& r, const MmProfileOptions& o) {
+  if (o.qwen3_vl_dummy_video == Qwen3VlDummyVideo::kAbsent || v.video_max_pixels <= 0) {
     throw Unsupported(
-        "limit_mm_per_prompt.video: Qwen3-VL's dummy video before vLLM 0.16.0 (0.11.0 sized it at "
-        "the image's bound with Qwen2-VL's frame rule, later revisions at the video processor's) is "
-        "not recorded per release (vllm_versions.json qwen3_vl_video_processor_dummy), and with these "
-        "settings vLLM may profile it: limit video to 0 ({\"video\": 0}) for a plan");
+        "limit_mm_per_prompt.video: this vLLM release has no Qwen3-VL dummy video rule here (qwen3_vl.py "
+        "arrived in 0.11.0; vllm_versions.json qwen3_vl_dummy_video): limit video to 0 ({\"video\": 0}) for a plan");
   }
+  const bool bounds = r.max_pixels > 0 || r.min_pixels > 0 || r.size_longest_edge > 0;
+  if (bounds && o.qwen3_vl_dummy_video != Qwen3VlDummyVideo::kVideoBound2FramesKwargs) {
+    throw Unsupported(
+        "limit_mm_per_prompt.video: before vLLM 0.17.0 Qwen3-VL's video budget reads the checkpoint's "
+        "processor sizes while the processor call takes --mm-processor-kwargs' (vllm_versions.json "
+        "qwen3_vl_dummy_video); that split is not modelled: limit video to 0 ({\"video\": 0}) for a plan");
+  }
+}
+
+/*! Qwen3-VL's (and Qwen3.5's) dummy video by the release's rule (vllm_versions.json qwen3_vl_dummy_video):
+ *  before 0.15.0 at the image's size with frames by max_model_len (Qwen3VlImageBoundVideo), from 0.15.0
+ *  two frames at its video processor's bound (Qwen3VlVideoItem), whatever max_model_len; the width /
+ *  height options shrink the dummy, num_frames lowers the frames (never below 2). */
+ModalityItems Qwen3VlVideoItems(const VisionEncoderSpec& v, VisionItemRequest r, const MmProfileOptions& o) {
+  CheckQwen3VlVideoRule(v, r, o);
   ModalityItems out;
   out.modality = "video";
+  const MmModalityLimit* options = o.limit_mm_per_prompt.Find("video");
+  const bool has_options = options != nullptr && options->HasDummyOptions();
+  const Qwen3VlDummyVideo rule = o.qwen3_vl_dummy_video;
+  if (rule != Qwen3VlDummyVideo::kVideoBound2Frames && rule != Qwen3VlDummyVideo::kVideoBound2FramesKwargs) {
+    r.num_frames = has_options ? options->num_frames : 0;
+    r.width = has_options ? options->width : 0;
+    r.height = has_options ? options->height : 0;
+    const Qwen3VlFramesVideo video = *Qwen3VlImageBoundVideo(v, r, o.max_model_len, rule, r.factor_pair);
+    out.frames = video.frames;
+    out.largest = video.largest;
+    out.dummy = video.dummy;
+    return out;
+  }
   out.frames = kQwen3VlDummyVideoFrames;
   out.largest = *Qwen3VlVideoItem(v, r);
-  const MmModalityLimit* options = o.limit_mm_per_prompt.Find("video");
-  if (options != nullptr && options->HasDummyOptions()) {
+  if (has_options) {
     r.width = options->width;
     r.height = options->height;
   }
@@ -331,22 +359,21 @@ ModalityItems ItemsFor(const ModelSpec& spec, const std::string& modality, const
 }
 
 /*! The modality vLLM profiles (MultiModalBudget.get_modality_with_max_tokens): of those whose limit
- *  is above 0, the one with the most tokens per item; a tie is the same item size, image first.
- *  On releases whose Qwen3-VL video rule is not recorded (before 0.16.0) the video stays out while
- *  images run at the published bounds: its default item then holds fewer tokens than the image
- *  (PR #34330: 12,288 against 16,384); from 0.16.0 it is sized (Qwen3VlVideoItems) and compared. */
+ *  is above 0, the one with the most tokens per item. A tie goes to the first in
+ *  get_mm_max_tokens_per_item's order (image) before 0.17.0, to the later name (video over image, image
+ *  over audio) from 0.17.0 (max by (tokens, name): vllm_versions.json mm_modality_tie_by_name). */
 std::optional<ModalityItems> ProfiledModality(const ModelSpec& spec, const VisionItemRequest& bounds,
                                               const MmProfileOptions& o) {
   const VisionEncoderSpec& v = *spec.vision;
   std::optional<ModalityItems> best;
   for (const std::string& modality : VisionModalities(v)) {
     if (o.limit_mm_per_prompt.Count(modality) == 0) continue;
-    const bool qwen3_video_below_image = modality == "video" && v.encoder == VisionEncoderKind::kQwen3Vl && best &&
-                                         bounds.max_pixels == 0 && bounds.min_pixels == 0 &&
-                                         !o.qwen3_vl_video_processor_dummy;
-    if (qwen3_video_below_image) continue;
     ModalityItems items = ItemsFor(spec, modality, bounds, o);
-    if (!best || items.largest.prompt_tokens > best->largest.prompt_tokens) best = std::move(items);
+    const int64_t tokens = items.largest.prompt_tokens;
+    const bool wins =
+        !best || tokens > best->largest.prompt_tokens ||
+        (o.mm_modality_tie_by_name && tokens == best->largest.prompt_tokens && items.modality > best->modality);
+    if (wins) best = std::move(items);
   }
   return best;
 }
@@ -462,7 +489,7 @@ MmProfileBreakdown EstimateMmProfile(const ModelSpec& spec, const MmProfileOptio
   const VisionEncoderSpec& v = *spec.vision;
   m.modelled = true;
   CheckModalities(VisionModalities(v), o);
-  const VisionItemRequest bounds = ProcessorBounds(v, o.mm_processor_kwargs, m);
+  const VisionItemRequest bounds = ProcessorBounds(v, o, m);
   if (o.skip_mm_profiling || o.language_model_only) return m;
   const std::optional<ModalityItems> profiled = ProfiledModality(spec, bounds, o);
   if (!profiled) return m;  // every modality limited to 0

@@ -121,7 +121,9 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   in.pixtral_dense_block_mask = profile.pixtral_dense_block_mask;
   in.qwen25_vision_qkv_copies = profile.qwen25_vision_qkv_copies;
   in.qwen25_vision_fp32_rotary = profile.qwen25_vision_fp32_rotary;
-  in.qwen3_vl_video_processor_dummy = profile.qwen3_vl_video_processor_dummy;
+  in.qwen3_vl_dummy_video = profile.qwen3_vl_dummy_video;
+  in.mm_modality_tie_by_name = profile.mm_modality_tie_by_name;
+  in.qwen_vl_image_factor_pair = profile.qwen_vl_image_factor_pair;
   in.text_only_skips_vision_tower = profile.text_only_skips_vision_tower;
   in.mm_dummy_options = profile.mm_dummy_options;
   in.lora_extra_vocab = profile.lora_extra_vocab;

@@ -446,7 +446,9 @@ void ProfilePeak(const PlanRun& run, StartupPlan& plan) {
     ao.pixtral_dense_block_mask = in.pixtral_dense_block_mask;
     ao.qwen25_vision_qkv_copies = in.qwen25_vision_qkv_copies;
     ao.qwen25_vision_fp32_rotary = in.qwen25_vision_fp32_rotary;
-    ao.qwen3_vl_video_processor_dummy = in.qwen3_vl_video_processor_dummy;
+    ao.qwen3_vl_dummy_video = in.qwen3_vl_dummy_video;
+    ao.mm_modality_tie_by_name = in.mm_modality_tie_by_name;
+    ao.qwen_vl_image_factor_pair = in.qwen_vl_image_factor_pair;
     ao.max_lora_rank = in.enable_lora ? in.max_lora_rank : 0;
     SetSpeculativeProfileRun(run, in, ao);
     ao.moonvit_dense_attention_mask = in.moonvit_dense_attention_mask;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -168,7 +169,8 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"pixtral_dense_block_mask", &VllmVersionProfile::pixtral_dense_block_mask},
     {"qwen25_vision_qkv_copies", &VllmVersionProfile::qwen25_vision_qkv_copies},
     {"qwen25_vision_fp32_rotary", &VllmVersionProfile::qwen25_vision_fp32_rotary},
-    {"qwen3_vl_video_processor_dummy", &VllmVersionProfile::qwen3_vl_video_processor_dummy},
+    {"mm_modality_tie_by_name", &VllmVersionProfile::mm_modality_tie_by_name},
+    {"qwen_vl_image_factor_pair", &VllmVersionProfile::qwen_vl_image_factor_pair},
     {"text_only_skips_vision_tower", &VllmVersionProfile::text_only_skips_vision_tower},
     {"mm_dummy_options", &VllmVersionProfile::mm_dummy_options},
     {"hybrid_prefix_caching_default", &VllmVersionProfile::hybrid_prefix_caching_default},
@@ -303,6 +305,10 @@ void Apply(VllmVersionProfile& p, const std::string& rule, const JsonValue& v) {
     const std::string f = Str(v, rule);
     if (f != "fixed2" && f != "format_gib") Bad(rule + " '" + f + "'");
     p.available_kv_line_format_gib = f == "format_gib";
+  } else if (rule == "qwen3_vl_dummy_video") {
+    const std::optional<Qwen3VlDummyVideo> video = Qwen3VlDummyVideoFromName(Str(v, rule));
+    if (!video) Bad(rule + " '" + Str(v, rule) + "'");
+    p.qwen3_vl_dummy_video = *video;
   } else if (rule == "default_block_size") {
     p.default_block_size = Int(v, rule);
   } else if (rule == "max_model_len_message") {

@@ -143,6 +143,69 @@ TEST(QwenVlItem, Qwen3VlDummyVideo) {
   EXPECT_EQ(Qwen3VlVideoItem(v, r)->prompt_tokens, 475);
 }
 
+// Qwen3-VL's dummy video before 0.15.0 (vllm 0.11.0 to 0.14.0 qwen3_vl.py get_max_video_tokens,
+// _get_max_video_frames from 2 frames, _MAX_FRAMES_PER_VIDEO 24576; transformers video_processing_qwen3_vl.py
+// smart_resize), by hand: the image target is 4096 x 4096 (16,777,216 = 4096^2 pixels, 128 x 128 merged
+// patches either way, square smart_resize or factor pair). At n frames beta = sqrt(n x 4096^2 / 25,165,824)
+// = sqrt(n / 1.5): n = 2 gives floor(4096 / 1.1547 / 32) = 110 merged patches a side (3520 px), 1 x 220 x 220
+// = 48,400 patches, 12,100 tokens; n = 3 gives 90 (2880 px) and grid_t (3 + 1) // 2 = 2: 2 x 180^2 / 4 =
+// 16,200 tokens, the most any n up to the cap reaches; n = 24,576 gives beta 128, one merged patch (32 px)
+// a side, 12,288 x 2 x 2 = 49,152 patches, 12,288 tokens.
+TEST(QwenVlItem, Qwen3VlImageBoundVideoBefore015) {
+  VisionEncoderSpec v;
+  v.encoder = VisionEncoderKind::kQwen3Vl;
+  v.patch_size = 16;
+  v.spatial_merge_size = 2;
+  v.temporal_patch_size = 2;
+  v.max_pixels = 16777216;
+  v.min_pixels = 65536;
+  VisionItemRequest r;
+  r.field = "limit_mm_per_prompt.video";
+  r.num_frames = 0;  // no dummy option
+  const auto rule = Qwen3VlDummyVideo::kImageBoundFrames;
+  EXPECT_FALSE(Qwen3VlImageBoundVideo(v, r, 8192, rule, true).has_value());  // no video processor bound
+  v.video_max_pixels = 25165824;
+  v.video_min_pixels = 4096;
+  // max_model_len 8192 < 16,200: the frames stop at 2.
+  const Qwen3VlFramesVideo short_len = *Qwen3VlImageBoundVideo(v, r, 8192, rule, true);
+  EXPECT_EQ(short_len.frames, 2);
+  EXPECT_EQ(short_len.largest.patch_tokens, 220 * 220);
+  EXPECT_EQ(short_len.largest.prompt_tokens, 12100);
+  EXPECT_EQ(short_len.dummy.patch_tokens, 220 * 220);
+  // max_model_len 16,200 lets every n through: the cap, 24,576 frames of 32 x 32; one token less stops at 2.
+  const Qwen3VlFramesVideo capped = *Qwen3VlImageBoundVideo(v, r, 16200, rule, false);
+  EXPECT_EQ(capped.frames, kQwen3VlMaxFramesPerVideo);
+  EXPECT_EQ(capped.largest.patch_tokens, 49152);
+  EXPECT_EQ(capped.largest.prompt_tokens, 12288);
+  EXPECT_EQ(capped.largest.pixel_elements, int64_t{49152} * 3 * 2 * 16 * 16);
+  EXPECT_EQ(Qwen3VlImageBoundVideo(v, r, 16199, rule, false)->frames, 2);
+  // 0.11.x / 0.12.0 count int(tokens x 12.5) in the budget: 12,288 x 12.5 = 153,600 (PR #30475's print);
+  // 12,100 x 12.5 = 151,250. The encoded item keeps its embeddings.
+  const Qwen3VlFramesVideo x12_5 =
+      *Qwen3VlImageBoundVideo(v, r, 32768, Qwen3VlDummyVideo::kImageBoundFramesX12_5, false);
+  EXPECT_EQ(x12_5.largest.prompt_tokens, 153600);
+  EXPECT_EQ(x12_5.dummy.embed_rows, 12288);
+  EXPECT_EQ(Qwen3VlImageBoundVideo(v, r, 8192, Qwen3VlDummyVideo::kImageBoundFramesX12_5, false)->largest.prompt_tokens,
+            151250);
+  // num_frames 4 (from 0.11.1): beta = sqrt(4 / 1.5) = 1.633, floor(4096 / 1.633 / 32) = 78 (2496 px), which
+  // the processor keeps (4 x 2496^2 = 24,920,064 within the bound): 2 x 156^2 = 48,672 patches; the budget's
+  // item stays the capped one. 0.11.0 reads no option.
+  r.num_frames = 4;
+  const Qwen3VlFramesVideo four =
+      *Qwen3VlImageBoundVideo(v, r, 32768, Qwen3VlDummyVideo::kImageBoundFramesX12_5, false);
+  EXPECT_EQ(four.frames, 4);
+  EXPECT_EQ(four.dummy.patch_tokens, 2 * 156 * 156);
+  EXPECT_EQ(four.largest.prompt_tokens, 153600);
+  const auto unresized = Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5;
+  EXPECT_EQ(Qwen3VlImageBoundVideo(v, r, 32768, unresized, false)->frames, kQwen3VlMaxFramesPerVideo);
+  // A width under one merged patch: transformers refuses the frames (from 0.11.1).
+  r.num_frames = 0;
+  r.width = 20;
+  EXPECT_THROW(Qwen3VlImageBoundVideo(v, r, 8192, rule, true), InvalidArgument);
+  EXPECT_EQ(Qwen3VlDummyVideoFromName("image_bound_frames"), rule);
+  EXPECT_FALSE(Qwen3VlDummyVideoFromName("video").has_value());
+}
+
 // Llama-4-Scout's tower (vision_config of tests/data/multimodal_configs.json): vllm mllama4.py
 // Mllama4ProcessingInfo.get_image_size_with_most_features asks for a 16 x 336 by 336 image
 // (max_patches 16, Llama4ImageProcessorFast's default), which get_best_fit puts on the 16 x 1 canvas;

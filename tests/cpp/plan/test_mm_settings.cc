@@ -135,6 +135,14 @@ TEST(QwenVlDummyItem, ProcessorKwargsReplaceThePublishedBound) {
   VisionItemRequest r;
   r.max_pixels = 1003520;  // 1280 x 28 x 28 -> a 980^2 image (test_vision_profile_item.cc)
   EXPECT_EQ(VisionItem(Qwen25VlTower(), r)->patch_tokens, 70 * 70);
+  // From 0.13.0 (qwen_vl_image_factor_pair) the 1,280 merged patches split 32 x 40 (35, 34, 33 do not
+  // divide 1,280): 896 x 1120 = 1,003,520 pixels, which smart_resize keeps: 64 x 80 patches, 1,280 tokens.
+  r.factor_pair = true;
+  EXPECT_EQ(VisionItem(Qwen25VlTower(), r)->patch_tokens, 64 * 80);
+  EXPECT_EQ(VisionItem(Qwen25VlTower(), r)->prompt_tokens, 1280);
+  r.max_pixels = 700;  // under one 28 x 28 merged patch: vLLM's factor pair would be empty
+  testing::ExpectInvalidArgument([&] { VisionItem(Qwen25VlTower(), r); }, "limit_mm_per_prompt.image");
+  r = {};
   EXPECT_EQ(ClassifyProcessorKwarg(Qwen25VlTower(), "max_pixels"), ProcessorKwargEffect::kModelled);
   EXPECT_EQ(ClassifyProcessorKwarg(Qwen25VlTower(), "do_normalize"), ProcessorKwargEffect::kNoEffect);
   EXPECT_EQ(ClassifyProcessorKwarg(Qwen25VlTower(), "fps"), ProcessorKwargEffect::kNotModelled);

@@ -50,6 +50,9 @@ struct VisionItemRequest {
   int64_t width = 0;           //!< the dummy's width (vLLM keeps the smaller of it and the largest image's)
   int64_t height = 0;
   int64_t num_frames = 1;                           //!< frames: 1 an image, more a video (smart_resize processors)
+  /*! The release finds the largest image by a rows x columns factor pair of the merged patches the bound
+   *  holds (vllm_versions.json qwen_vl_image_factor_pair, 0.13.0 on), not a square smart_resize. */
+  bool factor_pair = false;
   std::string field = "limit_mm_per_prompt.image";  //!< named when the processor refuses the size
 };
 
@@ -72,7 +75,50 @@ std::optional<VisionDummyItem> VisionItem(const VisionEncoderSpec& spec, const V
  *  target_num_frames = 2; a num_frames option only lowers it and never below 2). */
 constexpr int64_t kQwen3VlDummyVideoFrames = 2;
 
-/*! \brief Qwen3-VL's dummy video from 0.16.0 (vllm_versions.json qwen3_vl_video_processor_dummy): two
+/*! \brief How a vLLM release sizes Qwen3-VL's dummy video (vllm_versions.json qwen3_vl_dummy_video; each
+ *  value is the rule's name there). qwen3_vl.py arrived in 0.11.0. */
+enum class Qwen3VlDummyVideo {
+  kAbsent,  //!< "absent": the release has no Qwen3-VL (before 0.11.0)
+  /*! "image_bound_frames_unresized_x12_5" (0.11.0): the frames by max_model_len at the image's largest
+   *  size (Qwen3VlImageBoundVideo), the budget item x 12.5, the dummy unresized (do_resize False), no options */
+  kImageBoundFramesUnresizedX12_5,
+  kImageBoundFramesX12_5,  //!< "image_bound_frames_x12_5" (0.11.1): the same, resized again, options read
+  kImageBoundFrames,       //!< "image_bound_frames" (0.13.0): the same without the x 12.5
+  /*! "video_bound_2_frames" (0.15.0): two frames at the video processor's own bound (Qwen3VlVideoItem),
+   *  --mm-processor-kwargs not read for the target (refused by name with a video) */
+  kVideoBound2Frames,
+  kVideoBound2FramesKwargs,  //!< "video_bound_2_frames_kwargs" (0.17.0): the same, the kwargs read
+};
+
+/*! \brief The rule named \p name in vllm_versions.json, or nullopt for an unknown name. */
+std::optional<Qwen3VlDummyVideo> Qwen3VlDummyVideoFromName(std::string_view name);
+
+/*! \brief vllm qwen3_vl.py _MAX_FRAMES_PER_VIDEO (0.11.0 to 0.14.0): the frame cap of the dummy video
+ *  that follows max_model_len. */
+constexpr int64_t kQwen3VlMaxFramesPerVideo = 24576;
+
+/*! \brief Qwen3-VL's dummy video before 0.15.0: the budget's item (largest), the encoded one (dummy) and
+ *  its frames. */
+struct Qwen3VlFramesVideo {
+  VisionDummyItem largest;
+  VisionDummyItem dummy;
+  int64_t frames = 0;
+};
+
+/*! \brief Qwen3-VL's dummy video of the image_bound_frames rules (qwen3_vl.py 0.11.0 to 0.14.0,
+ *  get_max_video_tokens and Qwen3VLDummyInputsBuilder.get_dummy_mm_data): the image's largest size (the
+ *  square smart_resize of 9999999 x 9999999 within the image bounds, or from 0.13.0 the factor pair of
+ *  their merged patches: \p factor_pair) video-smart_resized within the video processor's bounds at N
+ *  frames, N the most frames from 2 whose tokens fit \p max_model_len (Qwen2-VL's _get_max_video_frames),
+ *  at most kQwen3VlMaxFramesPerVideo. The budget's item counts int(tokens x 12.5) under the x12_5 rules
+ *  (the timestamp text it reckoned a token carries). The dummy takes the options' num_frames (at least 2)
+ *  and width / height as mins (from 0.11.1), and the processor resizes it again (from 0.11.1). \p request
+ *  carries the options only (the caller refuses processor bounds). nullopt without a video bound. */
+std::optional<Qwen3VlFramesVideo> Qwen3VlImageBoundVideo(const VisionEncoderSpec& spec,
+                                                         const VisionItemRequest& request, int64_t max_model_len,
+                                                         Qwen3VlDummyVideo rule, bool factor_pair);
+
+/*! \brief Qwen3-VL's dummy video from 0.15.0 (vllm_versions.json qwen3_vl_dummy_video video_bound_*): two
  *  frames of the size with most features under the video processor's bound (VisionEncoderSpec::
  *  video_max_pixels, or request.size_longest_edge) over the temporal patch, video-smart_resized within
  *  request.max_pixels / min_pixels (else the video processor's bounds), shrunk to request.width /

@@ -78,7 +78,9 @@ struct ActivationOptions {
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral attention mask (vllm_versions.json)
   bool qwen25_vision_qkv_copies = false;   //!< the release's Qwen2.5-VL vision q, k, v copies (vllm_versions.json)
   bool qwen25_vision_fp32_rotary = false;  //!< the release's Qwen2.5-VL vision rotary in float32 (vllm_versions.json)
-  bool qwen3_vl_video_processor_dummy = true;  //!< the release's Qwen3-VL dummy video rule (vllm_versions.json)
+  Qwen3VlDummyVideo qwen3_vl_dummy_video = Qwen3VlDummyVideo::kVideoBound2FramesKwargs;  //!< (vllm_versions.json)
+  bool mm_modality_tie_by_name = true;       //!< the release's tie-break between modalities (vllm_versions.json)
+  bool qwen_vl_image_factor_pair = true;     //!< the release's Qwen-VL largest image rule (vllm_versions.json)
   bool moonvit_dense_attention_mask = true;  //!< the release's MoonViT attention mask (vllm_versions.json)
   /*! --enable-lora's max_lora_rank (0: LoRA off): every LoRA linear's shrink buffer is float32
    *  (slices, tokens, max_lora_rank) beside the layer's output (lora_estimate.h). */

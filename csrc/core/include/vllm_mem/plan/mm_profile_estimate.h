@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "vllm_mem/model/model_spec.h"
+#include "vllm_mem/model/vision_profile_item.h"
 #include "vllm_mem/plan/mm_settings.h"
 
 namespace vllm_mem {
@@ -70,10 +71,18 @@ struct MmProfileOptions {
    *  qwen25_vision_qkv_copies, and rotates q and k through float32 (qwen25_vision_fp32_rotary). */
   bool qwen25_vision_qkv_copies = false;
   bool qwen25_vision_fp32_rotary = false;
-  /*! The release's Qwen3-VL dummy video is two frames at its video processor's own bound, with
-   *  --mm-processor-kwargs read (vllm_versions.json qwen3_vl_video_processor_dummy); else the rule the
-   *  release follows is not recorded and a plan that may profile the video is refused by name. */
-  bool qwen3_vl_video_processor_dummy = true;
+  /*! How the release sizes Qwen3-VL's dummy video (vllm_versions.json qwen3_vl_dummy_video): at the
+   *  image's size with frames by max_model_len before 0.15.0, two frames at its video processor's own
+   *  bound after (model/vision_profile_item.h). */
+  Qwen3VlDummyVideo qwen3_vl_dummy_video = Qwen3VlDummyVideo::kVideoBound2FramesKwargs;
+  /*! MultiModalBudget.get_modality_with_max_tokens breaks a token tie by the modality's name, the later
+   *  one winning (video over image: vllm_versions.json mm_modality_tie_by_name); else the first one in
+   *  get_mm_max_tokens_per_item's order (image). */
+  bool mm_modality_tie_by_name = true;
+  /*! The Qwen-VL processors' largest image is the closest rows x columns factor pair of the merged
+   *  patches max_pixels holds (vllm_versions.json qwen_vl_image_factor_pair); else the smart_resize of a
+   *  9999999-pixel square. */
+  bool qwen_vl_image_factor_pair = true;
   /*! The release runs MoonViT's attention through torch SDPA with a dense [1, N, N] boolean mask
    *  over every patch of the batch, on the math path (vllm_versions.json moonvit_dense_attention_mask);
    *  else through vLLM's MMEncoderAttention with per-image cu_seqlens. */

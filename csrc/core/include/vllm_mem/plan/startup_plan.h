@@ -76,7 +76,9 @@ struct PlanInputs : PlanRequest {
   bool pixtral_dense_block_mask = true;  //!< the release's Pixtral vision attention mask (multimodal profile run)
   bool qwen25_vision_qkv_copies = false;   //!< the release's Qwen2.5-VL vision attention copies q, k, v (same)
   bool qwen25_vision_fp32_rotary = false;  //!< the release's Qwen2.5-VL vision rotary in float32 (same)
-  bool qwen3_vl_video_processor_dummy = true;  //!< the release's Qwen3-VL dummy video rule (same)
+  Qwen3VlDummyVideo qwen3_vl_dummy_video = Qwen3VlDummyVideo::kVideoBound2FramesKwargs;  //!< the release's (same)
+  bool mm_modality_tie_by_name = true;       //!< the release's tie-break between modalities (same)
+  bool qwen_vl_image_factor_pair = true;     //!< the release's Qwen-VL largest image rule (same)
   bool moonvit_dense_attention_mask = true;  //!< the release's MoonViT attention mask (multimodal profile run)
   bool text_only_skips_vision_tower = false;  //!< the release leaves the tower unbuilt when text only
   bool mm_dummy_options = true;  //!< the release's --limit-mm-per-prompt takes per-modality options

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vllm_mem/kv_cache/kv_cache_capacity.h"
+#include "vllm_mem/model/vision_profile_item.h"
 #include "vllm_mem/plan/sparse_indexer_profile.h"
 #include "vllm_mem/plan/sparse_mla_workspace.h"
 
@@ -99,7 +100,9 @@ struct VllmVersionProfile {
   bool pixtral_dense_block_mask = true;  //!< Pixtral's vision attention over a dense [N, N] mask (mm_profile_estimate.h)
   bool qwen25_vision_qkv_copies = false;   //!< Qwen2.5-VL's vision attention copies q, k, v (mm_profile_estimate.h)
   bool qwen25_vision_fp32_rotary = false;  //!< Qwen2.5-VL's vision attention rotates through float32 (same)
-  bool qwen3_vl_video_processor_dummy = true;  //!< Qwen3-VL's dummy video: 2 frames at its video processor's bound
+  Qwen3VlDummyVideo qwen3_vl_dummy_video = Qwen3VlDummyVideo::kVideoBound2FramesKwargs;  //!< Qwen3-VL's dummy video
+  bool mm_modality_tie_by_name = true;       //!< a token tie between modalities goes to the later name (video)
+  bool qwen_vl_image_factor_pair = true;     //!< the Qwen-VL largest image by a rows x columns factor pair
   bool moonvit_dense_attention_mask = true;  //!< MoonViT's SDPA over a dense [1, N, N] mask (mm_profile_estimate.h)
   bool text_only_skips_vision_tower = false;  //!< no tower weights when every modality is limited to 0
   bool mm_dummy_options = true;  //!< --limit-mm-per-prompt takes per-modality options (count, width, ...)
