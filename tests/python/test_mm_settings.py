@@ -337,9 +337,10 @@ def test_qwen3_vl_video_0_12_outweighs_the_image_by_its_timestamp_factor() -> No
 def test_qwen3_vl_video_0_11_pr_30475_budget() -> None:
     """PR #30475's December 2025 print (Qwen3-VL-235B, images off): 153,600 video tokens. 0.11.0 at
     max_model_len 32,768 (>= 16,200): 24,576 frames of 32 x 32, int(12,288 x 12.5) = 153,600 tokens, budget
-    max(8192, 153,600) = 153,600, one item of 49,152 patches. 0.11.0's builder takes no dummy options
-    (num_frames 4 ignored); 0.11.1's does: 4 frames, floor(4096 / sqrt(4 / 1.5) / 32) = 78 merged patches a
-    side, 2 x 156^2 = 48,672 patches, 12,168 embeddings, the budget's item unchanged."""
+    max(8192, 153,600) = 153,600, one item of 49,152 patches. 0.11.0 takes no dummy options (its
+    limit_per_prompt is dict[str, int]); 0.11.1's builder does: 4 frames, floor(4096 / sqrt(4 / 1.5) / 32)
+    = 78 merged patches a side, 2 x 156^2 = 48,672 patches, 12,168 embeddings, the budget's item
+    unchanged."""
     from test_families_hybrid import QWEN3_VL_8B
 
     for version in ("0.11.0", "0.12.0"):
@@ -347,8 +348,8 @@ def test_qwen3_vl_video_0_11_pr_30475_budget() -> None:
         assert m["modality"] == "video" and m["video_frames"] == 24576 and m["encoder_budget_tokens"] == 153600
         _expect_qwen3_item(m, items=1, patches=49152, tokens=12288)
     four = {"image": 0, "video": {"count": 1, "num_frames": 4}}
-    m = _profile(QWEN3_VL_8B, vllm_version="0.11.0", max_model_len=32768, limit_mm_per_prompt=four)
-    assert m["video_frames"] == 24576
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="integer count"):  # 0.11.0: dict[str, int]
+        _profile(QWEN3_VL_8B, vllm_version="0.11.0", max_model_len=32768, limit_mm_per_prompt=four)
     m = _profile(QWEN3_VL_8B, vllm_version="0.11.1", max_model_len=32768, limit_mm_per_prompt=four)
     assert m["video_frames"] == 4 and m["encoder_budget_tokens"] == 153600
     _expect_qwen3_item(m, items=1, patches=2 * 156 * 156, tokens=12168)
