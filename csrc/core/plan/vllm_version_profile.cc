@@ -135,14 +135,28 @@ std::vector<std::string> SplitList(const std::string& text, const std::string& s
   return out;
 }
 
-// model_runner's value: {"v2_serves": "none" | "dense" | "all", "v2_speculative_methods": "a,b"}.
+// model_runner's value: {"v2_serves": "none" | "listed" | "dense" | "all", "v2_speculative_methods": "a,b",
+// "v2_architectures": "A,B" and "v2_listed_dense_unquantized": bool where V2 serves listed architectures}.
 void ApplyModelRunner(VllmVersionProfile& p, const JsonValue& v) {
   p.v2_runner_serves = Str(Member(v, "v2_serves", "model_runner"), "model_runner.v2_serves");
-  if (p.v2_runner_serves != "none" && p.v2_runner_serves != "dense" && p.v2_runner_serves != "all") {
+  if (p.v2_runner_serves != "none" && p.v2_runner_serves != "listed" && p.v2_runner_serves != "dense" &&
+      p.v2_runner_serves != "all") {
     Bad("model_runner.v2_serves '" + p.v2_runner_serves + "'");
   }
   p.v2_runner_speculative_methods =
       SplitList(Str(Member(v, "v2_speculative_methods", "model_runner"), "v2_speculative_methods"), ",");
+  p.v2_runner_architectures.clear();
+  p.v2_runner_listed_dense_unquantized = false;
+  if (const JsonValue* archs = v.Find("v2_architectures")) {
+    p.v2_runner_architectures = SplitList(Str(*archs, "model_runner.v2_architectures"), ",");
+  }
+  if (const JsonValue* dense = v.Find("v2_listed_dense_unquantized")) {
+    if (!dense->IsBool()) Bad("model_runner.v2_listed_dense_unquantized must be a boolean");
+    p.v2_runner_listed_dense_unquantized = dense->AsBool();
+  }
+  if (p.v2_runner_serves == "listed" && p.v2_runner_architectures.empty()) {
+    Bad("model_runner: v2_serves 'listed' names no v2_architectures");
+  }
 }
 
 // kv_cache_dtypes_added's value: "a,b" of names the kv_cache area's table knows.

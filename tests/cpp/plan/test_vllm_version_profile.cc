@@ -375,11 +375,13 @@ PlanInputs H100Plan(const std::string& version) {
 
 }  // namespace
 
-// vllm_versions.json "model_runner": PR #44443 (V2 for dense models, after v0.24.0) and PR #53183
+// vllm_versions.json "model_runner": DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES from v0.22.0 (the
+// release wheels' vllm/config/vllm.py), PR #44443 (V2 for dense models, v0.25.0) and PR #53183
 // (V2 for every model, v0.29.0 release note); "v2_runner_cudagraph_profiling": PR #36520's
 // profile_cudagraph_memory() returned 0 until PR #53306 (v0.29.0 release note).
 TEST(ModelRunner, TheReleaseDecidesWhichModelsV2Serves) {
-  EXPECT_EQ(Profile("0.24").v2_runner_serves, "none");
+  EXPECT_EQ(Profile("0.21").v2_runner_serves, "none");
+  for (const char* v : {"0.22", "0.23", "0.24"}) EXPECT_EQ(Profile(v).v2_runner_serves, "listed") << v;
   for (const char* v : {"0.25", "0.26", "0.27", "0.28"}) {
     EXPECT_EQ(Profile(v).v2_runner_serves, "dense") << v;
     EXPECT_FALSE(Profile(v).v2_runner_cudagraph_profiling) << v;
@@ -388,8 +390,24 @@ TEST(ModelRunner, TheReleaseDecidesWhichModelsV2Serves) {
   const ModelSpec moe = Bundled("Qwen--Qwen3-30B-A3B.json");
   ModelSpec hybrid = Llama();  // only the recurrent state matters to the choice
   hybrid.hybrid.emplace();
-  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), Llama(), "").runner, VllmModelRunner::kV1);
+  // 0.22-0.24: V2 only for the listed architectures; 0.22-0.23 only unquantized and dense.
+  EXPECT_EQ(ChooseModelRunner(Profile("0.21"), Llama(), "").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.22"), Llama(), "").runner, VllmModelRunner::kV1);  // Qwen3 only
+  EXPECT_NE(ChooseModelRunner(Profile("0.22"), Llama(), "").reason.find("Qwen3ForCausalLM"), std::string::npos);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.23"), Llama(), "").runner, VllmModelRunner::kV2);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), Llama(), "").runner, VllmModelRunner::kV2);
   EXPECT_EQ(ChooseModelRunner(Profile("0.25"), Llama(), "").runner, VllmModelRunner::kV2);
+  ModelSpec quantized = Llama();  // a quantization_config in config.json: model_config.is_quantized
+  quantized.quantization.emplace();
+  EXPECT_EQ(ChooseModelRunner(Profile("0.23"), quantized, "").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), quantized, "").runner, VllmModelRunner::kV2);
+  ModelSpec qwen2_moe = moe;  // only the architecture and the experts matter to the choice
+  qwen2_moe.architectures = {"Qwen2MoeForCausalLM"};
+  EXPECT_EQ(ChooseModelRunner(Profile("0.23"), qwen2_moe, "").runner, VllmModelRunner::kV1);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), qwen2_moe, "").runner, VllmModelRunner::kV2);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.25"), qwen2_moe, "").runner, VllmModelRunner::kV2);
+  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), moe, "").runner, VllmModelRunner::kV1);  // Qwen3MoeForCausalLM
+  EXPECT_EQ(ChooseModelRunner(Profile("0.24"), Llama(), "ngram").runner, VllmModelRunner::kV1);
   EXPECT_EQ(ChooseModelRunner(Profile("0.28"), moe, "").runner, VllmModelRunner::kV1);
   EXPECT_EQ(ChooseModelRunner(Profile("0.28"), hybrid, "").runner, VllmModelRunner::kV1);
   // _get_v2_model_runner_unsupported_features: ngram and draft-model speculation keep V1.

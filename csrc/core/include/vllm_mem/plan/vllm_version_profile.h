@@ -116,8 +116,12 @@ struct VllmVersionProfile {
   /*! The versioned --kv-cache-dtype names this release accepts (rule kv_cache_dtypes_added);
    *  names no change lists are accepted on every release (KvCacheDTypeRefusal). */
   std::vector<std::string> kv_cache_dtypes_added;
-  /*! Which models Model Runner V2 serves by default: "none", "dense" or "all" (model_runner.h). */
+  /*! Which models Model Runner V2 serves by default: "none", "listed" (the architectures below
+   *  only), "dense" (and the architectures below) or "all" (model_runner.h). */
   std::string v2_runner_serves = "none";
+  /*! DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: config.json architectures V2 serves beside "dense". */
+  std::vector<std::string> v2_runner_architectures;
+  bool v2_runner_listed_dense_unquantized = false;  //!< "listed" only for non-MoE, unquantized models
   std::vector<std::string> v2_runner_speculative_methods;  //!< the methods V2 runs; others fall back to V1
   bool v2_runner_cudagraph_profiling = false;  //!< V2's profile_cudagraph_memory measures (else returns 0)
   std::vector<VersionRuleNote> rules;      //!< every rule with its value and source
