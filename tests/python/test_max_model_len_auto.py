@@ -21,10 +21,10 @@ GIB = 1 << 30
 
 
 def test_plan_auto_fits_the_longest_length_and_says_so() -> None:
-    full = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, vllm_version="0.24")
+    full = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, vllm_version="0.21")
     assert not full.fits and full.failure_phase == "max_model_len"
     for asked in ("auto", "AUTO", -1):
-        p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, vllm_version="0.24",
+        p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, vllm_version="0.21",
                           max_model_len=asked)
         assert p.fits
         # vLLM's binary search over lengths for one full-attention group: whole 16-token blocks.
@@ -44,13 +44,13 @@ def test_plan_auto_fits_the_longest_length_and_says_so() -> None:
 
 
 def test_plan_auto_keeps_the_full_length_when_it_fits() -> None:
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len="auto", vllm_version="0.24")
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len="auto", vllm_version="0.21")
     assert p.fits and p.max_model_len == DERIVED
     assert p.auto_fit_line == "Auto-fit max_model_len: full model context length 131072 fits in available GPU memory"
 
 
 def test_nothing_fits_is_vllms_value_error() -> None:
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.2, max_model_len="auto", vllm_version="0.24")
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.2, max_model_len="auto", vllm_version="0.21")
     assert not p.fits
     assert p.failure_message.startswith("Cannot auto-fit max_model_len: not enough GPU memory available")
     assert p.auto_fit_line == "" and p.to_dict()["auto_fit"]["reduced"] is False
@@ -81,10 +81,10 @@ def test_kv_functions_fit_their_budget() -> None:
 
 def test_sweep_rows_each_fit_their_budget() -> None:
     cols = vllm_mem.sweep(LLAMA, "H100-80GB", gpu_memory_utilization=[0.3, 0.92], max_model_len="auto",
-                          vllm_version="0.24", as_frame=False)
+                          vllm_version="0.21", as_frame=False)
     for i, util in enumerate((0.3, 0.92)):
         p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=util, max_model_len="auto",
-                          vllm_version="0.24")
+                          vllm_version="0.21")
         assert int(cols["max_model_len"][i]) == p.max_model_len
         assert int(cols["num_tokens"][i]) == p.kv_cache.num_tokens
     assert int(cols["max_model_len"][1]) == DERIVED > int(cols["max_model_len"][0])
@@ -92,18 +92,18 @@ def test_sweep_rows_each_fit_their_budget() -> None:
 
 def test_cli_plan_json_says_auto_fitted(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["plan", LLAMA, "--gpu", "H100-80GB", "--max-model-len", "auto", "--gpu-memory-utilization", "0.3",
-                     "--vllm-version", "0.24", "--json"])
+                     "--vllm-version", "0.21", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
-    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len="auto", vllm_version="0.24")
+    p = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len="auto", vllm_version="0.21")
     assert out["auto_fit"] == p.to_dict()["auto_fit"] and out["auto_fit"]["reduced"] is True
 
 
 def test_vllm_command_line_goes_through_the_same_plan() -> None:
     cmd = plan_from_vllm_args(["vllm", "serve", LLAMA, "--max-model-len", "auto", "--gpu-memory-utilization", "0.3"],
-                              "H100-80GB", vllm_version="0.24")
+                              "H100-80GB", vllm_version="0.21")
     same = vllm_mem.plan(LLAMA, gpu="H100-80GB", gpu_memory_utilization=0.3, max_model_len="auto",
-                         vllm_version="0.24", usage_context="server")
+                         vllm_version="0.21", usage_context="server")
     assert cmd.plan.to_dict() == same.to_dict()
     assert cmd.auto_fit_note == same.auto_fit_line
 

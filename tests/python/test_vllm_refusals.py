@@ -15,11 +15,12 @@ import pytest
 import vllm_mem
 from vllm_mem import cli
 
-# The release these figures were written for: 0.24, the last whose V1 model runner serves a dense
-# model with its CUDA-graph estimate in the KV budget (0.21-0.24); from 0.25 Model Runner V2 serves
+# The release these figures were written for: 0.21, the last whose V1 model runner serves every dense
+# model with its CUDA-graph estimate in the KV budget (0.21; 0.22-0.24 give Model Runner V2 to listed
+# architectures, Llama from 0.23); from 0.25 Model Runner V2 serves
 # dense models and budgets no graphs (vllm_versions.json "model_runner"), which the newest profile
 # would apply.
-V1_GRAPHS = "0.24"
+V1_GRAPHS = "0.21"
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 AWQ = "Qwen/Qwen2.5-7B-Instruct-AWQ"

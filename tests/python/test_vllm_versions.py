@@ -126,7 +126,7 @@ def test_model_runner_v2_budgets_no_graph_memory_for_dense_models_on_0_25_to_0_2
     # PR #44443 (after v0.24.0): Model Runner V2 serves dense models; its profile_cudagraph_memory()
     # returns 0 (PR #36520) until PR #53306 (v0.29.0), so the KV cache takes the whole budget
     # (issue #49224). MoE models keep the V1 runner and its estimate (_is_default_v2_model_runner_model).
-    v24 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.24")
+    v24 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.22")  # Qwen3 only listed
     v28 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28")
     assert v24.to_dict()["vllm_version"]["model_runner"] == "v1"
     assert v28.to_dict()["vllm_version"]["model_runner"] == "v2"
@@ -143,7 +143,11 @@ def test_model_runner_v2_budgets_no_graph_memory_for_dense_models_on_0_25_to_0_2
     forced = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.28",
                            cudagraph_memory_in_budget=True)
     assert forced.available_kv_cache_bytes == v28.available_kv_cache_bytes - v28.cudagraph_bytes
-    assert _C.vllm_profile_settings("0.24")["v2_runner_serves"] == "none"
+    assert _C.vllm_profile_settings("0.21")["v2_runner_serves"] == "none"
+    assert _C.vllm_profile_settings("0.24")["v2_runner_serves"] == "listed"
+    # 0.23-0.24 list LlamaForCausalLM (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES): V2, no graph memory.
+    v23 = vllm_mem.plan(LLAMA, gpu="H100-80GB", max_model_len=8192, vllm_version="0.23")
+    assert v23.to_dict()["vllm_version"]["model_runner"] == "v2" and v23.settings["cudagraph_memory_in_budget"] is False
     assert _C.vllm_profile_settings("0.25")["v2_runner_serves"] == "dense"
     assert _C.vllm_profile_settings("0.28")["v2_runner_cudagraph_profiling"] is False
     assert _C.vllm_profile_settings("0.29")["v2_runner_serves"] == "all"

@@ -32,7 +32,7 @@ constexpr int64_t kBytesPerToken = 32 * 8 * 128 * 2 * 2;
 constexpr int64_t kPageBytes = 16 * kBytesPerToken;
 constexpr int64_t kDerivedLen = 131072;
 
-PlanInputs H100(double util, int64_t max_model_len, const std::string& version = "0.24") {
+PlanInputs H100(double util, int64_t max_model_len, const std::string& version = "0.21") {
   PlanInputs in;
   in.vllm_version = version;
   in.total_memory_bytes = LookupGpu("H100-80GB").total_memory_bytes;

@@ -23,12 +23,12 @@ const ModelSpec& Llama() {
   return spec;
 }
 // The scheduler sizes these tests were written for, pinned: unset, they follow the release
-// and the GPU (test_vllm_version_profile.cc). The release too: 0.24, the last whose V1 model
-// runner serves Llama with its CUDA-graph estimate in the KV budget (PR #38284, 0.21); from 0.25
-// Model Runner V2 serves dense models and budgets no graphs (model_runner.h).
+// and the GPU (test_vllm_version_profile.cc). The release too: 0.21, whose V1 model runner
+// serves Llama with its CUDA-graph estimate in the KV budget (PR #38284); 0.23-0.24 list Llama
+// for Model Runner V2 and from 0.25 V2 serves every dense model, budgeting no graphs (model_runner.h).
 PlanInputs H100(double util, int64_t max_model_len) {
   PlanInputs in;
-  in.vllm_version = "0.24";
+  in.vllm_version = "0.21";
   in.total_memory_bytes = LookupGpu("H100-80GB").total_memory_bytes;
   in.gpu_memory_utilization = util;
   in.max_model_len = max_model_len;
