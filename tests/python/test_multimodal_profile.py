@@ -258,3 +258,19 @@ def test_text_only_leaves_the_tower_out_from_0_15() -> None:
     assert older.vision_encoder_bytes == full.vision_encoder_bytes
     first = vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.15.0", limit_mm_per_prompt=0)
     assert first.vision_encoder_bytes == 0
+
+
+def test_language_model_only_is_refused_before_its_flag() -> None:
+    """--language-model-only arrived in 0.17.0 (PR #34120; no wheel from 0.7.0 to 0.16.0 defines it,
+    vllm_versions.json language_model_only_flag): an older release's parser refuses it, and so does the
+    plan, naming the field and the way a text-only start-up was asked for then."""
+    cfg = MM_CONFIGS["google/gemma-3-27b-it"]
+    with pytest.raises(vllm_mem.InvalidArgumentError, match="unrecognized arguments: --language-model-only") as info:
+        vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.16.0", language_model_only=True)
+    assert info.value.field == "language_model_only"
+    assert "accepted from vLLM 0.17.0" in str(info.value) and "limit_mm_per_prompt" in str(info.value)
+    assert vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.17.0",
+                         language_model_only=True).vision_encoder_bytes == 0
+    # Unset, or False, is no flag at all: every release takes it.
+    assert vllm_mem.plan(cfg, gpu="H100-80GB", max_model_len=8192, vllm_version="0.16.0",
+                         language_model_only=False).vision_encoder_bytes > 0

@@ -73,6 +73,9 @@ PlanInputs ResolveForVersion(const VllmVersionProfile& profile, const ModelSpec&
   if (const std::string r = KvSkipLayersRefusal(profile, in.kv_cache_dtype_skip_layers); !r.empty()) {
     throw InvalidArgument("kv_cache_dtype_skip_layers", r);
   }
+  if (const std::string r = LanguageModelOnlyRefusal(profile, in.language_model_only); !r.empty()) {
+    throw InvalidArgument("language_model_only", r);
+  }
   ValidateUsageContext(in.usage_context);
   in.engine = EngineFor(profile, in.vllm_engine);
   in.vllm_engine = VllmEngineName(in.engine);

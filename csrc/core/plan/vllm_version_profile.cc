@@ -191,6 +191,7 @@ constexpr std::pair<std::string_view, bool VllmVersionProfile::*> kBoolRules[] =
     {"mamba_cache_mode_align_by_default", &VllmVersionProfile::mamba_cache_mode_align_by_default},
     {"max_model_len_auto", &VllmVersionProfile::max_model_len_auto},
     {"kv_cache_dtype_skip_layers", &VllmVersionProfile::kv_cache_dtype_skip_layers},
+    {"language_model_only_flag", &VllmVersionProfile::language_model_only_flag},
     {"lora_extra_vocab", &VllmVersionProfile::lora_extra_vocab},
     {"moonvit_dense_attention_mask", &VllmVersionProfile::moonvit_dense_attention_mask},
     {"v2_runner_cudagraph_profiling", &VllmVersionProfile::v2_runner_cudagraph_profiling},
@@ -692,6 +693,17 @@ std::string KvSkipLayersRefusal(const VllmVersionProfile& profile, const std::ve
   if (skip_layers.size() > 4) args += " ...";
   return "vllm serve: error: unrecognized arguments: --kv-cache-dtype-skip-layers" + args + " (vLLM " +
          profile.version + " has no --kv-cache-dtype-skip-layers; it is accepted from vLLM " + since + ")";
+}
+
+std::string LanguageModelOnlyRefusal(const VllmVersionProfile& profile, bool language_model_only) {
+  if (!language_model_only || profile.language_model_only_flag) return "";
+  const auto& all = VllmVersionProfiles();
+  const auto first =
+      std::find_if(all.begin(), all.end(), [](const VllmVersionProfile& p) { return p.language_model_only_flag; });
+  const std::string since = first == all.end() ? std::string("no release known here") : first->version;
+  return "vllm serve: error: unrecognized arguments: --language-model-only (vLLM " + profile.version +
+         " has no --language-model-only; it is accepted from vLLM " + since +
+         "; before it, limit every modality to 0 with limit_mm_per_prompt)";
 }
 
 void ApplyVersionKvRules(const VllmVersionProfile& profile, const std::string& engine, KvCacheOptions& options) {

@@ -113,6 +113,7 @@ struct VllmVersionProfile {
   bool long_max_model_len_warning = true;  //!< the refusal carries the "extreme caution" text
   bool max_model_len_auto = true;          //!< --max-model-len -1 / auto is vLLM's auto-fit
   bool kv_cache_dtype_skip_layers = true;  //!< --kv-cache-dtype-skip-layers exists (KvSkipLayersRefusal)
+  bool language_model_only_flag = true;    //!< --language-model-only exists (LanguageModelOnlyRefusal)
   /*! The versioned --kv-cache-dtype names this release accepts (rule kv_cache_dtypes_added);
    *  names no change lists are accepted on every release (KvCacheDTypeRefusal). */
   std::vector<std::string> kv_cache_dtypes_added;
@@ -168,6 +169,11 @@ std::string MaxModelLenAutoRefusal(const VllmVersionProfile& profile);
  *  (argparse: "unrecognized arguments: --kv-cache-dtype-skip-layers ...") with the first release
  *  that has it. */
 std::string KvSkipLayersRefusal(const VllmVersionProfile& profile, const std::vector<std::string>& skip_layers);
+
+/*! \brief "" unless \p language_model_only is asked of a release without --language-model-only
+ *  (rule language_model_only_flag), then vLLM's parser's refusal of the unknown flag with the first
+ *  release that has it. Before it a text-only start-up limits every modality to 0 instead. */
+std::string LanguageModelOnlyRefusal(const VllmVersionProfile& profile, bool language_model_only);
 
 /*! \brief The scheduler defaults vLLM picks: V1 by GPU tier and usage context ("server" for
  *  `vllm serve` / the API server, "offline" for the LLM class), V0 from max_model_len; then
