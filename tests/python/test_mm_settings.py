@@ -304,6 +304,36 @@ def test_qwen3_vl_max_pixels_bounds_the_video_and_the_image_wins() -> None:
     _expect_qwen3(m, items=17, patches=38 * 50, tokens=475)
 
 
+def test_qwen3_vl_max_pixels_bounds_the_video_target_from_0_32() -> None:
+    """vllm 0.32.0 folds max_pixels into the video size the 2-frame target reads (qwen2_vl.py
+    _get_vision_size; vllm_versions.json qwen3_vl_dummy_video video_bound_2_frames_pixels): {"max_pixels":
+    1003520} bounds the target at 1003520 // 2 = 501,760 pixels, 490 merged patches, the closest pair
+    14 x 35 (448 x 1120), which the 2-frame smart_resize keeps (2 x 448 x 1120 = 1,003,520, not above the
+    bound): 28 x 70 = 1,960 patches, 490 tokens, 8192 // 490 = 16 items with images off. 0.31.0 keeps the
+    3072 x 4096 target (the size dict alone): 475 tokens, 17 items. The image's 980 tokens win either way."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    images_off = {"mm_processor_kwargs": SMALL, "limit_mm_per_prompt": {"image": 0}}
+    m = _profile(QWEN3_VL_8B, vllm_version="0.32.0", **images_off)
+    assert m["modality"] == "video" and m["video_frames"] == 2 and m["encoder_budget_tokens"] == 8192
+    _expect_qwen3_item(m, items=16, patches=28 * 70, tokens=490)
+    m = _profile(QWEN3_VL_8B, vllm_version="0.31.0", **images_off)
+    _expect_qwen3_item(m, items=17, patches=38 * 50, tokens=475)
+    assert _profile(QWEN3_VL_8B, vllm_version="0.32.0", mm_processor_kwargs=SMALL)["modality"] == "image"
+
+
+@pytest.mark.parametrize("key", ["cap_pixels_per_frame", "videos_kwargs"])
+def test_qwen3_vl_video_frame_cap_and_scoped_kwargs_are_refused_by_name(key: str) -> None:
+    """vllm 0.29.0 on: cap_pixels_per_frame in --mm-processor-kwargs spreads the dummy video over more
+    than 2 frames, and a nested videos_kwargs overlays the video's bounds (qwen3_vl.py get_dummy_mm_data,
+    get_merged_mm_kwargs(modality="video")): neither is modelled, so the plan names the key."""
+    from test_families_hybrid import QWEN3_VL_8B
+
+    value: Any = True if key == "cap_pixels_per_frame" else {"max_pixels": 1003520}
+    with pytest.raises(vllm_mem.NotModelledError, match=rf"mm_processor_kwargs\.{key}"):
+        _profile(QWEN3_VL_8B, vllm_version="0.29.0", mm_processor_kwargs={key: value})
+
+
 def _expect_qwen3_item(m: dict[str, Any], *, items: int, patches: int, tokens: int) -> None:
     """The item's own bytes (pixels and cached rows), which no tower rule of the release changes."""
     assert m["items"] == items

@@ -423,6 +423,7 @@ std::optional<Qwen3VlDummyVideo> Qwen3VlDummyVideoFromName(std::string_view name
       {"image_bound_frames", Qwen3VlDummyVideo::kImageBoundFrames},
       {"video_bound_2_frames", Qwen3VlDummyVideo::kVideoBound2Frames},
       {"video_bound_2_frames_kwargs", Qwen3VlDummyVideo::kVideoBound2FramesKwargs},
+      {"video_bound_2_frames_pixels", Qwen3VlDummyVideo::kVideoBound2FramesPixels},
   };
   for (const auto& [rule_name, rule] : kNames) {
     if (rule_name == name) return rule;

@@ -267,7 +267,9 @@ void CheckQwen3VlVideoRule(const VisionEncoderSpec& v, const VisionItemRequest& 
         "arrived in 0.11.0; vllm_versions.json qwen3_vl_dummy_video): limit video to 0 ({\"video\": 0}) for a plan");
   }
   const bool bounds = r.max_pixels > 0 || r.min_pixels > 0 || r.size_longest_edge > 0;
-  if (bounds && o.qwen3_vl_dummy_video != Qwen3VlDummyVideo::kVideoBound2FramesKwargs) {
+  const bool reads_kwargs = o.qwen3_vl_dummy_video == Qwen3VlDummyVideo::kVideoBound2FramesKwargs ||
+                            o.qwen3_vl_dummy_video == Qwen3VlDummyVideo::kVideoBound2FramesPixels;
+  if (bounds && !reads_kwargs) {
     throw Unsupported(
         "limit_mm_per_prompt.video: before vLLM 0.17.0 Qwen3-VL's video budget reads the checkpoint's "
         "processor sizes while the processor call takes --mm-processor-kwargs' (vllm_versions.json "
@@ -286,7 +288,8 @@ ModalityItems Qwen3VlVideoItems(const VisionEncoderSpec& v, VisionItemRequest r,
   const MmModalityLimit* options = o.limit_mm_per_prompt.Find("video");
   const bool has_options = options != nullptr && options->HasDummyOptions();
   const Qwen3VlDummyVideo rule = o.qwen3_vl_dummy_video;
-  if (rule != Qwen3VlDummyVideo::kVideoBound2Frames && rule != Qwen3VlDummyVideo::kVideoBound2FramesKwargs) {
+  if (rule != Qwen3VlDummyVideo::kVideoBound2Frames && rule != Qwen3VlDummyVideo::kVideoBound2FramesKwargs &&
+      rule != Qwen3VlDummyVideo::kVideoBound2FramesPixels) {
     r.num_frames = has_options ? options->num_frames : 0;
     r.width = has_options ? options->width : 0;
     r.height = has_options ? options->height : 0;
@@ -296,6 +299,10 @@ ModalityItems Qwen3VlVideoItems(const VisionEncoderSpec& v, VisionItemRequest r,
     out.dummy = video.dummy;
     return out;
   }
+  // 0.32.0 folds max_pixels into the video size before the target reads size["longest_edge"]
+  // (qwen2_vl.py _get_vision_size: "max_pixels override the corresponding size edges"); r.max_pixels is
+  // max_pixels, else size.longest_edge. Before, the target read the size dict alone.
+  if (rule == Qwen3VlDummyVideo::kVideoBound2FramesPixels && r.max_pixels > 0) r.size_longest_edge = r.max_pixels;
   out.frames = kQwen3VlDummyVideoFrames;
   out.largest = *Qwen3VlVideoItem(v, r);
   if (has_options) {

@@ -204,6 +204,7 @@ TEST(QwenVlItem, Qwen3VlImageBoundVideoBefore015) {
   EXPECT_THROW(Qwen3VlImageBoundVideo(v, r, 8192, rule, true), InvalidArgument);
   EXPECT_EQ(Qwen3VlDummyVideoFromName("image_bound_frames"), rule);
   EXPECT_FALSE(Qwen3VlDummyVideoFromName("video").has_value());
+  EXPECT_EQ(Qwen3VlDummyVideoFromName("video_bound_2_frames_pixels"), Qwen3VlDummyVideo::kVideoBound2FramesPixels);
 }
 
 // Llama-4-Scout's tower (vision_config of tests/data/multimodal_configs.json): vllm mllama4.py

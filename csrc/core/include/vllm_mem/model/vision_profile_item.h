@@ -88,6 +88,9 @@ enum class Qwen3VlDummyVideo {
    *  --mm-processor-kwargs not read for the target (refused by name with a video) */
   kVideoBound2Frames,
   kVideoBound2FramesKwargs,  //!< "video_bound_2_frames_kwargs" (0.17.0): the same, the kwargs read
+  /*! "video_bound_2_frames_pixels" (0.32.0): the same, the target's bound also taking max_pixels (folded
+   *  into size.longest_edge), where 0.17.0 to 0.31.0 read the size dict alone */
+  kVideoBound2FramesPixels,
 };
 
 /*! \brief The rule named \p name in vllm_versions.json, or nullopt for an unknown name. */
