@@ -27,6 +27,20 @@ constexpr const char* kQwen2Vl7b =
 constexpr const char* kQwen25Vl7b =
     R"JSON({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "hidden_act": "silu", "hidden_size": 3584, "intermediate_size": 18944, "max_position_embeddings": 128000, "max_window_layers": 28, "model_type": "qwen2_5_vl", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_sliding_window": false, "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14, "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2, "temporal_patch_size": 2}, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064})JSON";
 
+// Qwen3-VL's tower as its processor bounds the image (Qwen/Qwen3-VL-8B-Instruct preprocessor_config.json:
+// patch 16, merge 2, temporal patch 2, longest_edge 16,777,216, shortest_edge 65,536); the video bound is
+// each test's own.
+VisionEncoderSpec Qwen3VlTower() {
+  VisionEncoderSpec v;
+  v.encoder = VisionEncoderKind::kQwen3Vl;
+  v.patch_size = 16;
+  v.spatial_merge_size = 2;
+  v.temporal_patch_size = 2;
+  v.max_pixels = 16777216;
+  v.min_pixels = 65536;
+  return v;
+}
+
 TEST(QwenVlTower, Qwen2Vl7bPublishedParameterCount) {
   const ModelSpec s = ModelSpec::FromHfConfigText(kQwen2Vl7b);
   ASSERT_TRUE(s.vision.has_value());
@@ -103,13 +117,7 @@ TEST(QwenVlItem, SmartResizeFollowsMaxPixels) {
 // pair 96 x 128 (3072 x 4096); 2 frames x 3072 x 4096 = 25,165,824 fits the bound, so 1 x 192 x 256 =
 // 49,152 patches, 12,288 tokens (PR #34330's "default 12288 tokens").
 TEST(QwenVlItem, Qwen3VlDummyVideo) {
-  VisionEncoderSpec v;
-  v.encoder = VisionEncoderKind::kQwen3Vl;
-  v.patch_size = 16;
-  v.spatial_merge_size = 2;
-  v.temporal_patch_size = 2;
-  v.max_pixels = 16777216;
-  v.min_pixels = 65536;
+  VisionEncoderSpec v = Qwen3VlTower();
   EXPECT_FALSE(Qwen3VlVideoItem(v, {}).has_value());  // no video processor bound: no rule
   v.video_max_pixels = 25165824;
   v.video_min_pixels = 4096;
@@ -152,13 +160,7 @@ TEST(QwenVlItem, Qwen3VlDummyVideo) {
 // 16,200 tokens, the most any n up to the cap reaches; n = 24,576 gives beta 128, one merged patch (32 px)
 // a side, 12,288 x 2 x 2 = 49,152 patches, 12,288 tokens.
 TEST(QwenVlItem, Qwen3VlImageBoundVideoBefore015) {
-  VisionEncoderSpec v;
-  v.encoder = VisionEncoderKind::kQwen3Vl;
-  v.patch_size = 16;
-  v.spatial_merge_size = 2;
-  v.temporal_patch_size = 2;
-  v.max_pixels = 16777216;
-  v.min_pixels = 65536;
+  VisionEncoderSpec v = Qwen3VlTower();
   VisionItemRequest r;
   r.field = "limit_mm_per_prompt.video";
   r.num_frames = 0;  // no dummy option
