@@ -5,6 +5,7 @@
 #include "vllm_mem/plan/sparse_indexer_profile.h"
 
 #include "core/base/checked_math.h"
+#include "core/plan/workspace_manager.h"
 
 namespace vllm_mem {
 namespace {
@@ -12,12 +13,7 @@ namespace {
 // Each key's scale is one float32, whatever index_head_dim is: the op's buffers are
 // [keys, index_head_dim] fp8 and [keys, 4] uint8 (vLLM hard-codes the 4).
 constexpr int64_t kKeyScaleBytes = 4;
-// WorkspaceManager.get_simultaneous rounds each piece of a request up to 256 bytes.
-constexpr int64_t kWorkspaceAlignBytes = 256;
-
-int64_t WorkspacePiece(int64_t bytes) {
-  return CheckedMul(CeilDiv(bytes, kWorkspaceAlignBytes), kWorkspaceAlignBytes, "max_model_len");
-}
+int64_t WorkspacePiece(int64_t bytes) { return WorkspacePieceBytes(bytes, "max_model_len"); }
 
 }  // namespace
 

@@ -8,13 +8,12 @@
 
 #include "core/base/checked_math.h"
 #include "core/plan/mxfp4_backend.h"
+#include "core/plan/workspace_manager.h"
 
 namespace vllm_mem {
 namespace {
 
 constexpr int64_t kBf16Bytes = 2;
-// WorkspaceManager.get_simultaneous rounds each piece of a request up to 256 bytes.
-constexpr int64_t kWorkspaceAlignBytes = 256;
 // FlashMLA sparse's prefill kernel pads heads to 64 on SM90 (and on SM100 from 0.32).
 constexpr int64_t kSm90PrefillPaddingHeads = 64;
 
@@ -31,8 +30,7 @@ bool PicksFlashMlaSparse(int capability, bool fp8, int64_t heads, const SparseMl
 }
 
 int64_t Piece(int64_t rows, int64_t width, const char* field) {
-  const int64_t bytes = CheckedMul(CheckedMul(rows, width, field), kBf16Bytes, field);
-  return CheckedMul(CeilDiv(bytes, kWorkspaceAlignBytes), kWorkspaceAlignBytes, field);
+  return WorkspacePieceBytes(CheckedMul(CheckedMul(rows, width, field), kBf16Bytes, field), field);
 }
 
 }  // namespace
