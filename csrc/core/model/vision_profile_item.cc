@@ -363,75 +363,29 @@ VisionDummyItem Gemma3nItem(const VisionEncoderSpec& s) {
 
 bool IsClipOrSiglip(VisionEncoderKind kind) { return kind == VisionEncoderKind::kClip || kind == VisionEncoderKind::kSiglip; }
 
-}  // namespace
-
-bool IsSmartResizeProcessor(const VisionEncoderSpec& spec) {
-  // A processor bounded by max_pixels (model_families.json vision_processors) resizes smartly.
-  return spec.patch_size > 0 && spec.max_pixels > 0 && spec.spatial_merge_size > 0 && spec.temporal_patch_size > 0;
-}
-
-bool IsKimiVlProcessor(const VisionEncoderSpec& spec) {
-  // MoonViT under the Kimi-VL projector, with its processor's patch budget (vision_processors).
-  return spec.encoder == VisionEncoderKind::kMoonVit && spec.projector == VisionProjectorKind::kKimiVl &&
-         spec.in_token_limit > 0 && spec.merge_kernel_h > 0 && spec.merge_kernel_w > 0;
-}
-
-std::optional<VisionDummyItem> Qwen3VlVideoItem(const VisionEncoderSpec& s, const VisionItemRequest& r) {
-  if (!IsSmartResizeProcessor(s) || s.video_max_pixels <= 0) return std::nullopt;
-  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
-  const int64_t t = s.temporal_patch_size;
-  const int64_t frames = kQwen3VlDummyVideoFrames;
-  if (t > frames) {
-    throw InvalidArgument(r.field, "t:2 must be larger than temporal_factor:" + std::to_string(t) +
-                                       " (transformers' video smart_resize refuses vLLM's 2-frame dummy video)");
+/*! transformers' video smart_resize refuses fewer frames than the temporal patch: vLLM's dummy video
+ *  has 2, so a tower with a larger temporal_patch_size cannot profile it. */
+void RequireTwoFrameDummy(const VisionEncoderSpec& s, const std::string& field) {
+  if (s.temporal_patch_size > kQwen3VlDummyVideoFrames) {
+    throw InvalidArgument(field, "t:2 must be larger than temporal_factor:" + std::to_string(s.temporal_patch_size) +
+                                     " (transformers' video smart_resize refuses vLLM's 2-frame dummy video)");
   }
-  // The target under size.longest_edge // temporal_patch_size ("video_max_pixels contains the temporal
-  // compression factor"), then _get_vision_info's video smart_resize at 2 frames within the video
-  // processor's size merged with mm_processor_kwargs size, min_pixels and max_pixels.
-  const int64_t target_bound = (r.size_longest_edge > 0 ? r.size_longest_edge : s.video_max_pixels) / t;
-  const int64_t max_pixels = r.max_pixels > 0 ? r.max_pixels : s.video_max_pixels;
-  const int64_t min_pixels = r.min_pixels > 0 ? r.min_pixels : s.video_min_pixels;
-  const int64_t t_bar =
-      Mul(static_cast<int64_t>(std::nearbyint(static_cast<double>(frames) / static_cast<double>(t))), t);
-  const std::array<int64_t, 2> target = MostFeaturesSize(target_bound, factor, r.field);
-  const std::array<int64_t, 2> video =
-      SmartResize(target[0], target[1], factor, min_pixels, max_pixels, r.field, frames, t_bar);
-  // The dummy options only shrink it (min with the option); the video processor resizes the dummy again
-  // (its frames are (width, height) arrays until PR #56385: the transposed size has the same patch count).
-  const int64_t h = r.height > 0 ? std::min(r.height, video[0]) : video[0];
-  const int64_t w = r.width > 0 ? std::min(r.width, video[1]) : video[1];
+}
+
+/*! The dummy video's {height, width} under the width / height dummy options, which only shrink it
+ *  (min with the option); the processor refuses a side under one merged patch. */
+std::array<int64_t, 2> DummyOptionsSize(const VisionEncoderSpec& s, const VisionItemRequest& r,
+                                        const std::array<int64_t, 2>& size) {
+  const int64_t h = r.height > 0 ? std::min(r.height, size[0]) : size[0];
+  const int64_t w = r.width > 0 ? std::min(r.width, size[1]) : size[1];
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
   if (h < factor || w < factor) {
     throw InvalidArgument(r.field, "height:" + std::to_string(h) + " or width:" + std::to_string(w) +
                                        " must be larger than factor:" + std::to_string(factor) +
                                        " (transformers' video smart_resize refuses the dummy video)");
   }
-  const std::array<int64_t, 2> resized = SmartResize(h, w, factor, min_pixels, max_pixels, r.field, frames, t_bar);
-  const int64_t grid_t = std::max<int64_t>(CeilDiv(frames, t), 1);  // round_up(frames, T) // T
-  VisionDummyItem item;
-  item.patch_tokens = Mul(grid_t, Mul(resized[0] / s.patch_size, resized[1] / s.patch_size));
-  item.embed_rows = item.patch_tokens / Mul(s.spatial_merge_size, s.spatial_merge_size);
-  item.prompt_tokens = item.embed_rows;  // get_max_video_tokens counts embeddings, not the timestamp text
-  item.pixel_elements = Mul(item.patch_tokens, Mul(Mul(s.num_channels, t), Mul(s.patch_size, s.patch_size)));
-  return item;
+  return {h, w};
 }
-
-std::optional<Qwen3VlDummyVideo> Qwen3VlDummyVideoFromName(std::string_view name) {
-  static constexpr std::pair<std::string_view, Qwen3VlDummyVideo> kNames[] = {
-      {"absent", Qwen3VlDummyVideo::kAbsent},
-      {"image_bound_frames_unresized_x12_5", Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5},
-      {"image_bound_frames_x12_5", Qwen3VlDummyVideo::kImageBoundFramesX12_5},
-      {"image_bound_frames", Qwen3VlDummyVideo::kImageBoundFrames},
-      {"video_bound_2_frames", Qwen3VlDummyVideo::kVideoBound2Frames},
-      {"video_bound_2_frames_kwargs", Qwen3VlDummyVideo::kVideoBound2FramesKwargs},
-      {"video_bound_2_frames_pixels", Qwen3VlDummyVideo::kVideoBound2FramesPixels},
-  };
-  for (const auto& [rule_name, rule] : kNames) {
-    if (rule_name == name) return rule;
-  }
-  return std::nullopt;
-}
-
-namespace {
 
 /*! A Qwen3-VL video of \p frames frames from a \p target {height, width} as qwen3_vl.py _get_vision_info
  *  reckons it with the video processor: transformers' video smart_resize within the processor's own
@@ -493,28 +447,69 @@ FramesVideo ImageBoundDummy(const VisionEncoderSpec& s, const VisionItemRequest&
   const bool reads_options = rule != Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5;
   const FramesVideo sized = VideoAtFrames(s, target, frames, r.field);
   if (!reads_options) return sized;  // 0.11.0: hf_processor_mm_kwargs {"do_resize": False}
-  const int64_t h = r.height > 0 ? std::min(r.height, sized.size[0]) : sized.size[0];
-  const int64_t w = r.width > 0 ? std::min(r.width, sized.size[1]) : sized.size[1];
-  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
-  if (h < factor || w < factor) {
-    throw InvalidArgument(r.field, "height:" + std::to_string(h) + " or width:" + std::to_string(w) +
-                                       " must be larger than factor:" + std::to_string(factor) +
-                                       " (transformers' video smart_resize refuses the dummy video)");
-  }
   // The frames are (width, height) arrays: the transposed size has the same patch count.
-  return VideoAtFrames(s, {h, w}, frames, r.field);
+  return VideoAtFrames(s, DummyOptionsSize(s, r, sized.size), frames, r.field);
 }
 
 }  // namespace
+
+bool IsSmartResizeProcessor(const VisionEncoderSpec& spec) {
+  // A processor bounded by max_pixels (model_families.json vision_processors) resizes smartly.
+  return spec.patch_size > 0 && spec.max_pixels > 0 && spec.spatial_merge_size > 0 && spec.temporal_patch_size > 0;
+}
+
+bool IsKimiVlProcessor(const VisionEncoderSpec& spec) {
+  // MoonViT under the Kimi-VL projector, with its processor's patch budget (vision_processors).
+  return spec.encoder == VisionEncoderKind::kMoonVit && spec.projector == VisionProjectorKind::kKimiVl &&
+         spec.in_token_limit > 0 && spec.merge_kernel_h > 0 && spec.merge_kernel_w > 0;
+}
+
+std::optional<VisionDummyItem> Qwen3VlVideoItem(const VisionEncoderSpec& s, const VisionItemRequest& r) {
+  if (!IsSmartResizeProcessor(s) || s.video_max_pixels <= 0) return std::nullopt;
+  RequireTwoFrameDummy(s, r.field);
+  const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
+  const int64_t frames = kQwen3VlDummyVideoFrames;
+  // The target under size.longest_edge // temporal_patch_size ("video_max_pixels contains the temporal
+  // compression factor"), then _get_vision_info's video smart_resize at 2 frames within the video
+  // processor's size merged with mm_processor_kwargs size, min_pixels and max_pixels.
+  const int64_t target_bound =
+      (r.size_longest_edge > 0 ? r.size_longest_edge : s.video_max_pixels) / s.temporal_patch_size;
+  const int64_t max_pixels = r.max_pixels > 0 ? r.max_pixels : s.video_max_pixels;
+  const int64_t min_pixels = r.min_pixels > 0 ? r.min_pixels : s.video_min_pixels;
+  const int64_t t_bar = VideoTBar(s, frames);
+  const std::array<int64_t, 2> target = MostFeaturesSize(target_bound, factor, r.field);
+  const std::array<int64_t, 2> video =
+      SmartResize(target[0], target[1], factor, min_pixels, max_pixels, r.field, frames, t_bar);
+  // The dummy options only shrink it; the video processor resizes the dummy again (its frames are
+  // (width, height) arrays until PR #56385: the transposed size has the same patch count).
+  const std::array<int64_t, 2> dummy = DummyOptionsSize(s, r, video);
+  const std::array<int64_t, 2> resized =
+      SmartResize(dummy[0], dummy[1], factor, min_pixels, max_pixels, r.field, frames, t_bar);
+  // get_max_video_tokens counts embeddings, not the timestamp text.
+  return FramesItem(s, VideoPatches(s, resized, frames).patches, false);
+}
+
+std::optional<Qwen3VlDummyVideo> Qwen3VlDummyVideoFromName(std::string_view name) {
+  static constexpr std::pair<std::string_view, Qwen3VlDummyVideo> kNames[] = {
+      {"absent", Qwen3VlDummyVideo::kAbsent},
+      {"image_bound_frames_unresized_x12_5", Qwen3VlDummyVideo::kImageBoundFramesUnresizedX12_5},
+      {"image_bound_frames_x12_5", Qwen3VlDummyVideo::kImageBoundFramesX12_5},
+      {"image_bound_frames", Qwen3VlDummyVideo::kImageBoundFrames},
+      {"video_bound_2_frames", Qwen3VlDummyVideo::kVideoBound2Frames},
+      {"video_bound_2_frames_kwargs", Qwen3VlDummyVideo::kVideoBound2FramesKwargs},
+      {"video_bound_2_frames_pixels", Qwen3VlDummyVideo::kVideoBound2FramesPixels},
+  };
+  for (const auto& [rule_name, rule] : kNames) {
+    if (rule_name == name) return rule;
+  }
+  return std::nullopt;
+}
 
 std::optional<Qwen3VlFramesVideo> Qwen3VlImageBoundVideo(const VisionEncoderSpec& s, const VisionItemRequest& r,
                                                          int64_t max_model_len, Qwen3VlDummyVideo rule,
                                                          bool factor_pair) {
   if (!IsSmartResizeProcessor(s) || s.video_max_pixels <= 0) return std::nullopt;
-  if (s.temporal_patch_size > kQwen3VlDummyVideoFrames) {
-    throw InvalidArgument(r.field, "t:2 must be larger than temporal_factor:" + std::to_string(s.temporal_patch_size) +
-                                       " (transformers' video smart_resize refuses vLLM's 2-frame dummy video)");
-  }
+  RequireTwoFrameDummy(s, r.field);
   const int64_t factor = Mul(s.patch_size, s.spatial_merge_size);
   constexpr int64_t kSide = 9999999;  // the width and height get_image_size_with_most_features asked before 0.13.0
   const std::array<int64_t, 2> target = factor_pair
