@@ -6,6 +6,7 @@
  */
 #include <gtest/gtest.h>
 
+#include "gemma3n_config.h"
 #include "vllm_mem/base/error.h"
 #include "vllm_mem/model/audio_encoder.h"
 #include "vllm_mem/model/model_spec.h"
@@ -14,13 +15,6 @@
 
 namespace vllm_mem {
 namespace {
-
-// google/gemma-3n-E4B-it's shape: transformers' class defaults are E4B's language model, Gemma3nVisionConfig's
-// MobileNet-V5 and Gemma3nAudioConfig's conformer, so sub-configs naming only their class describe it.
-constexpr const char* kGemma3nE4b = R"JSON({"architectures": ["Gemma3nForConditionalGeneration"],
-    "model_type": "gemma3n", "text_config": {"torch_dtype": "bfloat16"},
-    "vision_config": {"model_type": "gemma3n_vision", "architecture": "mobilenetv5_300m_enc"},
-    "audio_config": {"model_type": "gemma3n_audio"}})JSON";
 
 // Gemma3nAudioEncoder by hand (h 1536, 12 blocks, 8 heads, kernel 5, 128 mel bins -> 64 -> 32 after the
 // two stride-2 convolutions): subsampling 128*9 + 128 + 32*128*9 + 32 + 32*32*1536, then per block two
@@ -35,7 +29,7 @@ constexpr int64_t Embedder(int64_t width) { return 128 * width + 2 * width + wid
 constexpr int64_t kMobileNetV5 = 294'126'912;
 
 TEST(AudioWeights, Gemma3nTowersMakeThePublishedCheckpointCount) {
-  const ModelSpec s = ModelSpec::FromHfConfigText(kGemma3nE4b);
+  const ModelSpec s = ModelSpec::FromHfConfigText(testing::kGemma3nE4bConfig);
   ASSERT_TRUE(s.vision.has_value());
   ASSERT_TRUE(s.audio.has_value());
   EXPECT_EQ(s.vision->encoder, VisionEncoderKind::kTimm);
@@ -50,7 +44,7 @@ TEST(AudioWeights, Gemma3nTowersMakeThePublishedCheckpointCount) {
 }
 
 TEST(AudioWeights, TowersStayWholeUnderTensorParallelism) {
-  const ModelSpec s = ModelSpec::FromHfConfigText(kGemma3nE4b);
+  const ModelSpec s = ModelSpec::FromHfConfigText(testing::kGemma3nE4bConfig);
   // TP 4: each embedder's 128 rows and projection input split four ways, everything else whole.
   EXPECT_EQ(AudioEncoderBytesPerRank(*s.audio, 2, 4), (kAudioTower + (128 * kH + kH * 2048) / 4 + 2 * kH) * 2);
   EXPECT_EQ(VisionEncoderBytesPerRank(*s.vision, 2, 4), (kMobileNetV5 + (128 * 2048 + 2048 * 2048) / 4 + 2 * 2048) * 2);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gemma3n_config.h"
 #include "vllm_mem/model/audio_profile_item.h"
 #include "vllm_mem/model/model_spec.h"
 #include "vllm_mem/model/vision_profile_item.h"
@@ -14,17 +15,11 @@
 namespace vllm_mem {
 namespace {
 
-// google/gemma-3n-E4B-it's shape: transformers' class defaults describe its towers.
-constexpr const char* kGemma3nE4b = R"JSON({"architectures": ["Gemma3nForConditionalGeneration"],
-    "model_type": "gemma3n", "text_config": {"torch_dtype": "bfloat16"},
-    "vision_config": {"model_type": "gemma3n_vision", "architecture": "mobilenetv5_300m_enc"},
-    "audio_config": {"model_type": "gemma3n_audio"}})JSON";
-
 // The image: image_processor.size, 768 x 768 (preprocessor_config.json, model_families.json
 // vision_processors.gemma3n_vision); TOKENS_PER_IMAGE = 256 placeholders and 256 embeddings (the fusion
 // adapter's 16 x 16); MobileNet-V5's largest block from timm_vision_towers: stage 1's first UIR at 768 / 4.
 TEST(Gemma3nProfileItems, ImageFromTheProcessorSquare) {
-  const ModelSpec s = ModelSpec::FromHfConfigText(kGemma3nE4b);
+  const ModelSpec s = ModelSpec::FromHfConfigText(testing::kGemma3nE4bConfig);
   ASSERT_TRUE(s.vision.has_value() && s.audio.has_value());
   EXPECT_TRUE(s.caveats.empty());  // both towers' profile runs have rules: no caveat left
   const VisionEncoderSpec& v = *s.vision;
@@ -49,7 +44,7 @@ TEST(Gemma3nProfileItems, ImageFromTheProcessorSquare) {
 // subsampling convolutions (time stride 2, padding (0, 2)) leave (4 - 1) // 2 + 1 = 2, then 1 frame.
 // TOKENS_PER_AUDIO = 188 placeholders; the embeddings are padded to audio_soft_tokens_per_image = 188.
 TEST(Gemma3nProfileItems, AudioFromTheFeatureExtractor) {
-  const ModelSpec s = ModelSpec::FromHfConfigText(kGemma3nE4b);
+  const ModelSpec s = ModelSpec::FromHfConfigText(testing::kGemma3nE4bConfig);
   ASSERT_TRUE(s.audio.has_value());
   EXPECT_EQ(s.audio->attention_chunk_size, 12);  // Gemma3nAudioConfig's defaults
   EXPECT_EQ(s.audio->attention_context_left, 13);
